@@ -1,0 +1,228 @@
+// The store seam: setLockStore/getLockStore, MemoryLockStore used directly,
+// expiry sweeping, and a store written in JS plugged in.
+import { test, beforeEach } from 'node:test'
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { lock, restoreLock, setLockStore, getLockStore, MemoryLockStore } from '@shaferllc/keel/core'
+
+beforeEach(() => setLockStore(new MemoryLockStore()))
+
+test('setLockStore() returns the store and getLockStore() reads it back', () => {
+  const store = new MemoryLockStore()
+  assert.equal(setLockStore(store), store)
+  assert.equal(getLockStore(), store)
+})
+
+test('a lock keeps the store it was created with', async () => {
+  const first = setLockStore(new MemoryLockStore())
+  const l = lock('k')
+  const second = setLockStore(new MemoryLockStore())
+  await l.acquire()
+  assert.equal(l.store, first)
+  assert.equal(await first.isLocked('k'), true)
+  assert.equal(await second.isLocked('k'), false)
+  await l.release()
+})
+
+test('a fresh MemoryLockStore per test means keys cannot leak between tests', async () => {
+  await lock('leaky', 60_000).acquire()
+  setLockStore(new MemoryLockStore())
+  assert.equal(await lock('leaky').isLocked(), false)
+  assert.equal(await lock('leaky').acquire(), true)
+})
+
+test('MemoryLockStore works directly as a LockStore', async () => {
+  const store = new MemoryLockStore()
+  assert.equal(await store.acquire('k', 'A', 1_000), true)
+  assert.equal(await store.acquire('k', 'B', 1_000), false, 'acquire is set-if-absent')
+  assert.equal(await store.isLocked('k'), true)
+  const left = await store.remainingTime('k')
+  assert.ok(left > 900 && left <= 1_000)
+  assert.equal(await store.release('k', 'B'), false, 'release is owner-conditional')
+  assert.equal(await store.extend('k', 'B', 5_000), false, 'extend is owner-conditional')
+  assert.equal(await store.extend('k', 'A', 5_000), true)
+  assert.ok((await store.remainingTime('k')) > 4_000)
+  assert.equal(await store.release('k', 'A'), true)
+  assert.equal(await store.isLocked('k'), false)
+  assert.equal(await store.remainingTime('k'), null)
+  for (const p of [store.acquire('x', 'o', 1), store.isLocked('x')]) assert.ok(p instanceof Promise)
+})
+
+test('MemoryLockStore expiry: an expired entry is free, and its old owner cannot act on it', async () => {
+  const store = new MemoryLockStore()
+  await store.acquire('k', 'A', 30)
+  await sleep(50)
+  assert.equal(await store.isLocked('k'), false)
+  assert.equal(await store.remainingTime('k'), null)
+  assert.equal(await store.extend('k', 'A', 1_000), false)
+  assert.equal(await store.acquire('k', 'B', 1_000), true)
+  assert.equal(await store.release('k', 'A'), false)
+  assert.equal(await store.isLocked('k'), true)
+})
+
+test('a million keys taken and left to expire do not stay in memory', async () => {
+  const store = setLockStore(new MemoryLockStore())
+  for (let i = 0; i < 1_000_000; i++) {
+    if (!(await lock(`job:${i}`, 200).acquire())) throw new Error(`job:${i} was not free`)
+  }
+  assert.ok(store.size > 1_000, `the store held ${store.size} entries while they were live`)
+  await sleep(1_300) // past the TTL and the store's sweep interval
+  await lock('one-more').acquire()
+  assert.equal(store.size, 1)
+})
+
+test('two memory stores are independent', async () => {
+  const a = new MemoryLockStore()
+  const b = new MemoryLockStore()
+  await a.acquire('k', 'o', 1_000)
+  assert.equal(await b.isLocked('k'), false)
+})
+
+/** A store in plain JS over a Map, with the methods' `this` checked. */
+class MapStore {
+  entries = new Map()
+  calls = []
+  #live(key) {
+    const e = this.entries.get(key)
+    if (e && e.expiresAt <= Date.now()) this.entries.delete(key)
+    return this.entries.get(key)
+  }
+  async acquire(key, owner, ttlMs) {
+    assert.ok(this instanceof MapStore, 'this is the store')
+    this.calls.push(['acquire', key, owner, ttlMs])
+    if (this.#live(key)) return false
+    this.entries.set(key, { owner, expiresAt: Date.now() + ttlMs })
+    return true
+  }
+  async release(key, owner) {
+    this.calls.push(['release', key, owner])
+    const e = this.#live(key)
+    if (!e || e.owner !== owner) return false
+    this.entries.delete(key)
+    return true
+  }
+  async extend(key, owner, ttlMs) {
+    this.calls.push(['extend', key, owner, ttlMs])
+    const e = this.#live(key)
+    if (!e || e.owner !== owner) return false
+    e.expiresAt = Date.now() + ttlMs
+    return true
+  }
+  async isLocked(key) {
+    this.calls.push(['isLocked', key])
+    return this.#live(key) !== undefined
+  }
+  async remainingTime(key) {
+    this.calls.push(['remainingTime', key])
+    const e = this.#live(key)
+    return e ? e.expiresAt - Date.now() : null
+  }
+}
+
+test('a store written in JS (a class with async methods) drives the whole API', async () => {
+  const store = setLockStore(new MapStore())
+  const [ran, result] = await lock('invoice:42', 5_000).run(async (l) => {
+    assert.equal(await l.isLocked(), true)
+    await l.extend()
+    const left = await l.getRemainingTime()
+    assert.ok(left > 4_000 && left <= 5_000)
+    assert.equal(await lock('invoice:42').acquire(), false)
+    return 'done'
+  })
+  assert.deepEqual([ran, result], [true, 'done'])
+  assert.equal(store.entries.size, 0)
+  const names = store.calls.map((c) => c[0])
+  assert.deepEqual(names.slice(0, 2), ['acquire', 'isLocked'])
+  assert.ok(names.includes('extend') && names.at(-1) === 'release')
+  const [, key, owner, ttl] = store.calls[0]
+  assert.equal(key, 'invoice:42')
+  assert.match(owner, /^[0-9a-f-]{36}$/)
+  assert.equal(ttl, 5_000)
+  assert.ok(store.calls.every((c) => c[0] !== 'release' || c[2] === owner), 'release sends the same owner')
+})
+
+test('a JS store whose methods return plain values (not promises) works too', async () => {
+  const held = new Map()
+  setLockStore({
+    acquire: (k, o) => (held.has(k) ? false : (held.set(k, o), true)),
+    release: (k, o) => held.get(k) === o && held.delete(k),
+    extend: (k, o) => held.get(k) === o,
+    isLocked: (k) => held.has(k),
+    remainingTime: (k) => (held.has(k) ? 1_000 : null),
+  })
+  const l = lock('k')
+  assert.equal(await l.acquire(), true)
+  assert.equal(await lock('k').acquire(), false)
+  assert.equal(await l.getRemainingTime(), 1_000)
+  await l.extend()
+  assert.equal(await l.isExpired(), false)
+  assert.equal(await l.release(), true)
+  assert.equal(await l.getRemainingTime(), null)
+})
+
+test('a JS store waits: acquire({ timeout }) retries until the holder releases', async () => {
+  const store = setLockStore(new MapStore())
+  const holder = lock('k', 10_000)
+  await holder.acquire()
+  setTimeout(() => holder.release(), 100)
+  const started = Date.now()
+  assert.equal(await lock('k').acquire({ timeout: 2_000, retryDelay: 20 }), true)
+  assert.ok(Date.now() - started >= 95)
+  assert.ok(store.calls.filter((c) => c[0] === 'acquire').length >= 3, 'it polled')
+})
+
+test('a JS store method that throws or rejects fails the operation with that same error', async () => {
+  const boom = new Error('connection refused')
+  for (const acquire of [
+    () => {
+      throw boom
+    },
+    async () => {
+      throw boom
+    },
+  ]) {
+    setLockStore({ ...new MapStore(), acquire, release() {}, extend() {}, isLocked() {}, remainingTime() {} })
+    await assert.rejects(lock('k').acquire(), (e) => e === boom)
+    await assert.rejects(lock('k').run(() => assert.fail('fn must not run')), (e) => e === boom)
+  }
+})
+
+test('a JS store method resolving the wrong type is a TypeError naming the method', async () => {
+  const base = new MapStore()
+  const methods = (overrides) => ({
+    acquire: (...a) => base.acquire(...a),
+    release: (...a) => base.release(...a),
+    extend: (...a) => base.extend(...a),
+    isLocked: (...a) => base.isLocked(...a),
+    remainingTime: (...a) => base.remainingTime(...a),
+    ...overrides,
+  })
+  setLockStore(methods({ acquire: async () => 'OK' }))
+  await assert.rejects(lock('k').acquire(), (e) => e instanceof TypeError && e.message.includes('acquire') && e.message.includes('string'))
+  setLockStore(methods({ remainingTime: async () => '5' }))
+  await assert.rejects(lock('k').getRemainingTime(), (e) => e instanceof TypeError && e.message.includes('remainingTime'))
+  setLockStore(methods({ isLocked: () => 1 }))
+  await assert.rejects(lock('k').isLocked(), (e) => e instanceof TypeError && e.message.includes('isLocked'))
+})
+
+test('a MemoryLockStore subclass that overrides a method has its override called', async () => {
+  const seen = []
+  class Audited extends MemoryLockStore {
+    async acquire(key, owner, ttlMs) {
+      seen.push(key)
+      return super.acquire(key, owner, ttlMs)
+    }
+  }
+  setLockStore(new Audited())
+  assert.deepEqual(await lock('audited').run(() => 'ok'), [true, 'ok'])
+  assert.deepEqual(seen, ['audited'])
+})
+
+test('restoreLock() uses the current store', async () => {
+  const store = setLockStore(new MapStore())
+  const owner = crypto.randomUUID()
+  await store.acquire('k', owner, 10_000)
+  const l = restoreLock(JSON.stringify({ key: 'k', ttlMs: 10_000, owner }))
+  assert.equal(l.store, store)
+  assert.equal(await l.release(), true)
+})

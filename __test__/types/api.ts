@@ -1,0 +1,129 @@
+// Compiled by `tsc --noEmit` in `npm test`: every public API, typed as users
+// write it. The @ts-expect-error lines are misuse that must not compile.
+import {
+  lock,
+  restoreLock,
+  setLockStore,
+  getLockStore,
+  MemoryLockStore,
+  LockNotHeldError,
+  Lock,
+  type LockStore,
+  type AcquireOptions,
+  type RunResult,
+} from '@shaferllc/keel/core'
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false
+const assertType = <T extends true>(_: T) => {}
+
+export async function everyApi(invoice: { id: number }): Promise<void> {
+  const charge = async (i: { id: number }) => ({ charged: i.id })
+
+  const [ran, result] = await lock('invoice:42').run(() => charge(invoice))
+  if (ran) {
+    assertType<Equal<typeof result, { charged: number }>>(true)
+  } else {
+    assertType<Equal<typeof result, undefined>>(true)
+  }
+
+  const [ranSync, n] = await lock('k').run(() => 42)
+  assertType<Equal<typeof n, number | undefined>>(true)
+  void ranSync
+
+  const waited: RunResult<void> = await lock('report').run(async () => {}, { timeout: 5_000, retryDelay: 100 })
+  void waited
+  await lock('report').runImmediately(() => 'now')
+
+  lock('invoice:42')
+  lock('nightly-report', 300_000)
+
+  await lock('import', 60_000).run(async (l) => {
+    assertType<Equal<typeof l, Lock>>(true)
+    for (const batch of [1, 2]) {
+      void batch
+      await l.extend()
+    }
+    await l.extend(60_000)
+  })
+
+  const l = lock('invoice:42')
+  if (!(await l.acquire({ timeout: 2_000 }))) return
+  try {
+    await charge(invoice)
+  } finally {
+    const released: boolean = await l.release()
+    void released
+  }
+  const now: boolean = await l.acquireImmediately()
+  void now
+
+  const a = lock('import:99', 60_000)
+  await a.acquire()
+  const serialized: string = a.serialize()
+  const b = restoreLock(serialized)
+  await b.extend(60_000)
+  await b.release()
+
+  const locked: boolean = await l.isLocked()
+  const expired: boolean = await l.isExpired()
+  const left: number | null = await l.getRemainingTime()
+  void [locked, expired, left, l.key, l.ttlMs, l.store]
+
+  const options: AcquireOptions = { timeout: 1, retryDelay: 2 }
+  await l.acquire(options)
+
+  const memory = setLockStore(new MemoryLockStore())
+  assertType<Equal<typeof memory, MemoryLockStore>>(true)
+  const size: number = memory.size
+  void size
+  const current: LockStore = getLockStore()
+  void current
+
+  try {
+    await l.extend()
+  } catch (e) {
+    if (e instanceof LockNotHeldError) {
+      const name: 'LockNotHeldError' = e.name
+      const key: string = e.key
+      void [name, key]
+    }
+  }
+
+  // @ts-expect-error a key is a string
+  lock(42)
+  // @ts-expect-error the TTL is a number
+  lock('k', '30s')
+  // @ts-expect-error the options are named
+  await l.acquire(5_000)
+  // @ts-expect-error run needs a callback
+  await l.run()
+  // @ts-expect-error a store needs all five methods
+  setLockStore({ acquire: async () => true })
+  // @ts-expect-error a Lock comes from lock() or restoreLock()
+  new Lock()
+  // @ts-expect-error restoreLock takes the serialized string
+  restoreLock({ key: 'k', ttlMs: 1 })
+}
+
+/** A store written as a class, with synchronous methods. */
+export class SyncStore implements LockStore {
+  private held = new Map<string, string>()
+  acquire(key: string, owner: string): boolean {
+    if (this.held.has(key)) return false
+    this.held.set(key, owner)
+    return true
+  }
+  release(key: string, owner: string): boolean {
+    return this.held.get(key) === owner && this.held.delete(key)
+  }
+  extend(key: string, owner: string): boolean {
+    return this.held.get(key) === owner
+  }
+  isLocked(key: string): boolean {
+    return this.held.has(key)
+  }
+  remainingTime(key: string): number | null {
+    return this.held.has(key) ? 1 : null
+  }
+}
+setLockStore(new SyncStore())

@@ -1,0 +1,38 @@
+'use strict'
+// Loads the compiled addon: a local build first (`npm run build` writes
+// keel.<platform>.node here), then the per-platform package npm installed
+// beside this one. When neither exists the error says which package to get.
+
+const { existsSync } = require('node:fs')
+const { join } = require('node:path')
+
+function platformTriple() {
+  const { platform, arch } = process
+  if (platform === 'linux') {
+    const report = typeof process.report?.getReport === 'function' ? process.report.getReport() : null
+    const glibc = report?.header?.glibcVersionRuntime
+    return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`
+  }
+  if (platform === 'win32') return `win32-${arch}-msvc`
+  return `${platform}-${arch}`
+}
+
+function load() {
+  const triple = platformTriple()
+  const local = join(__dirname, `keel.${triple}.node`)
+  if (existsSync(local)) return require(local)
+  const pkg = `@shaferllc/keel-${triple}`
+  try {
+    return require(pkg)
+  } catch (cause) {
+    if (cause?.code !== 'MODULE_NOT_FOUND' || !String(cause.message).includes(pkg)) throw cause
+    throw new Error(
+      `@shaferllc/keel has no native binary for this platform (${triple}). ` +
+        `Install the package built for it: npm install ${pkg}` +
+        ` (or build from source with \`npm run build\`, which needs Rust).`,
+      { cause },
+    )
+  }
+}
+
+module.exports = load()

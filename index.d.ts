@@ -1,0 +1,170 @@
+/**
+ * `@shaferllc/keel/core`'s distributed lock: "only one of you may do this at a
+ * time", across async tasks, worker threads, processes and machines.
+ *
+ * ```ts
+ * import { lock } from "@shaferllc/keel/core";
+ *
+ * const [ran] = await lock("invoice:42").run(async () => {
+ *   await charge(invoice);
+ * });
+ * if (!ran) return; // another worker is already charging it
+ * ```
+ *
+ * Two properties make it correct. **Ownership**: every acquisition mints a
+ * random owner token, and release/extend only succeed for that owner, so a
+ * holder whose TTL ran out cannot free the next holder's lock. **Expiry**: a
+ * lock always expires, so a crashed holder cannot block everyone forever.
+ *
+ * @packageDocumentation
+ */
+
+/**
+ * The bridge to a lock backend. Implementations must make `acquire` atomic
+ * (set-if-absent) and make `release`/`extend` conditional on the owner
+ * matching (compare-and-delete, compare-and-extend): a store that can't do
+ * both isn't a lock, it's a suggestion.
+ *
+ * Methods may be `async` or return plain values. They are called with the
+ * store as `this`. A method that throws or rejects fails the lock operation
+ * with that same error; one that answers with the wrong type fails it with a
+ * `TypeError` naming the method.
+ */
+export interface LockStore {
+  /** Set `key` to `owner` for `ttlMs` if nobody holds it. Returns whether this owner got it. Must be atomic. */
+  acquire(key: string, owner: string, ttlMs: number): Promise<boolean> | boolean
+  /** Delete `key` only if `owner` still holds it. Returns whether it did. */
+  release(key: string, owner: string): Promise<boolean> | boolean
+  /** Push the expiry of `key` out to `ttlMs` from now, only if `owner` still holds it. */
+  extend(key: string, owner: string, ttlMs: number): Promise<boolean> | boolean
+  /** Whether anyone currently holds `key`. */
+  isLocked(key: string): Promise<boolean> | boolean
+  /** Milliseconds until `key` expires, or `null` if nobody holds it. */
+  remainingTime(key: string): Promise<number | null> | number | null
+}
+
+/** How long to wait for a held lock, and how often to try again. */
+export interface AcquireOptions {
+  /**
+   * Give up after this many milliseconds of waiting. A finite number >= 0.
+   * Default: 0, don't wait: fail at once if the lock is held.
+   */
+  timeout?: number
+  /** Milliseconds between attempts while waiting. A finite number >= 0. Default: 50. */
+  retryDelay?: number
+}
+
+/** The result of {@link Lock.run}: `[true, result]` if `fn` ran, `[false, undefined]` if the lock was taken. */
+export type RunResult<T> = [ran: true, result: T] | [ran: false, result: undefined]
+
+/**
+ * A lock on one key. Create it with {@link lock} or {@link restoreLock}; one
+ * handle can be acquired, released and acquired again, each acquisition with
+ * a fresh owner token.
+ */
+export declare class Lock {
+  private constructor()
+  /** The key this lock guards. */
+  readonly key: string
+  /** How long the lock is held once acquired before it expires on its own, in milliseconds. */
+  readonly ttlMs: number
+  /** The store this lock was created with (the one set when {@link lock} was called). */
+  readonly store: LockStore
+
+  /**
+   * Take the lock, run `fn`, and always release it, even when `fn` throws (its
+   * own error propagates, after the release). `fn` receives this lock, so it
+   * can `extend()` it.
+   *
+   * Resolves to `[true, result]`, or `[false, undefined]` when someone else
+   * holds the lock, in which case `fn` never ran. Doesn't wait unless
+   * `options.timeout` says so.
+   *
+   * ```ts
+   * const [ran] = await lock("report").run(() => rebuild(), { timeout: 5_000, retryDelay: 100 });
+   * ```
+   */
+  run<T>(fn: (lock: Lock) => T | PromiseLike<T>, options?: AcquireOptions): Promise<RunResult<Awaited<T>>>
+  /** {@link Lock.run} that never waits: if the lock is held, give up at once. */
+  runImmediately<T>(fn: (lock: Lock) => T | PromiseLike<T>): Promise<RunResult<Awaited<T>>>
+  /**
+   * Take the lock, waiting up to `options.timeout` ms for it. Resolves to
+   * whether we got it. You own the `try/finally` that releases it: prefer
+   * {@link Lock.run}.
+   */
+  acquire(options?: AcquireOptions): Promise<boolean>
+  /** Take the lock only if it is free right now. */
+  acquireImmediately(): Promise<boolean>
+  /**
+   * Give the lock back. Resolves to whether this owner released it: `false`
+   * if it was never acquired, already released, or expired (then it may be
+   * someone else's, and it is left alone).
+   */
+  release(): Promise<boolean>
+  /**
+   * Push the expiry out to `ttlMs` from now (default: this lock's TTL).
+   * Rejects with {@link LockNotHeldError} if the lock was lost or never
+   * acquired, so you never carry on believing you hold a lock you don't.
+   */
+  extend(ttlMs?: number): Promise<void>
+  /** Whether anyone holds this key (not necessarily us). */
+  isLocked(): Promise<boolean>
+  /** Whether we held this lock and lost it (it expired, or another owner has it now). */
+  isExpired(): Promise<boolean>
+  /** Milliseconds until the key expires, or `null` if nobody holds it. */
+  getRemainingTime(): Promise<number | null>
+  /**
+   * Freeze key, TTL and owner token to a string (`{"key":…,"ttlMs":…,"owner":…}`,
+   * the TypeScript Keel format), so another process can {@link restoreLock} it
+   * and release or extend the same lock.
+   */
+  serialize(): string
+}
+
+/**
+ * A lock on `key`, held for `ttlMs` once acquired (default 30_000). It uses
+ * the store registered when it is created.
+ *
+ * @throws TypeError if `key` is not a (well-formed) string; RangeError/TypeError
+ * if `ttlMs` is not a positive finite number.
+ */
+export declare function lock(key: string, ttlMs?: number): Lock
+
+/**
+ * Rebuild a lock from {@link Lock.serialize}, owner token and all, so this
+ * process can release or extend a lock another one took.
+ *
+ * @throws TypeError if `serialized` is not a serialized lock.
+ */
+export declare function restoreLock(serialized: string): Lock
+
+/** Register the store `lock()` uses from now on, and return it. */
+export declare function setLockStore<S extends LockStore>(store: S): S
+
+/** The store `lock()` uses. */
+export declare function getLockStore(): LockStore
+
+/**
+ * The default store: in memory, with expiry on a monotonic clock. Per isolate:
+ * it coordinates async tasks within one thread of one process and nothing
+ * more. Fine for tests and single-process apps; point {@link setLockStore} at
+ * Redis for the real thing. Usable directly as a {@link LockStore}.
+ */
+export declare class MemoryLockStore implements LockStore {
+  constructor()
+  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
+  release(key: string, owner: string): Promise<boolean>
+  extend(key: string, owner: string, ttlMs: number): Promise<boolean>
+  isLocked(key: string): Promise<boolean>
+  remainingTime(key: string): Promise<number | null>
+  /** Entries kept in memory, counting expired ones not swept yet (sweeps happen as the store is used). */
+  readonly size: number
+}
+
+/** Thrown by {@link Lock.extend} when the lock has expired, was released, or was never acquired. */
+export declare class LockNotHeldError extends Error {
+  constructor(key: string)
+  readonly name: 'LockNotHeldError'
+  /** The key of the lock that is not held. */
+  readonly key: string
+}

@@ -1,0 +1,361 @@
+'use strict'
+/**
+ * `@shaferllc/keel/core`'s lock: "only one of you may do this at a time".
+ *
+ * This file is the JS face of the native addon. It keeps what is cheapest in
+ * JS: the `Lock` handle (a plain object, created once per critical section),
+ * argument checks (so bad input fails before any store call, with the
+ * argument's name), and `run()`'s try/finally around the user's callback. The
+ * decisions that make the lock correct live in Rust: owner tokens, the
+ * compare-and-act store operations, expiry, and waiting for a held lock.
+ */
+
+const native = require('./binding.js')
+
+const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } =
+  native.limits()
+const STORE_METHODS = ['acquire', 'release', 'extend', 'isLocked', 'remainingTime']
+
+/* ------------------------------ argument checks ----------------------------- */
+
+function describe(value) {
+  if (value === null) return 'null'
+  if (typeof value === 'string') return `a string (${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)})`
+  if (typeof value === 'number') return String(value)
+  if (typeof value === 'function') return 'a function'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`
+}
+
+function checkKey(where, key, name = 'key') {
+  if (typeof key !== 'string') throw new TypeError(`${where}: ${name} must be a string, got ${describe(key)}`)
+  if (!key.isWellFormed()) {
+    throw new TypeError(`${where}: ${name} must be well-formed Unicode, but it contains a lone surrogate`)
+  }
+}
+
+/** Milliseconds: a finite number in [0, MAX_MS], above 0 unless `zeroOk`. */
+function checkMs(where, value, name, zeroOk) {
+  if (typeof value !== 'number') {
+    throw new TypeError(`${where}: ${name} must be a number of milliseconds, got ${describe(value)}`)
+  }
+  if (!(zeroOk ? value >= 0 : value > 0) || value > MAX_MS) {
+    const range = zeroOk ? 'a finite number >= 0' : 'a finite number > 0'
+    throw new RangeError(`${where}: ${name} must be ${range} (at most ${MAX_MS}), got ${value}`)
+  }
+  return value
+}
+
+function readOptions(where, options) {
+  if (options === undefined || options === null) return [0, DEFAULT_RETRY_DELAY_MS]
+  if (typeof options !== 'object') {
+    throw new TypeError(`${where}: options must be an object like { timeout, retryDelay }, got ${describe(options)}`)
+  }
+  const { timeout, retryDelay } = options
+  return [
+    timeout === undefined ? 0 : checkMs(where, timeout, 'options.timeout', true),
+    retryDelay === undefined ? DEFAULT_RETRY_DELAY_MS : checkMs(where, retryDelay, 'options.retryDelay', true),
+  ]
+}
+
+function checkStore(where, store) {
+  if (store === null || (typeof store !== 'object' && typeof store !== 'function')) {
+    throw new TypeError(`${where}: store must be an object with ${STORE_METHODS.join(', ')}, got ${describe(store)}`)
+  }
+  const missing = STORE_METHODS.filter((m) => typeof store[m] !== 'function')
+  if (missing.length > 0) {
+    throw new TypeError(
+      `${where}: store is missing the LockStore method${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`,
+    )
+  }
+}
+
+/** A native call's result: a value, or a promise of one. */
+const isThenable = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function'
+
+/* --------------------------------- errors ---------------------------------- */
+
+class LockNotHeldError extends Error {
+  /** @param {string} key */
+  constructor(key) {
+    const shown = key.length > 200 ? `${key.slice(0, 200)}…` : key
+    super(`Lock "${shown}" is not held by this owner: it expired, was released, or was never acquired`)
+    /** The key of the lock that is not held. */
+    this.key = key
+  }
+}
+Object.defineProperty(LockNotHeldError.prototype, 'name', {
+  value: 'LockNotHeldError',
+  writable: true,
+  configurable: true,
+})
+
+/* --------------------------------- stores ---------------------------------- */
+
+let memoryHandleOf
+
+/**
+ * The default store: an in-memory map with expiry on a monotonic clock. Per
+ * isolate: it coordinates async tasks of one thread and nothing more.
+ */
+class MemoryLockStore {
+  #handle = native.createMemoryStore()
+
+  static {
+    memoryHandleOf = (store) => (#handle in store ? store.#handle : undefined)
+  }
+
+  async acquire(key, owner, ttlMs) {
+    checkStoreCall('acquire', key, owner)
+    checkMs('MemoryLockStore.acquire', ttlMs, 'ttlMs', false)
+    return native.storeAcquire(this.#handle, key, owner, ttlMs)
+  }
+
+  async release(key, owner) {
+    checkStoreCall('release', key, owner)
+    return native.release(this.#handle, key, owner)
+  }
+
+  async extend(key, owner, ttlMs) {
+    checkStoreCall('extend', key, owner)
+    checkMs('MemoryLockStore.extend', ttlMs, 'ttlMs', false)
+    return native.extend(this.#handle, key, owner, ttlMs)
+  }
+
+  async isLocked(key) {
+    checkKey('MemoryLockStore.isLocked', key)
+    return native.isLocked(this.#handle, key)
+  }
+
+  async remainingTime(key) {
+    checkKey('MemoryLockStore.remainingTime', key)
+    return native.remainingTime(this.#handle, key)
+  }
+
+  /** Entries held in memory, counting expired ones not swept yet. */
+  get size() {
+    return native.memoryStoreSize(this.#handle)
+  }
+}
+
+function checkStoreCall(method, key, owner) {
+  const where = `MemoryLockStore.${method}`
+  checkKey(where, key)
+  checkKey(where, owner, 'owner')
+  if (owner.length === 0) throw new TypeError(`${where}: owner must be a non-empty string`)
+}
+
+/**
+ * The native handle that runs a store's operations. A `MemoryLockStore` whose
+ * methods are its own runs natively; any other object (including a subclass
+ * that overrides a method) has its own methods called.
+ */
+function handleFor(store) {
+  const memory = memoryHandleOf(store)
+  if (memory !== undefined && STORE_METHODS.every((m) => store[m] === MemoryLockStore.prototype[m])) return memory
+  return jsStoreHandle(store)
+}
+
+const jsHandles = new WeakMap()
+function jsStoreHandle(store) {
+  let handle = jsHandles.get(store)
+  if (handle === undefined) {
+    handle = native.createJsStore(...STORE_METHODS.map((m) => store[m].bind(store)))
+    jsHandles.set(store, handle)
+  }
+  return handle
+}
+
+let currentStore = new MemoryLockStore()
+let currentHandle = handleFor(currentStore)
+
+/* ---------------------------------- lock ----------------------------------- */
+
+const kCreate = Symbol('Lock.create')
+
+class Lock {
+  #key
+  #ttlMs
+  #store
+  #handle
+  /** The owner token while this handle holds the lock, else null. */
+  #owner
+  /** We held the lock and know we lost it. */
+  #lost = false
+
+  constructor(token, key, ttlMs, store, handle, owner) {
+    if (token !== kCreate) {
+      throw new TypeError('Lock cannot be constructed directly: use lock(key, ttlMs) or restoreLock(serialized)')
+    }
+    this.#key = key
+    this.#ttlMs = ttlMs
+    this.#store = store
+    this.#handle = handle
+    this.#owner = owner
+  }
+
+  /** The key this lock guards. */
+  get key() {
+    return this.#key
+  }
+
+  /** How long the lock is held once acquired before it expires on its own, in ms. */
+  get ttlMs() {
+    return this.#ttlMs
+  }
+
+  /** The store this lock was created with. */
+  get store() {
+    return this.#store
+  }
+
+  async run(fn, options) {
+    if (typeof fn !== 'function') throw new TypeError(`Lock.run: fn must be a function, got ${describe(fn)}`)
+    if (!(await this.acquire(options))) return [false, undefined]
+    let result
+    try {
+      result = await fn(this)
+    } catch (error) {
+      await this.#releaseKeeping(error)
+      throw error
+    }
+    await this.release()
+    return [true, result]
+  }
+
+  runImmediately(fn) {
+    return this.run(fn, { timeout: 0 })
+  }
+
+  async acquire(options) {
+    const [timeout, retryDelay] = readOptions('Lock.acquire', options)
+    let owner = native.acquire(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay)
+    if (isThenable(owner)) owner = await owner
+    if (owner === null) return false
+    this.#owner = owner
+    this.#lost = false
+    return true
+  }
+
+  acquireImmediately() {
+    return this.acquire({ timeout: 0 })
+  }
+
+  async release() {
+    const owner = this.#owner
+    if (owner === null) return false
+    // Cleared before the store call, so a second release() racing this one
+    // returns false instead of sending a second delete.
+    this.#owner = null
+    let released
+    try {
+      released = native.release(this.#handle, this.#key, owner)
+      if (isThenable(released)) released = await released
+    } catch (error) {
+      // The store did not answer: we may still hold it, so a retry must be possible.
+      if (this.#owner === null) this.#owner = owner
+      throw error
+    }
+    if (!released) this.#lost = true
+    return released
+  }
+
+  async extend(ttlMs) {
+    const ttl = ttlMs === undefined ? this.#ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
+    const owner = this.#owner
+    if (owner === null) throw new LockNotHeldError(this.#key)
+    let extended = native.extend(this.#handle, this.#key, owner, ttl)
+    if (isThenable(extended)) extended = await extended
+    if (!extended) {
+      this.#markLost(owner)
+      throw new LockNotHeldError(this.#key)
+    }
+  }
+
+  async isLocked() {
+    return native.isLocked(this.#handle, this.#key)
+  }
+
+  async isExpired() {
+    const owner = this.#owner
+    if (owner === null) return this.#lost
+    // Stores that can tell whose lock it is answer exactly; others can only
+    // say whether anyone holds the key.
+    const held = native.holds(this.#handle, this.#key, owner) ?? native.isLocked(this.#handle, this.#key)
+    if (await held) return false
+    this.#markLost(owner)
+    return true
+  }
+
+  async getRemainingTime() {
+    return native.remainingTime(this.#handle, this.#key)
+  }
+
+  serialize() {
+    return JSON.stringify({ key: this.#key, ttlMs: this.#ttlMs, owner: this.#owner ?? undefined })
+  }
+
+  #markLost(owner) {
+    if (this.#owner === owner) {
+      this.#owner = null
+      this.#lost = true
+    }
+  }
+
+  /** Release after `fn` failed: `fn`'s error is the one the caller sees. */
+  async #releaseKeeping(fnError) {
+    try {
+      await this.release()
+    } catch (releaseError) {
+      process.emitWarning(
+        `Lock "${this.#key}": release after a failed run() callback failed too (${releaseError?.message ?? releaseError}); ` +
+          'the callback error is the one thrown, and the lock stays held until its TTL passes.',
+        { type: 'LockReleaseWarning', detail: fnError?.message },
+      )
+    }
+  }
+}
+
+Object.defineProperty(Lock.prototype, Symbol.toStringTag, { value: 'Lock' })
+
+/* --------------------------------- global ---------------------------------- */
+
+function lock(key, ttlMs) {
+  checkKey('lock', key)
+  const ttl = ttlMs === undefined ? DEFAULT_TTL_MS : checkMs('lock', ttlMs, 'ttlMs', false)
+  return new Lock(kCreate, key, ttl, currentStore, currentHandle, null)
+}
+
+function restoreLock(serialized) {
+  if (typeof serialized !== 'string') {
+    throw new TypeError(`restoreLock: serialized must be the string serialize() returned, got ${describe(serialized)}`)
+  }
+  const fields = native.parseSerialized(serialized)
+  if (typeof fields === 'string') throw new TypeError(fields)
+  const { key, ttlMs, owner } = fields
+  checkKey('restoreLock', key, 'serialized key')
+  if (owner != null) checkKey('restoreLock', owner, 'serialized owner')
+  return new Lock(kCreate, key, ttlMs, currentStore, currentHandle, owner ?? null)
+}
+
+function setLockStore(store) {
+  checkStore('setLockStore', store)
+  const handle = handleFor(store)
+  currentStore = store
+  currentHandle = handle
+  return store
+}
+
+function getLockStore() {
+  return currentStore
+}
+
+module.exports = {
+  lock,
+  restoreLock,
+  setLockStore,
+  getLockStore,
+  Lock,
+  MemoryLockStore,
+  LockNotHeldError,
+}

@@ -1,0 +1,6 @@
+// ESM entry: the same module instance as `require("@shaferllc/keel/core")`, so a
+// program that mixes import and require shares one default store.
+import core from './index.js'
+
+export const { lock, restoreLock, setLockStore, getLockStore, Lock, MemoryLockStore, LockNotHeldError } = core
+export default core

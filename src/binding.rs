@@ -1,0 +1,219 @@
+//! The napi surface: every function JavaScript calls, and nothing else.
+//!
+//! The JS layer (`index.js`) validates arguments and keeps the per-lock state;
+//! these functions take already-checked primitives plus a store handle, so a
+//! call costs one crossing and no property lookups. A store operation that
+//! settled at once comes back as a plain value; one that has to wait comes
+//! back as a promise driven by Tokio.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::lock::{self, Wait};
+use crate::store::js::{JsMethod, JsStore};
+use crate::store::{LockStore, MemoryStore, Op, StoreError};
+
+/// A store as JS holds it: an opaque handle inside the store object.
+pub struct StoreHandle {
+    store: Arc<dyn LockStore>,
+    memory: Option<Arc<MemoryStore>>,
+}
+
+type Handle = External<StoreHandle>;
+
+/// A value now, or a promise of it.
+type Settled<'env, T> = Either<T, PromiseRaw<'env, T>>;
+
+fn to_js<'env, T>(env: &'env Env, op: Op<T>) -> Result<Settled<'env, T>>
+where
+    T: ToNapiValue + Send + 'static,
+{
+    match op {
+        Op::Ready(result) => result.map(Either::A).map_err(|e| js_error(env, e)),
+        // The future yields the store's own result, so the error is turned into
+        // a JS value back on the JS thread, where a store's original error
+        // object can be handed back as the same object.
+        Op::Pending(future) => env
+            .spawn_future_with_callback(async move { Ok(future.await) }, |env, result| {
+                result.map_err(|e| js_error(env, e))
+            })
+            .map(Either::B),
+    }
+}
+
+/// A store failure as the JS error the caller sees.
+fn js_error(env: &Env, e: StoreError) -> Error {
+    match e {
+        StoreError::Js(original) => original,
+        StoreError::Type(message) => type_error(env, &message),
+    }
+}
+
+fn type_error(env: &Env, message: &str) -> Error {
+    let made = env.create_string(message).and_then(|msg| {
+        let mut error = std::ptr::null_mut();
+        check_status!(unsafe {
+            napi::sys::napi_create_type_error(
+                env.raw(),
+                std::ptr::null_mut(),
+                msg.raw(),
+                &mut error,
+            )
+        })?;
+        Ok(Error::from(unsafe {
+            Unknown::from_raw_unchecked(env.raw(), error)
+        }))
+    });
+    made.unwrap_or_else(|_| Error::new(Status::InvalidArg, message))
+}
+
+#[napi]
+pub fn create_memory_store() -> Handle {
+    let memory = Arc::new(MemoryStore::new());
+    External::new(StoreHandle {
+        store: memory.clone(),
+        memory: Some(memory),
+    })
+}
+
+/// A handle over a store written in JS: its five methods, bound to it.
+#[napi]
+pub fn create_js_store(
+    acquire: JsMethod<'_>,
+    release: JsMethod<'_>,
+    extend: JsMethod<'_>,
+    is_locked: JsMethod<'_>,
+    remaining_time: JsMethod<'_>,
+) -> Result<Handle> {
+    let methods = [acquire, release, extend, is_locked, remaining_time];
+    Ok(External::new(StoreHandle {
+        store: Arc::new(JsStore::new(methods)?),
+        memory: None,
+    }))
+}
+
+/// Entries a memory store keeps, counting expired ones not yet swept.
+#[napi]
+pub fn memory_store_size(handle: &Handle) -> u32 {
+    let len = handle.memory.as_ref().map_or(0, |m| m.len());
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+/// Acquire for a fresh owner: the owner token, or null if the lock stayed held.
+#[napi]
+pub fn acquire<'env>(
+    env: &'env Env,
+    handle: &Handle,
+    key: String,
+    ttl_ms: f64,
+    timeout_ms: f64,
+    retry_delay_ms: f64,
+) -> Result<Settled<'env, Option<String>>> {
+    let wait = Wait::from_ms(timeout_ms, retry_delay_ms);
+    to_js(env, lock::acquire(&handle.store, &key, ttl_ms, wait))
+}
+
+/// The store's own `acquire(key, owner, ttlMs)`, for a store used directly.
+#[napi]
+pub fn store_acquire<'env>(
+    env: &'env Env,
+    handle: &Handle,
+    key: String,
+    owner: String,
+    ttl_ms: f64,
+) -> Result<Settled<'env, bool>> {
+    to_js(env, handle.store.acquire(&key, &owner, ttl_ms))
+}
+
+#[napi]
+pub fn release<'env>(
+    env: &'env Env,
+    handle: &Handle,
+    key: String,
+    owner: String,
+) -> Result<Settled<'env, bool>> {
+    to_js(env, handle.store.release(&key, &owner))
+}
+
+#[napi]
+pub fn extend<'env>(
+    env: &'env Env,
+    handle: &Handle,
+    key: String,
+    owner: String,
+    ttl_ms: f64,
+) -> Result<Settled<'env, bool>> {
+    to_js(env, handle.store.extend(&key, &owner, ttl_ms))
+}
+
+#[napi]
+pub fn is_locked<'env>(
+    env: &'env Env,
+    handle: &Handle,
+    key: String,
+) -> Result<Settled<'env, bool>> {
+    to_js(env, handle.store.is_locked(&key))
+}
+
+#[napi]
+pub fn remaining_time<'env>(
+    env: &'env Env,
+    handle: &Handle,
+    key: String,
+) -> Result<Settled<'env, Option<f64>>> {
+    to_js(env, handle.store.remaining_time(&key))
+}
+
+/// Whether `owner` holds `key`; null when the store can only say whether anyone does.
+#[napi]
+pub fn holds<'env>(
+    env: &'env Env,
+    handle: &Handle,
+    key: String,
+    owner: String,
+) -> Result<Option<Settled<'env, bool>>> {
+    handle
+        .store
+        .holds(&key, &owner)
+        .map(|op| to_js(env, op))
+        .transpose()
+}
+
+#[napi(object)]
+pub struct Restored {
+    pub key: String,
+    pub ttl_ms: f64,
+    pub owner: Option<String>,
+}
+
+/// The fields of a serialized lock, or the reason it is malformed.
+#[napi]
+pub fn parse_serialized(text: String) -> Either<Restored, String> {
+    match lock::parse_serialized(&text) {
+        Ok(s) => Either::A(Restored {
+            key: s.key,
+            ttl_ms: s.ttl_ms,
+            owner: s.owner,
+        }),
+        Err(reason) => Either::B(reason),
+    }
+}
+
+/// Limits and defaults, so the JS layer checks against the same numbers.
+#[napi(object)]
+pub struct Limits {
+    pub max_ms: f64,
+    pub default_ttl_ms: f64,
+    pub default_retry_delay_ms: f64,
+}
+
+#[napi]
+pub fn limits() -> Limits {
+    Limits {
+        max_ms: lock::MAX_MS,
+        default_ttl_ms: lock::DEFAULT_TTL_MS,
+        default_retry_delay_ms: lock::DEFAULT_RETRY_DELAY_MS,
+    }
+}

@@ -1,0 +1,241 @@
+//! The lock's algorithm, independent of JavaScript: minting an owner,
+//! acquiring with a timeout and retry delay, and the serialized form.
+//!
+//! A lock handle itself is only `key`, `ttlMs`, the store it was made with and
+//! the owner token while it is held; the JS side keeps that (a JS object costs
+//! nanoseconds to create, a wrapped native one about two microseconds, and
+//! `lock(key)` runs once per critical section). Everything that decides
+//! whether the lock is ours happens here and in the store.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::owner;
+use crate::store::{LockStore, Op};
+
+/// The default TTL of `lock(key)`: 30 s.
+pub const DEFAULT_TTL_MS: f64 = 30_000.0;
+/// The default `retryDelay`: 50 ms.
+pub const DEFAULT_RETRY_DELAY_MS: f64 = 50.0;
+/// Largest TTL, timeout or retry delay accepted: the largest integer a JS
+/// number holds exactly, so every store sees the same value the caller gave.
+pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
+/// Timers fire at millisecond resolution; a shorter pause would spin.
+const MIN_PAUSE: Duration = Duration::from_millis(1);
+
+/// How long to wait for a held lock, and how often to try again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Wait {
+    pub timeout: Duration,
+    pub retry_delay: Duration,
+}
+
+impl Wait {
+    pub const NONE: Wait = Wait {
+        timeout: Duration::ZERO,
+        retry_delay: Duration::from_millis(50),
+    };
+
+    /// From milliseconds already checked to be finite, non-negative and at most [`MAX_MS`].
+    pub fn from_ms(timeout_ms: f64, retry_delay_ms: f64) -> Self {
+        let ms = |v: f64| Duration::try_from_secs_f64(v / 1000.0).unwrap_or(Duration::MAX);
+        Wait {
+            timeout: ms(timeout_ms),
+            retry_delay: ms(retry_delay_ms),
+        }
+    }
+}
+
+/// Take `key` for a fresh owner, waiting up to `wait.timeout` for it.
+/// Resolves to the owner token when acquired, `None` when the lock stayed held.
+///
+/// One token is minted per call and reused for every retry, so a retry that
+/// races with an earlier attempt can never leave two of our tokens in a store.
+pub fn acquire(
+    store: &Arc<dyn LockStore>,
+    key: &str,
+    ttl_ms: f64,
+    wait: Wait,
+) -> Op<Option<String>> {
+    let started = Instant::now();
+    let owner = owner::mint();
+    let first = store.acquire(key, &owner, ttl_ms);
+    let first = match first {
+        Op::Ready(Ok(true)) => return Op::Ready(Ok(Some(owner))),
+        Op::Ready(Ok(false)) if wait.timeout.is_zero() => return Op::Ready(Ok(None)),
+        Op::Ready(Err(e)) => return Op::Ready(Err(e)),
+        other => other,
+    };
+    let store = Arc::clone(store);
+    let key = key.to_owned();
+    let deadline = started.checked_add(wait.timeout);
+    Op::Pending(Box::pin(async move {
+        let mut attempt = first;
+        loop {
+            if attempt.settle().await? {
+                return Ok(Some(owner));
+            }
+            let now = Instant::now();
+            let pause = match deadline {
+                Some(deadline) if now >= deadline => return Ok(None),
+                Some(deadline) => wait.retry_delay.max(MIN_PAUSE).min(deadline - now),
+                None => wait.retry_delay.max(MIN_PAUSE),
+            };
+            tokio::time::sleep(pause).await;
+            attempt = store.acquire(&key, &owner, ttl_ms);
+        }
+    }))
+}
+
+/// What `serialize()` writes and `restoreLock()` reads: the format of the
+/// TypeScript Keel lock, `{"key":…,"ttlMs":…,"owner":…}` with `owner` absent
+/// when the lock is not held.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Serialized {
+    pub key: String,
+    pub ttl_ms: f64,
+    pub owner: Option<String>,
+}
+
+/// Why a serialized lock was refused, worded for the `TypeError` it becomes.
+pub fn parse_serialized(text: &str) -> Result<Serialized, String> {
+    const WHAT: &str = "restoreLock(serialized)";
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| format!("{WHAT}: serialized is not valid JSON ({e})"))?;
+    let Value::Object(fields) = value else {
+        return Err(format!(
+            "{WHAT}: serialized must be a JSON object with key, ttlMs and owner"
+        ));
+    };
+    let key = match fields.get("key") {
+        Some(Value::String(key)) => key.clone(),
+        Some(_) => return Err(format!("{WHAT}: \"key\" must be a string")),
+        None => return Err(format!("{WHAT}: \"key\" is missing")),
+    };
+    let ttl_ms = match fields.get("ttlMs") {
+        Some(Value::Number(n)) => n.as_f64().filter(|ms| valid_ttl(*ms)).ok_or_else(|| {
+            format!("{WHAT}: \"ttlMs\" must be a positive number of milliseconds, at most {MAX_MS}")
+        })?,
+        Some(_) => return Err(format!("{WHAT}: \"ttlMs\" must be a number")),
+        None => return Err(format!("{WHAT}: \"ttlMs\" is missing")),
+    };
+    let owner = match fields.get("owner") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(owner)) if !owner.is_empty() => Some(owner.clone()),
+        Some(_) => {
+            return Err(format!(
+                "{WHAT}: \"owner\" must be a non-empty string when present"
+            ))
+        }
+    };
+    Ok(Serialized { key, ttl_ms, owner })
+}
+
+/// A TTL is a positive, finite number of milliseconds no larger than [`MAX_MS`].
+pub fn valid_ttl(ms: f64) -> bool {
+    ms > 0.0 && ms <= MAX_MS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    fn memory() -> Arc<dyn LockStore> {
+        Arc::new(MemoryStore::new())
+    }
+
+    fn ready<T>(op: Op<T>) -> T {
+        match op {
+            Op::Ready(result) => result.expect("store error"),
+            Op::Pending(_) => panic!("expected the memory store to settle at once"),
+        }
+    }
+
+    #[test]
+    fn each_acquisition_mints_a_new_owner() {
+        let store = memory();
+        let a = ready(acquire(&store, "k", 1000.0, Wait::NONE)).unwrap();
+        assert!(ready(store.release("k", &a)));
+        let b = ready(acquire(&store, "k", 1000.0, Wait::NONE)).unwrap();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn held_lock_without_timeout_settles_at_once() {
+        let store = memory();
+        assert!(ready(acquire(&store, "k", 1000.0, Wait::NONE)).is_some());
+        assert!(ready(acquire(&store, "k", 1000.0, Wait::NONE)).is_none());
+    }
+
+    #[tokio::test]
+    async fn waiting_acquire_gets_the_lock_when_it_expires() {
+        let store = memory();
+        assert!(ready(acquire(&store, "k", 60.0, Wait::NONE)).is_some());
+        let started = Instant::now();
+        let got = acquire(&store, "k", 1000.0, Wait::from_ms(1000.0, 5.0))
+            .settle()
+            .await
+            .unwrap();
+        assert!(got.is_some());
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(50), "{waited:?}");
+        assert!(waited < Duration::from_millis(900), "{waited:?}");
+    }
+
+    #[tokio::test]
+    async fn waiting_acquire_gives_up_at_its_timeout() {
+        let store = memory();
+        assert!(ready(acquire(&store, "k", 10_000.0, Wait::NONE)).is_some());
+        let started = Instant::now();
+        let got = acquire(&store, "k", 1000.0, Wait::from_ms(120.0, 50.0))
+            .settle()
+            .await
+            .unwrap();
+        assert!(got.is_none());
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(120), "{waited:?}");
+    }
+
+    #[test]
+    fn parses_the_typescript_format() {
+        let s = parse_serialized(r#"{"key":"import:99","ttlMs":60000,"owner":"abc"}"#).unwrap();
+        assert_eq!(
+            s,
+            Serialized {
+                key: "import:99".into(),
+                ttl_ms: 60_000.0,
+                owner: Some("abc".into())
+            }
+        );
+        let unheld = parse_serialized(r#"{"key":"k","ttlMs":5}"#).unwrap();
+        assert_eq!(unheld.owner, None);
+    }
+
+    #[test]
+    fn rejects_malformed_input_with_a_reason() {
+        for bad in [
+            "",
+            "{",
+            "null",
+            "[]",
+            "42",
+            r#"{"ttlMs":1,"owner":"a"}"#,
+            r#"{"key":1,"ttlMs":1}"#,
+            r#"{"key":"k"}"#,
+            r#"{"key":"k","ttlMs":"1"}"#,
+            r#"{"key":"k","ttlMs":0}"#,
+            r#"{"key":"k","ttlMs":-5}"#,
+            r#"{"key":"k","ttlMs":1e400}"#,
+            r#"{"key":"k","ttlMs":1e300}"#,
+            r#"{"key":"k","ttlMs":1,"owner":7}"#,
+            r#"{"key":"k","ttlMs":1,"owner":""}"#,
+            r#"{"key":"\ud800","ttlMs":1}"#,
+        ] {
+            let err = parse_serialized(bad).expect_err(bad);
+            assert!(err.starts_with("restoreLock(serialized)"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! The in-memory store: the default, per isolate.
+//!
+//! Expiry runs on the monotonic clock, so a wall-clock jump can neither free a
+//! held lock early nor keep an expired one. Expired entries are dropped when
+//! they are next looked at, and swept in bulk as the store is used (see
+//! [`Sweep`]) so keys that are taken once and never touched again do not pile
+//! up.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::{LockStore, Op};
+
+/// Longest expiry the store represents exactly; longer TTLs are clamped to it
+/// (about 31 years: still "expires", and `Instant` arithmetic cannot overflow).
+const MAX_TTL: Duration = Duration::from_secs(1 << 30);
+
+/// A sweep runs when something may have expired and the last sweep is at
+/// least this old, or when the map has doubled since the last sweep.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+const SWEEP_MIN_LEN: usize = 1024;
+
+struct Entry {
+    owner: Box<str>,
+    expires_at: Instant,
+}
+
+impl Entry {
+    fn is_live(&self, now: Instant) -> bool {
+        self.expires_at > now
+    }
+}
+
+/// When to scan the whole map for expired entries. Each sweep is O(n), and
+/// the triggers keep that amortised: at most once per `SWEEP_INTERVAL` once
+/// the earliest known expiry has passed, or when the map has doubled.
+struct Sweep {
+    /// No entry expires before this (a lower bound; extends may push entries later).
+    earliest_expiry: Option<Instant>,
+    last_run: Instant,
+    grow_limit: usize,
+}
+
+struct Entries {
+    map: HashMap<Box<str>, Entry>,
+    sweep: Sweep,
+}
+
+impl Entries {
+    fn live(&mut self, key: &str, now: Instant) -> Option<&mut Entry> {
+        if self.map.get(key).is_some_and(|e| !e.is_live(now)) {
+            self.map.remove(key);
+        }
+        self.map.get_mut(key)
+    }
+
+    fn note_expiry(&mut self, at: Instant) {
+        let earliest = &mut self.sweep.earliest_expiry;
+        if earliest.is_none_or(|e| at < e) {
+            *earliest = Some(at);
+        }
+    }
+
+    fn maybe_sweep(&mut self, now: Instant) {
+        let due = self.sweep.earliest_expiry.is_some_and(|e| e <= now)
+            && now.duration_since(self.sweep.last_run) >= SWEEP_INTERVAL;
+        if due || self.map.len() >= self.sweep.grow_limit {
+            self.sweep_now(now);
+        }
+    }
+
+    fn sweep_now(&mut self, now: Instant) {
+        self.map.retain(|_, e| e.is_live(now));
+        if self.map.capacity() > 4 * self.map.len().max(SWEEP_MIN_LEN) {
+            self.map.shrink_to_fit();
+        }
+        self.sweep.earliest_expiry = self.map.values().map(|e| e.expires_at).min();
+        self.sweep.last_run = now;
+        self.sweep.grow_limit = (2 * self.map.len()).max(SWEEP_MIN_LEN);
+    }
+}
+
+fn expiry(now: Instant, ttl_ms: f64) -> Instant {
+    let ttl = Duration::try_from_secs_f64(ttl_ms / 1000.0).map_or(MAX_TTL, |d| d.min(MAX_TTL));
+    now + ttl
+}
+
+/// Milliseconds left, rounded up so a live entry never reports 0.
+fn ms_until(at: Instant, now: Instant) -> f64 {
+    let left = at.duration_since(now);
+    let whole = left.as_millis();
+    let ms = if left > Duration::from_millis(whole as u64) {
+        whole + 1
+    } else {
+        whole
+    };
+    ms as f64
+}
+
+pub struct MemoryStore {
+    entries: Mutex<Entries>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self {
+            entries: Mutex::new(Entries {
+                map: HashMap::new(),
+                sweep: Sweep {
+                    earliest_expiry: None,
+                    last_run: Instant::now(),
+                    grow_limit: SWEEP_MIN_LEN,
+                },
+            }),
+        }
+    }
+
+    fn entries(&self) -> MutexGuard<'_, Entries> {
+        // No code panics while holding this lock, so a poisoned mutex still
+        // guards consistent data.
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Entries kept in memory, counting expired ones not yet swept.
+    pub fn len(&self) -> usize {
+        self.entries().map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn try_acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> bool {
+        let now = Instant::now();
+        let mut entries = self.entries();
+        entries.maybe_sweep(now);
+        if entries.live(key, now).is_some() {
+            return false;
+        }
+        let expires_at = expiry(now, ttl_ms);
+        entries.map.insert(
+            key.into(),
+            Entry {
+                owner: owner.into(),
+                expires_at,
+            },
+        );
+        entries.note_expiry(expires_at);
+        true
+    }
+
+    pub fn try_release(&self, key: &str, owner: &str) -> bool {
+        let now = Instant::now();
+        let mut entries = self.entries();
+        match entries.live(key, now) {
+            Some(entry) if &*entry.owner == owner => {
+                entries.map.remove(key);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn try_extend(&self, key: &str, owner: &str, ttl_ms: f64) -> bool {
+        let now = Instant::now();
+        let mut entries = self.entries();
+        match entries.live(key, now) {
+            Some(entry) if &*entry.owner == owner => {
+                entry.expires_at = expiry(now, ttl_ms);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn locked(&self, key: &str) -> bool {
+        self.entries().live(key, Instant::now()).is_some()
+    }
+
+    pub fn held_by(&self, key: &str, owner: &str) -> bool {
+        self.entries()
+            .live(key, Instant::now())
+            .is_some_and(|e| &*e.owner == owner)
+    }
+
+    pub fn remaining(&self, key: &str) -> Option<f64> {
+        let now = Instant::now();
+        self.entries()
+            .live(key, now)
+            .map(|e| ms_until(e.expires_at, now))
+    }
+}
+
+impl LockStore for MemoryStore {
+    fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        Op::Ready(Ok(self.try_acquire(key, owner, ttl_ms)))
+    }
+
+    fn release(&self, key: &str, owner: &str) -> Op<bool> {
+        Op::Ready(Ok(self.try_release(key, owner)))
+    }
+
+    fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        Op::Ready(Ok(self.try_extend(key, owner, ttl_ms)))
+    }
+
+    fn is_locked(&self, key: &str) -> Op<bool> {
+        Op::Ready(Ok(self.locked(key)))
+    }
+
+    fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
+        Op::Ready(Ok(self.remaining(key)))
+    }
+
+    fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
+        Some(Op::Ready(Ok(self.held_by(key, owner))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::thread::sleep;
+
+    #[test]
+    fn acquire_is_set_if_absent() {
+        let store = MemoryStore::new();
+        assert!(store.try_acquire("k", "a", 10_000.0));
+        assert!(!store.try_acquire("k", "b", 10_000.0));
+        assert!(!store.try_acquire("k", "a", 10_000.0));
+        assert!(store.try_acquire("other", "b", 10_000.0));
+    }
+
+    #[test]
+    fn release_and_extend_need_the_owner() {
+        let store = MemoryStore::new();
+        assert!(store.try_acquire("k", "a", 10_000.0));
+        assert!(!store.try_release("k", "b"));
+        assert!(!store.try_extend("k", "b", 10_000.0));
+        assert!(store.held_by("k", "a"));
+        assert!(store.try_extend("k", "a", 20_000.0));
+        assert!(store.try_release("k", "a"));
+        assert!(!store.try_release("k", "a"));
+        assert!(!store.locked("k"));
+    }
+
+    #[test]
+    fn entries_expire() {
+        let store = MemoryStore::new();
+        assert!(store.try_acquire("k", "a", 30.0));
+        assert!(store.locked("k"));
+        let left = store.remaining("k").unwrap();
+        assert!(left > 0.0 && left <= 30.0, "{left}");
+        sleep(Duration::from_millis(40));
+        assert!(!store.locked("k"));
+        assert_eq!(store.remaining("k"), None);
+        assert!(!store.try_extend("k", "a", 1000.0));
+        assert!(!store.try_release("k", "a"));
+        assert!(store.try_acquire("k", "b", 1000.0));
+    }
+
+    #[test]
+    fn late_release_does_not_free_the_next_holder() {
+        let store = MemoryStore::new();
+        assert!(store.try_acquire("k", "a", 20.0));
+        sleep(Duration::from_millis(30));
+        assert!(store.try_acquire("k", "b", 10_000.0));
+        assert!(!store.try_release("k", "a"));
+        assert!(store.held_by("k", "b"));
+    }
+
+    #[test]
+    fn huge_ttls_are_clamped_not_overflowed() {
+        let store = MemoryStore::new();
+        assert!(store.try_acquire("k", "a", 9_007_199_254_740_991.0));
+        assert!(store.locked("k"));
+        assert!(store.try_extend("k", "a", f64::MAX));
+        assert!(store.remaining("k").unwrap() > 0.0);
+    }
+
+    #[test]
+    fn expired_entries_are_swept() {
+        let store = MemoryStore::new();
+        for i in 0..50_000 {
+            assert!(store.try_acquire(&format!("k{i}"), "a", 20.0));
+        }
+        sleep(Duration::from_millis(30) + SWEEP_INTERVAL);
+        assert!(store.try_acquire("fresh", "a", 10_000.0));
+        assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn sweeping_keeps_live_entries() {
+        let store = MemoryStore::new();
+        for i in 0..5_000 {
+            assert!(store.try_acquire(&format!("k{i}"), "a", 60_000.0));
+        }
+        assert_eq!(store.len(), 5_000);
+        for i in 0..5_000 {
+            assert!(store.held_by(&format!("k{i}"), "a"));
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The store seam: the five operations every lock backend provides.
+//!
+//! A store is where the two safety properties are actually enforced, so the
+//! contract is strict: `acquire` is an atomic set-if-absent, `release` and
+//! `extend` act only when the stored owner token matches, and every entry
+//! carries an expiry the store itself enforces.
+//!
+//! An operation either finishes at once ([`Op::Ready`], the in-memory store,
+//! which runs on the JS thread and never waits) or later ([`Op::Pending`], a
+//! store that talks to a server). Keeping the two apart in the type is what
+//! lets the in-memory path answer without a thread hop or a promise while a
+//! network store is driven by Tokio.
+
+#[cfg(not(test))]
+pub mod js;
+pub mod memory;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+pub use memory::MemoryStore;
+
+/// Why a store operation failed (the store's fault, not the caller's).
+#[derive(Debug)]
+pub enum StoreError {
+    /// A JS store method threw or rejected: this is its own error, passed on as is.
+    Js(napi::Error),
+    /// A store answered with the wrong type; becomes a `TypeError`.
+    Type(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Js(e) => write!(f, "{e}"),
+            StoreError::Type(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+pub type StoreFuture<T> = Pin<Box<dyn Future<Output = StoreResult<T>> + Send + 'static>>;
+
+/// The outcome of a store operation: settled now, or settling later.
+pub enum Op<T> {
+    Ready(StoreResult<T>),
+    Pending(StoreFuture<T>),
+}
+
+impl<T: Send + 'static> Op<T> {
+    /// Wait for the outcome, whichever kind it is.
+    pub async fn settle(self) -> StoreResult<T> {
+        match self {
+            Op::Ready(result) => result,
+            Op::Pending(future) => future.await,
+        }
+    }
+}
+
+/// A lock backend. Times are milliseconds; `ttl_ms` is always a positive,
+/// finite number (the API layer rejects anything else before a store sees it).
+pub trait LockStore: Send + Sync + 'static {
+    /// Set `key` to `owner` for `ttl_ms` if nobody holds it. Atomic.
+    fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool>;
+    /// Delete `key` only if `owner` still holds it.
+    fn release(&self, key: &str, owner: &str) -> Op<bool>;
+    /// Push the expiry of `key` out to `ttl_ms` from now, only if `owner` still holds it.
+    fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool>;
+    /// Whether anyone holds `key`.
+    fn is_locked(&self, key: &str) -> Op<bool>;
+    /// Milliseconds until `key` expires, or `None` if nobody holds it.
+    fn remaining_time(&self, key: &str) -> Op<Option<f64>>;
+    /// Whether `owner` in particular holds `key`. Stores that can only answer
+    /// `is_locked` return `None`, and callers fall back to that.
+    fn holds(&self, _key: &str, _owner: &str) -> Option<Op<bool>> {
+        None
+    }
+}
