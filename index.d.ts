@@ -25,7 +25,8 @@
  * matching (compare-and-delete, compare-and-extend): a store that can't do
  * both isn't a lock, it's a suggestion.
  *
- * Methods may be `async` or return plain values. They are called with the
+ * Methods may be `async`, return any promise or thenable, or return plain
+ * values. They are looked up on the store at each call and called with the
  * store as `this`. A method that throws or rejects fails the lock operation
  * with that same error; one that answers with the wrong type fails it with a
  * `TypeError` naming the method.
@@ -74,7 +75,9 @@ export declare class Lock {
   /**
    * Take the lock, run `fn`, and always release it, even when `fn` throws (its
    * own error propagates, after the release). `fn` receives this lock, so it
-   * can `extend()` it.
+   * can `extend()` it. If the store fails the release itself, `fn`'s outcome
+   * still wins (its error, or `[true, result]`) and a `LockReleaseWarning`
+   * process warning reports the failure; the lock then lapses at its TTL.
    *
    * Resolves to `[true, result]`, or `[false, undefined]` when someone else
    * holds the lock, in which case `fn` never ran. Doesn't wait unless
@@ -109,7 +112,12 @@ export declare class Lock {
   extend(ttlMs?: number): Promise<void>
   /** Whether anyone holds this key (not necessarily us). */
   isLocked(): Promise<boolean>
-  /** Whether we held this lock and lost it (it expired, or another owner has it now). */
+  /**
+   * Whether we held this lock and lost it: it expired, `extend()` failed, or
+   * `release()` found it gone. The in-memory store also tells when another
+   * owner has it now; with a store of your own (which can only say whether
+   * *anyone* holds a key) that case reads as not expired.
+   */
   isExpired(): Promise<boolean>
   /** Milliseconds until the key expires, or `null` if nobody holds it. */
   getRemainingTime(): Promise<number | null>
@@ -122,7 +130,8 @@ export declare class Lock {
 }
 
 /**
- * A lock on `key`, held for `ttlMs` once acquired (default 30_000). It uses
+ * A lock on `key`, held for `ttlMs` once acquired (default 30_000; the
+ * in-memory store counts whole milliseconds, rounding a fraction up). It uses
  * the store registered when it is created.
  *
  * @throws TypeError if `key` is not a (well-formed) string; RangeError/TypeError

@@ -10,6 +10,7 @@
  * compare-and-act store operations, expiry, and waiting for a held lock.
  */
 
+const { inspect } = require('node:util')
 const native = require('./binding.js')
 
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } =
@@ -160,7 +161,10 @@ const jsHandles = new WeakMap()
 function jsStoreHandle(store) {
   let handle = jsHandles.get(store)
   if (handle === undefined) {
-    handle = native.createJsStore(...STORE_METHODS.map((m) => store[m].bind(store)))
+    // Async wrappers: a method is looked up when called (so a store may swap
+    // one later), is called with the store as `this`, and any thenable it
+    // returns arrives in Rust as a native promise.
+    handle = native.createJsStore(...STORE_METHODS.map((m) => async (...args) => store[m](...args)))
     jsHandles.set(store, handle)
   }
   return handle
@@ -211,15 +215,20 @@ class Lock {
 
   async run(fn, options) {
     if (typeof fn !== 'function') throw new TypeError(`Lock.run: fn must be a function, got ${describe(fn)}`)
-    if (!(await this.acquire(options))) return [false, undefined]
+    // The owner this call took is the one it gives back, even if the handle is
+    // reused meanwhile: a second acquisition on the same handle after this
+    // one's TTL ran out must not be released by this call.
+    const owner = await this.#take(options)
+    if (owner === null) return [false, undefined]
     let result
     try {
       result = await fn(this)
     } catch (error) {
-      await this.#releaseKeeping(error)
+      await this.#giveBackQuietly(owner, error)
       throw error
     }
-    await this.release()
+    // fn has run: its result is not thrown away because the release failed.
+    await this.#giveBackQuietly(owner, undefined)
     return [true, result]
   }
 
@@ -228,13 +237,7 @@ class Lock {
   }
 
   async acquire(options) {
-    const [timeout, retryDelay] = readOptions('Lock.acquire', options)
-    let owner = native.acquire(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay)
-    if (isThenable(owner)) owner = await owner
-    if (owner === null) return false
-    this.#owner = owner
-    this.#lost = false
-    return true
+    return (await this.#take(options)) !== null
   }
 
   acquireImmediately() {
@@ -244,20 +247,7 @@ class Lock {
   async release() {
     const owner = this.#owner
     if (owner === null) return false
-    // Cleared before the store call, so a second release() racing this one
-    // returns false instead of sending a second delete.
-    this.#owner = null
-    let released
-    try {
-      released = native.release(this.#handle, this.#key, owner)
-      if (isThenable(released)) released = await released
-    } catch (error) {
-      // The store did not answer: we may still hold it, so a retry must be possible.
-      if (this.#owner === null) this.#owner = owner
-      throw error
-    }
-    if (!released) this.#lost = true
-    return released
+    return this.#giveBack(owner)
   }
 
   async extend(ttlMs) {
@@ -295,23 +285,57 @@ class Lock {
     return JSON.stringify({ key: this.#key, ttlMs: this.#ttlMs, owner: this.#owner ?? undefined })
   }
 
+  /** Acquire for a fresh owner; resolves to it, or null if the lock stayed held. */
+  async #take(options) {
+    const [timeout, retryDelay] = readOptions('Lock.acquire', options)
+    let owner = native.acquire(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay)
+    if (isThenable(owner)) owner = await owner
+    if (owner !== null) {
+      this.#owner = owner
+      this.#lost = false
+    }
+    return owner
+  }
+
+  async #giveBack(owner) {
+    // Cleared before the store call, so a second release() racing this one
+    // returns false instead of sending a second delete.
+    if (this.#owner === owner) this.#owner = null
+    let released
+    try {
+      released = native.release(this.#handle, this.#key, owner)
+      if (isThenable(released)) released = await released
+    } catch (error) {
+      // The store did not answer: we may still hold it, so a retry must be possible.
+      if (this.#owner === null) this.#owner = owner
+      throw error
+    }
+    if (!released && this.#owner === null) this.#lost = true
+    return released
+  }
+
+  /**
+   * run()'s release: a failure here must not replace the callback's outcome
+   * (its error, or its result once it has run), so it becomes a process
+   * warning; the lock then lapses at its TTL.
+   */
+  async #giveBackQuietly(owner, fnError) {
+    try {
+      await this.#giveBack(owner)
+    } catch (releaseError) {
+      const outcome = fnError === undefined ? 'its result is returned' : 'the callback error is the one thrown'
+      process.emitWarning(
+        `Lock "${this.#key.slice(0, 200)}": release after run() failed (${inspect(releaseError)}); ` +
+          `${outcome}, and the lock stays held until its TTL passes.`,
+        { type: 'LockReleaseWarning' },
+      )
+    }
+  }
+
   #markLost(owner) {
     if (this.#owner === owner) {
       this.#owner = null
       this.#lost = true
-    }
-  }
-
-  /** Release after `fn` failed: `fn`'s error is the one the caller sees. */
-  async #releaseKeeping(fnError) {
-    try {
-      await this.release()
-    } catch (releaseError) {
-      process.emitWarning(
-        `Lock "${this.#key}": release after a failed run() callback failed too (${releaseError?.message ?? releaseError}); ` +
-          'the callback error is the one thrown, and the lock stays held until its TTL passes.',
-        { type: 'LockReleaseWarning', detail: fnError?.message },
-      )
     }
   }
 }
@@ -329,6 +353,9 @@ function lock(key, ttlMs) {
 function restoreLock(serialized) {
   if (typeof serialized !== 'string') {
     throw new TypeError(`restoreLock: serialized must be the string serialize() returned, got ${describe(serialized)}`)
+  }
+  if (!serialized.isWellFormed()) {
+    throw new TypeError('restoreLock: serialized must be well-formed Unicode, but it contains a lone surrogate')
   }
   const fields = native.parseSerialized(serialized)
   if (typeof fields === 'string') throw new TypeError(fields)

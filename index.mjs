@@ -3,4 +3,3 @@
 import core from './index.js'
 
 export const { lock, restoreLock, setLockStore, getLockStore, Lock, MemoryLockStore, LockNotHeldError } = core
-export default core

@@ -307,3 +307,34 @@ test('unusual keys: empty, NUL, emoji, 1 MB, and many distinct ones at once', as
   assert.ok(got.every(Boolean))
   assert.ok((await Promise.all(locks.map((l) => l.release()))).every(Boolean))
 })
+
+test('a handle reused by two run() calls: the first call never releases the second one\'s lock', async () => {
+  const l = lock('shared-handle', 30)
+  const first = l.run(() => sleep(60)) // outlives its 30 ms TTL
+  await sleep(5)
+  let stillHeldWhileSecondRuns
+  const second = l.run(
+    async (held) => {
+      await held.extend(5_000) // this holder's work is long; it keeps its lock alive
+      await sleep(50) // the first call finishes and releases during this
+      stillHeldWhileSecondRuns = !(await lock('shared-handle').acquire())
+    },
+    { timeout: 500, retryDelay: 5 },
+  )
+  const [[ran1], [ran2]] = await Promise.all([first, second])
+  assert.deepEqual([ran1, ran2], [true, true])
+  assert.equal(stillHeldWhileSecondRuns, true, 'the second holder kept its lock')
+})
+
+test('a sub-millisecond TTL still excludes (TTLs round up to whole milliseconds)', async () => {
+  const a = lock('tiny', 1e-7)
+  assert.equal(await a.acquire(), true)
+  assert.equal(await lock('tiny', 1e-7).acquire(), false)
+})
+
+test('a TTL far beyond any clock is honoured, not clamped', async () => {
+  const l = lock('forever-ish', Number.MAX_SAFE_INTEGER)
+  await l.acquire()
+  assert.equal(await l.getRemainingTime(), Number.MAX_SAFE_INTEGER)
+  await l.release()
+})

@@ -2,7 +2,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { lock, LockNotHeldError } from '@shaferllc/keel/core'
-import cjs from '@shaferllc/keel/core'
+import { createRequire } from 'node:module'
+
+const cjs = createRequire(import.meta.url)('@shaferllc/keel/core')
 
 test('errors thrown by extend() are LockNotHeldError instances with name, key, message and stack', async () => {
   const key = 'invoice:42'

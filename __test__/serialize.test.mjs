@@ -92,3 +92,8 @@ test('keys with quotes, backslashes, control characters and emoji round-trip', a
 test('restoreLock ignores fields it does not know and accepts owner: null', () => {
   assert.equal(restoreLock('{"key":"k","ttlMs":5,"owner":null,"extra":[1]}').serialize(), '{"key":"k","ttlMs":5}')
 })
+
+test('restoreLock refuses a raw lone surrogate instead of silently changing the key', () => {
+  assert.throws(() => restoreLock('{"key":"\ud800","ttlMs":5}'), TypeError)
+  assert.throws(() => restoreLock(`{"key":"k","ttlMs":5,"owner":"\udc00"}`), TypeError)
+})

@@ -226,3 +226,65 @@ test('restoreLock() uses the current store', async () => {
   assert.equal(l.store, store)
   assert.equal(await l.release(), true)
 })
+
+test('run() keeps the callback outcome when the store fails the release, and warns', async () => {
+  const failing = new Error('store down during release')
+  class FlakyRelease extends MemoryLockStore {
+    async release() {
+      throw failing
+    }
+  }
+  setLockStore(new FlakyRelease())
+  const warnings = []
+  const onWarning = (w) => warnings.push(w)
+  process.on('warning', onWarning)
+  try {
+    let calls = 0
+    assert.deepEqual(await lock('rf').run(() => (calls++, 'done')), [true, 'done'])
+    assert.equal(calls, 1)
+    const boom = new Error('callback failed')
+    await assert.rejects(
+      lock('rf2').run(() => {
+        throw boom
+      }),
+      (e) => e === boom,
+    )
+    // A release failure whose value cannot be turned into a string still loses nothing.
+    class OddRelease extends MemoryLockStore {
+      release() {
+        return Promise.reject(Object.create(null))
+      }
+    }
+    setLockStore(new OddRelease())
+    await assert.rejects(
+      lock('rf3').run(() => {
+        throw boom
+      }),
+      (e) => e === boom,
+    )
+    await new Promise((r) => setImmediate(r))
+    assert.equal(warnings.filter((w) => w.name === 'LockReleaseWarning').length, 3)
+  } finally {
+    process.off('warning', onWarning)
+  }
+})
+
+test('a JS store may return any thenable, and methods are looked up at each call', async () => {
+  const inner = new MemoryLockStore()
+  const thenable = (value) => ({ then: (resolve) => resolve(value) })
+  const store = {
+    acquire: (k, o, t) => ({ then: (res, rej) => inner.acquire(k, o, t).then(res, rej) }),
+    release: (k, o) => inner.release(k, o),
+    extend: () => thenable(true),
+    isLocked: (k) => inner.isLocked(k),
+    remainingTime: () => thenable(null),
+  }
+  setLockStore(store)
+  const l = lock('k')
+  assert.equal(await l.acquire(), true)
+  await l.extend()
+  assert.equal(await l.getRemainingTime(), null)
+  store.remainingTime = () => 7 // swapped after setLockStore
+  assert.equal(await l.getRemainingTime(), 7)
+  assert.equal(await l.release(), true)
+})

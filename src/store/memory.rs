@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use super::{LockStore, Op};
 
-/// Longest expiry the store represents exactly; longer TTLs are clamped to it
-/// (about 31 years: still "expires", and `Instant` arithmetic cannot overflow).
-const MAX_TTL: Duration = Duration::from_secs(1 << 30);
+/// Fallback when `now + ttl` does not fit an `Instant` (far beyond any TTL
+/// the API accepts, which stops at 2^53 - 1 ms): about 34 years.
+const FAR_TTL: Duration = Duration::from_secs(1 << 30);
 
 /// A sweep runs when something may have expired and the last sweep is at
 /// least this old, or when the map has doubled since the last sweep.
@@ -81,9 +81,13 @@ impl Entries {
     }
 }
 
+/// TTLs count in whole milliseconds, a fraction rounding up, so even the
+/// smallest positive TTL holds the lock for a moment rather than none.
 fn expiry(now: Instant, ttl_ms: f64) -> Instant {
-    let ttl = Duration::try_from_secs_f64(ttl_ms / 1000.0).map_or(MAX_TTL, |d| d.min(MAX_TTL));
-    now + ttl
+    Duration::try_from_secs_f64(ttl_ms.ceil() / 1000.0)
+        .ok()
+        .and_then(|ttl| now.checked_add(ttl))
+        .unwrap_or(now + FAR_TTL)
 }
 
 /// Milliseconds left, rounded up so a live entry never reports 0.
@@ -277,7 +281,15 @@ mod tests {
     }
 
     #[test]
-    fn huge_ttls_are_clamped_not_overflowed() {
+    fn a_tiny_ttl_still_holds_for_a_millisecond() {
+        let store = MemoryStore::new();
+        assert!(store.try_acquire("k", "a", 1e-7));
+        assert!(!store.try_acquire("k", "b", 1e-7));
+        assert_eq!(store.remaining("k"), Some(1.0));
+    }
+
+    #[test]
+    fn huge_ttls_do_not_overflow() {
         let store = MemoryStore::new();
         assert!(store.try_acquire("k", "a", 9_007_199_254_740_991.0));
         assert!(store.locked("k"));
