@@ -224,11 +224,11 @@ class Lock {
     try {
       result = await fn(this)
     } catch (error) {
-      await this.#giveBackQuietly(owner, error)
+      await this.#giveBackQuietly(owner, true)
       throw error
     }
     // fn has run: its result is not thrown away because the release failed.
-    await this.#giveBackQuietly(owner, undefined)
+    await this.#giveBackQuietly(owner, false)
     return [true, result]
   }
 
@@ -319,11 +319,11 @@ class Lock {
    * (its error, or its result once it has run), so it becomes a process
    * warning; the lock then lapses at its TTL.
    */
-  async #giveBackQuietly(owner, fnError) {
+  async #giveBackQuietly(owner, fnFailed) {
     try {
       await this.#giveBack(owner)
     } catch (releaseError) {
-      const outcome = fnError === undefined ? 'its result is returned' : 'the callback error is the one thrown'
+      const outcome = fnFailed ? 'the callback error is the one thrown' : 'its result is returned'
       process.emitWarning(
         `Lock "${this.#key.slice(0, 200)}": release after run() failed (${inspect(releaseError)}); ` +
           `${outcome}, and the lock stays held until its TTL passes.`,
