@@ -10,7 +10,7 @@
  * compare-and-act store operations, expiry, and waiting for a held lock.
  */
 
-const { inspect } = require('node:util')
+const { inspect, types: { isPromise } } = require('node:util')
 const native = require('./binding.js')
 
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } =
@@ -93,67 +93,132 @@ Object.defineProperty(LockNotHeldError.prototype, 'name', {
 
 /* --------------------------------- stores ---------------------------------- */
 
-let memoryHandleOf
+let handleOf
+
+/**
+ * What the stores that run natively share: each method checks its arguments
+ * (so a direct call with bad input fails with the argument's name), then makes
+ * one native call.
+ */
+class NativeLockStore {
+  #handle
+  #name
+
+  constructor(name, handle) {
+    this.#name = name
+    this.#handle = handle
+  }
+
+  static {
+    handleOf = (store) => (#handle in store ? store.#handle : undefined)
+  }
+
+  async acquire(key, owner, ttlMs) {
+    const where = this.#checkCall('acquire', key, owner)
+    checkMs(where, ttlMs, 'ttlMs', false)
+    return native.storeAcquire(this.#handle, key, owner, ttlMs)
+  }
+
+  async release(key, owner) {
+    this.#checkCall('release', key, owner)
+    return native.release(this.#handle, key, owner)
+  }
+
+  async extend(key, owner, ttlMs) {
+    const where = this.#checkCall('extend', key, owner)
+    checkMs(where, ttlMs, 'ttlMs', false)
+    return native.extend(this.#handle, key, owner, ttlMs)
+  }
+
+  async isLocked(key) {
+    checkKey(`${this.#name}.isLocked`, key)
+    return native.isLocked(this.#handle, key)
+  }
+
+  async remainingTime(key) {
+    checkKey(`${this.#name}.remainingTime`, key)
+    return native.remainingTime(this.#handle, key)
+  }
+
+  #checkCall(method, key, owner) {
+    const where = `${this.#name}.${method}`
+    checkKey(where, key)
+    checkKey(where, owner, 'owner')
+    if (owner.length === 0) throw new TypeError(`${where}: owner must be a non-empty string`)
+    return where
+  }
+}
 
 /**
  * The default store: an in-memory map with expiry on a monotonic clock. Per
  * isolate: it coordinates async tasks of one thread and nothing more.
  */
-class MemoryLockStore {
-  #handle = native.createMemoryStore()
-
-  static {
-    memoryHandleOf = (store) => (#handle in store ? store.#handle : undefined)
-  }
-
-  async acquire(key, owner, ttlMs) {
-    checkStoreCall('acquire', key, owner)
-    checkMs('MemoryLockStore.acquire', ttlMs, 'ttlMs', false)
-    return native.storeAcquire(this.#handle, key, owner, ttlMs)
-  }
-
-  async release(key, owner) {
-    checkStoreCall('release', key, owner)
-    return native.release(this.#handle, key, owner)
-  }
-
-  async extend(key, owner, ttlMs) {
-    checkStoreCall('extend', key, owner)
-    checkMs('MemoryLockStore.extend', ttlMs, 'ttlMs', false)
-    return native.extend(this.#handle, key, owner, ttlMs)
-  }
-
-  async isLocked(key) {
-    checkKey('MemoryLockStore.isLocked', key)
-    return native.isLocked(this.#handle, key)
-  }
-
-  async remainingTime(key) {
-    checkKey('MemoryLockStore.remainingTime', key)
-    return native.remainingTime(this.#handle, key)
+class MemoryLockStore extends NativeLockStore {
+  constructor() {
+    super('MemoryLockStore', native.createMemoryStore())
   }
 
   /** Entries held in memory, counting expired ones not swept yet. */
   get size() {
-    return native.memoryStoreSize(this.#handle)
+    return native.memoryStoreSize(handleOf(this))
   }
 }
 
-function checkStoreCall(method, key, owner) {
-  const where = `MemoryLockStore.${method}`
-  checkKey(where, key)
-  checkKey(where, owner, 'owner')
-  if (owner.length === 0) throw new TypeError(`${where}: owner must be a non-empty string`)
+const REDIS_DEFAULTS = Object.freeze({
+  url: 'redis://127.0.0.1:6379',
+  prefix: '',
+  connectTimeout: 5_000,
+  commandTimeout: 5_000,
+})
+
+function readRedisOptions(urlOrOptions) {
+  const where = 'new RedisLockStore'
+  if (urlOrOptions === undefined) return REDIS_DEFAULTS
+  if (typeof urlOrOptions === 'string') return { ...REDIS_DEFAULTS, url: urlOrOptions }
+  if (urlOrOptions === null || typeof urlOrOptions !== 'object') {
+    throw new TypeError(
+      `${where}: expected a redis:// URL or an options object like { url, prefix, connectTimeout, commandTimeout }, got ${describe(urlOrOptions)}`,
+    )
+  }
+  const unknown = Object.keys(urlOrOptions).filter((k) => !Object.hasOwn(REDIS_DEFAULTS, k))
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `${where}: unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${Object.keys(REDIS_DEFAULTS).join(', ')})`,
+    )
+  }
+  const { url = REDIS_DEFAULTS.url, prefix = REDIS_DEFAULTS.prefix } = urlOrOptions
+  if (typeof url !== 'string') throw new TypeError(`${where}: options.url must be a string, got ${describe(url)}`)
+  checkKey(where, prefix, 'options.prefix')
+  const ms = (name) =>
+    urlOrOptions[name] === undefined ? REDIS_DEFAULTS[name] : checkMs(where, urlOrOptions[name], `options.${name}`, false)
+  return { url, prefix, connectTimeout: ms('connectTimeout'), commandTimeout: ms('commandTimeout') }
 }
 
 /**
- * The native handle that runs a store's operations. A `MemoryLockStore` whose
+ * A store on a Redis server, spoken to from Rust over one multiplexed
+ * connection. Wire-compatible with the docs' ioredis store: the key (after
+ * `prefix`) holds the owner token, with the lock's TTL as its Redis expiry.
+ */
+class RedisLockStore extends NativeLockStore {
+  constructor(urlOrOptions) {
+    const { url, prefix, connectTimeout, commandTimeout } = readRedisOptions(urlOrOptions)
+    super('RedisLockStore', native.createRedisStore(url, prefix, connectTimeout, commandTimeout))
+  }
+
+  /** Close the connection. Later operations reject with code ERR_LOCK_STORE_CLOSED. */
+  async close() {
+    native.closeRedisStore(handleOf(this))
+  }
+}
+
+/**
+ * The native handle that runs a store's operations. One of our stores whose
  * methods are its own runs natively; any other object (including a subclass
  * that overrides a method) has its own methods called.
  */
 function handleFor(store) {
-  const memory = memoryHandleOf(store)
-  if (memory !== undefined && STORE_METHODS.every((m) => store[m] === MemoryLockStore.prototype[m])) return memory
+  const handle = handleOf(store)
+  if (handle !== undefined && STORE_METHODS.every((m) => store[m] === NativeLockStore.prototype[m])) return handle
   return jsStoreHandle(store)
 }
 
@@ -161,10 +226,15 @@ const jsHandles = new WeakMap()
 function jsStoreHandle(store) {
   let handle = jsHandles.get(store)
   if (handle === undefined) {
-    // Async wrappers: a method is looked up when called (so a store may swap
-    // one later), is called with the store as `this`, and any thenable it
-    // returns arrives in Rust as a native promise.
-    handle = native.createJsStore(...STORE_METHODS.map((m) => async (...args) => store[m](...args)))
+    // A method is looked up when called (so a store may swap one later) and
+    // called with the store as `this`. A plain value goes back as it is (a
+    // synchronous store settles without a promise); a thenable that is not a
+    // native promise is adopted into one, which is what Rust can await.
+    const bridge = (m) => (...args) => {
+      const returned = store[m](...args)
+      return isThenable(returned) && !isPromise(returned) ? Promise.resolve(returned) : returned
+    }
+    handle = native.createJsStore(...STORE_METHODS.map(bridge))
     jsHandles.set(store, handle)
   }
   return handle
@@ -384,5 +454,6 @@ module.exports = {
   getLockStore,
   Lock,
   MemoryLockStore,
+  RedisLockStore,
   LockNotHeldError,
 }

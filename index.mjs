@@ -2,4 +2,13 @@
 // program that mixes import and require shares one default store.
 import core from './index.js'
 
-export const { lock, restoreLock, setLockStore, getLockStore, Lock, MemoryLockStore, LockNotHeldError } = core
+export const {
+  lock,
+  restoreLock,
+  setLockStore,
+  getLockStore,
+  Lock,
+  MemoryLockStore,
+  RedisLockStore,
+  LockNotHeldError,
+} = core

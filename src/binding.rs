@@ -13,12 +13,19 @@ use napi_derive::napi;
 
 use crate::lock::{self, Wait};
 use crate::store::js::{JsMethod, JsStore};
-use crate::store::{LockStore, MemoryStore, Op, StoreError};
+use crate::store::{LockStore, MemoryStore, Op, RedisOptions, RedisStore, StoreError};
 
 /// A store as JS holds it: an opaque handle inside the store object.
 pub struct StoreHandle {
     store: Arc<dyn LockStore>,
-    memory: Option<Arc<MemoryStore>>,
+    kind: Kind,
+}
+
+/// What a handle's store is, for the calls only one kind answers.
+enum Kind {
+    Memory(Arc<MemoryStore>),
+    Redis(Arc<RedisStore>),
+    Js,
 }
 
 type Handle = External<StoreHandle>;
@@ -47,26 +54,29 @@ where
 fn js_error(env: &Env, e: StoreError) -> Error {
     match e {
         StoreError::Js(original) => original,
-        StoreError::Type(message) => type_error(env, &message),
+        StoreError::Type(message) => new_error(env, true, None, &message),
+        StoreError::Backend(e) => new_error(env, false, Some(e.code), &e.message),
     }
 }
 
-fn type_error(env: &Env, message: &str) -> Error {
-    let made = env.create_string(message).and_then(|msg| {
+/// A `TypeError` or an `Error`, with `code` set when given.
+fn new_error(env: &Env, type_error: bool, code: Option<&str>, message: &str) -> Error {
+    let made = (|| {
+        let msg = env.create_string(message)?;
+        let code = code.map(|c| env.create_string(c)).transpose()?;
+        let code = code.map_or(std::ptr::null_mut(), |c| c.raw());
         let mut error = std::ptr::null_mut();
-        check_status!(unsafe {
-            napi::sys::napi_create_type_error(
-                env.raw(),
-                std::ptr::null_mut(),
-                msg.raw(),
-                &mut error,
-            )
-        })?;
-        Ok(Error::from(unsafe {
+        let create = if type_error {
+            napi::sys::napi_create_type_error
+        } else {
+            napi::sys::napi_create_error
+        };
+        check_status!(unsafe { create(env.raw(), code, msg.raw(), &mut error) })?;
+        Ok::<_, Error>(Error::from(unsafe {
             Unknown::from_raw_unchecked(env.raw(), error)
         }))
-    });
-    made.unwrap_or_else(|_| Error::new(Status::InvalidArg, message))
+    })();
+    made.unwrap_or_else(|_| Error::new(Status::GenericFailure, message))
 }
 
 #[napi]
@@ -74,13 +84,50 @@ pub fn create_memory_store() -> Handle {
     let memory = Arc::new(MemoryStore::new());
     External::new(StoreHandle {
         store: memory.clone(),
-        memory: Some(memory),
+        kind: Kind::Memory(memory),
     })
+}
+
+/// A handle over a Redis server. The URL is parsed now; the connection opens
+/// on the first operation. Timeouts are checked milliseconds.
+#[napi]
+pub fn create_redis_store(
+    env: &Env,
+    url: String,
+    prefix: String,
+    connect_timeout_ms: f64,
+    command_timeout_ms: f64,
+) -> Result<Handle> {
+    let ms = |v: f64| {
+        std::time::Duration::try_from_secs_f64(v / 1000.0).unwrap_or(std::time::Duration::MAX)
+    };
+    let options = RedisOptions {
+        url,
+        prefix,
+        connect_timeout: ms(connect_timeout_ms),
+        command_timeout: ms(command_timeout_ms),
+    };
+    let redis = RedisStore::new(options)
+        .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;
+    let redis = Arc::new(redis);
+    Ok(External::new(StoreHandle {
+        store: redis.clone(),
+        kind: Kind::Redis(redis),
+    }))
+}
+
+/// Close a Redis store's connection; later operations fail as closed.
+#[napi]
+pub fn close_redis_store(handle: &Handle) {
+    if let Kind::Redis(redis) = &handle.kind {
+        redis.close();
+    }
 }
 
 /// A handle over a store written in JS: its five methods, bound to it.
 #[napi]
 pub fn create_js_store(
+    env: &Env,
     acquire: JsMethod<'_>,
     release: JsMethod<'_>,
     extend: JsMethod<'_>,
@@ -89,15 +136,18 @@ pub fn create_js_store(
 ) -> Result<Handle> {
     let methods = [acquire, release, extend, is_locked, remaining_time];
     Ok(External::new(StoreHandle {
-        store: Arc::new(JsStore::new(methods)?),
-        memory: None,
+        store: Arc::new(JsStore::new(env, methods)?),
+        kind: Kind::Js,
     }))
 }
 
 /// Entries a memory store keeps, counting expired ones not yet swept.
 #[napi]
 pub fn memory_store_size(handle: &Handle) -> u32 {
-    let len = handle.memory.as_ref().map_or(0, |m| m.len());
+    let len = match &handle.kind {
+        Kind::Memory(memory) => memory.len(),
+        Kind::Redis(_) | Kind::Js => 0,
+    };
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 

@@ -11,7 +11,8 @@
 //!    holder's lock.
 //! 2. **Expiry.** A lock always expires; there is no hold-forever mode, so a
 //!    holder that crashes cannot block everyone else for good. The store owns
-//!    the clock that decides expiry (memory: a monotonic clock).
+//!    the clock that decides expiry (memory: a monotonic clock; Redis: the
+//!    server's own `PX` expiry).
 //!
 //! And one property of every store: `acquire` is an atomic set-if-absent.
 //!

@@ -1,16 +1,23 @@
 //! A store written in JavaScript, bridged into the Rust core.
 //!
-//! Each of the five methods is held as a threadsafe function (bound to the
-//! store object by the JS layer, so methods see the store as `this`). A method
-//! may be `async` or return a plain value; both are accepted. What it returns
+//! Each of the five methods (bound to the store object by the JS layer, so
+//! methods see the store as `this`) is held twice: as a reference, called
+//! directly when the operation starts on the JS thread (the common case: the
+//! first attempt of every operation), and as a threadsafe function for calls
+//! that start on a Tokio thread (the retries of a waiting `acquire`). A direct
+//! call to a method that returns a plain value settles without a thread hop or
+//! a promise. A method may be `async` or return a plain value; both are
+//! accepted. What it returns
 //! is checked here, so a store that resolves `"OK"` where a boolean belongs
 //! fails with a `TypeError` naming the method instead of being read as truthy.
 //! A method that throws or rejects fails the lock operation with that same
 //! error object.
 //!
-//! The functions are weak: an idle JS store never keeps the process alive.
+//! The threadsafe functions are weak: an idle JS store never keeps the
+//! process alive.
 
 use std::sync::Arc;
+use std::thread::{self, ThreadId};
 
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -102,61 +109,114 @@ impl Reply {
     }
 }
 
-type Method = ThreadsafeFunction<Call, Either<Promise<Reply>, Reply>, Call, Status, false, true>;
+type Returned = Either<Promise<Reply>, Reply>;
+type Threadsafe = ThreadsafeFunction<Call, Returned, Call, Status, false, true>;
+
+/// One store method, callable from any thread.
+struct Method {
+    direct: FunctionRef<Call, Returned>,
+    threadsafe: Arc<Threadsafe>,
+    name: &'static str,
+}
+
+/// The environment the store's functions live in, and the thread that runs it.
+struct Home {
+    env: sys::napi_env,
+    thread: ThreadId,
+}
+
+// The env pointer is only dereferenced on `thread`, the one thread where it is
+// valid (checked before every use); elsewhere it is an inert number.
+unsafe impl Send for Home {}
+unsafe impl Sync for Home {}
 
 pub struct JsStore {
-    acquire: Arc<Method>,
-    release: Arc<Method>,
-    extend: Arc<Method>,
-    is_locked: Arc<Method>,
-    remaining_time: Arc<Method>,
+    home: Home,
+    acquire: Method,
+    release: Method,
+    extend: Method,
+    is_locked: Method,
+    remaining_time: Method,
 }
 
 /// A store method, as a function already bound to the store object.
-pub type JsMethod<'a> = Function<'a, Call, Either<Promise<Reply>, Reply>>;
+pub type JsMethod<'a> = Function<'a, Call, Returned>;
+
+const NAMES: [&str; 5] = ["acquire", "release", "extend", "isLocked", "remainingTime"];
 
 impl JsStore {
-    pub fn new(methods: [JsMethod<'_>; 5]) -> Result<Self> {
-        let [acquire, release, extend, is_locked, remaining_time] = methods.map(|f| {
-            f.build_threadsafe_function::<Call>()
+    pub fn new(env: &Env, methods: [JsMethod<'_>; 5]) -> Result<Self> {
+        let mut built = Vec::with_capacity(5);
+        for (f, name) in methods.into_iter().zip(NAMES) {
+            let threadsafe = f
+                .build_threadsafe_function::<Call>()
                 .callee_handled::<false>()
                 .weak::<true>()
-                .build()
-                .map(Arc::new)
-        });
+                .build()?;
+            built.push(Method {
+                direct: f.create_ref()?,
+                threadsafe: Arc::new(threadsafe),
+                name,
+            });
+        }
+        let mut built = built.into_iter();
+        let mut next = || {
+            built
+                .next()
+                .ok_or_else(|| Error::new(Status::GenericFailure, "a store method is missing"))
+        };
         Ok(Self {
-            acquire: acquire?,
-            release: release?,
-            extend: extend?,
-            is_locked: is_locked?,
-            remaining_time: remaining_time?,
+            home: Home {
+                env: env.raw(),
+                thread: thread::current().id(),
+            },
+            acquire: next()?,
+            release: next()?,
+            extend: next()?,
+            is_locked: next()?,
+            remaining_time: next()?,
         })
     }
-}
 
-/// Call `method` and check its reply with `read`, which names what was expected.
-fn call<T: Send + 'static>(
-    method: &Arc<Method>,
-    name: &'static str,
-    args: Call,
-    read: fn(Reply) -> std::result::Result<T, Reply>,
-    expected: &'static str,
-) -> Op<T> {
-    let method = Arc::clone(method);
-    Op::Pending(Box::pin(async move {
-        let reply = match method.call_async_catch(args).await {
-            Ok(Either::A(promise)) => promise.await,
-            Ok(Either::B(value)) => Ok(value),
-            Err(e) => Err(e),
+    /// Call `method` and check its reply with `read`, which names what was expected.
+    fn call<T: Send + 'static>(
+        &self,
+        method: &Method,
+        args: Call,
+        read: fn(Reply) -> std::result::Result<T, Reply>,
+        expected: &'static str,
+    ) -> Op<T> {
+        let name = method.name;
+        let check = move |reply: Reply| {
+            read(reply).map_err(|got| {
+                StoreError::Type(format!(
+                    "LockStore.{name}() must return {expected} (or a promise of one), but it gave {}",
+                    got.shown()
+                ))
+            })
+        };
+        if thread::current().id() == self.home.thread {
+            let env = Env::from_raw(self.home.env);
+            let returned = method.direct.borrow_back(&env).and_then(|f| f.call(args));
+            return match returned {
+                Ok(Either::B(value)) => Op::Ready(check(value)),
+                Ok(Either::A(promise)) => Op::Pending(Box::pin(async move {
+                    check(promise.await.map_err(StoreError::Js)?)
+                })),
+                Err(e) => Op::Ready(Err(StoreError::Js(e))),
+            };
         }
-        .map_err(StoreError::Js)?;
-        read(reply).map_err(|got| {
-            StoreError::Type(format!(
-                "LockStore.{name}() must return {expected} (or a promise of one), but it gave {}",
-                got.shown()
-            ))
-        })
-    }))
+        let threadsafe = Arc::clone(&method.threadsafe);
+        Op::Pending(Box::pin(async move {
+            let reply = match threadsafe.call_async_catch(args).await {
+                Ok(Either::A(promise)) => promise.await,
+                Ok(Either::B(value)) => Ok(value),
+                Err(e) => Err(e),
+            }
+            .map_err(StoreError::Js)?;
+            check(reply)
+        }))
+    }
 }
 
 fn boolean(reply: Reply) -> std::result::Result<bool, Reply> {
@@ -185,37 +245,26 @@ fn args(key: &str, owner: Option<&str>, ttl_ms: Option<f64>) -> Call {
 impl LockStore for JsStore {
     fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let a = args(key, Some(owner), Some(ttl_ms));
-        call(&self.acquire, "acquire", a, boolean, "a boolean")
+        self.call(&self.acquire, a, boolean, "a boolean")
     }
 
     fn release(&self, key: &str, owner: &str) -> Op<bool> {
         let a = args(key, Some(owner), None);
-        call(&self.release, "release", a, boolean, "a boolean")
+        self.call(&self.release, a, boolean, "a boolean")
     }
 
     fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let a = args(key, Some(owner), Some(ttl_ms));
-        call(&self.extend, "extend", a, boolean, "a boolean")
+        self.call(&self.extend, a, boolean, "a boolean")
     }
 
     fn is_locked(&self, key: &str) -> Op<bool> {
-        call(
-            &self.is_locked,
-            "isLocked",
-            args(key, None, None),
-            boolean,
-            "a boolean",
-        )
+        let a = args(key, None, None);
+        self.call(&self.is_locked, a, boolean, "a boolean")
     }
 
     fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
         let a = args(key, None, None);
-        call(
-            &self.remaining_time,
-            "remainingTime",
-            a,
-            milliseconds,
-            "a number or null",
-        )
+        self.call(&self.remaining_time, a, milliseconds, "a number or null")
     }
 }

@@ -14,12 +14,14 @@
 #[cfg(not(test))]
 pub mod js;
 pub mod memory;
+pub mod redis;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
 pub use memory::MemoryStore;
+pub use redis::{RedisOptions, RedisStore};
 
 /// Why a store operation failed (the store's fault, not the caller's).
 #[derive(Debug)]
@@ -31,6 +33,17 @@ pub enum StoreError {
     Js(napi::Error),
     /// A store answered with the wrong type; becomes a `TypeError`.
     Type(String),
+    /// A native store could not do its job (server unreachable, timed out,
+    /// refused our credentials, closed); becomes an `Error` with `code`.
+    Backend(BackendError),
+}
+
+/// A native store's failure, as JS will see it: a stable `code` to branch on
+/// and a message that says what happened and where.
+#[derive(Debug)]
+pub struct BackendError {
+    pub code: &'static str,
+    pub message: String,
 }
 
 impl fmt::Display for StoreError {
@@ -39,6 +52,7 @@ impl fmt::Display for StoreError {
             #[cfg(not(test))]
             StoreError::Js(e) => write!(f, "{e}"),
             StoreError::Type(message) => f.write_str(message),
+            StoreError::Backend(e) => f.write_str(&e.message),
         }
     }
 }

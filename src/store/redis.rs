@@ -1,0 +1,323 @@
+//! A store on a Redis server, spoken to natively: no JS client in the loop.
+//!
+//! The data layout is the one the docs' ioredis store uses, so processes
+//! using either (or the TypeScript Keel lock) exclude each other: the key is
+//! `prefix + key`, its value is the owner token, and its Redis TTL is the
+//! lock's TTL. Redis owns the clock that decides expiry.
+//!
+//! - acquire: `SET key owner PX ttl NX`, atomic set-if-absent on the server.
+//! - release / extend: a Lua script that compares the stored owner before it
+//!   deletes or re-expires, so the check and the act cannot be split by
+//!   another client. Scripts go as EVALSHA and are reloaded on NOSCRIPT.
+//!
+//! One multiplexed connection carries every command (concurrent commands are
+//! pipelined on it); it is opened on first use and re-opened on its own after
+//! the server comes back. Every operation is bounded by the command timeout
+//! (plus the connect timeout when it has to connect first), so a dead or
+//! frozen server fails operations instead of hanging them.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, ErrorKind, RedisError, Script};
+
+use super::{BackendError, LockStore, Op, StoreError, StoreResult};
+
+/// Compare-and-delete: only the holder's own token deletes the key.
+const RELEASE: &str = r#"
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  return redis.call("del", KEYS[1])
+end
+return 0
+"#;
+
+/// Compare-and-extend, same idea.
+const EXTEND: &str = r#"
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  return redis.call("pexpire", KEYS[1], ARGV[2])
+end
+return 0
+"#;
+
+/// How a store connects; every field already checked by the JS layer.
+#[derive(Debug, Clone)]
+pub struct RedisOptions {
+    pub url: String,
+    pub prefix: String,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+}
+
+enum Connection {
+    /// Not connected yet: the manager is made on first use, inside Tokio.
+    Idle(Client),
+    Open(ConnectionManager),
+    Closed,
+}
+
+struct Shared {
+    options: RedisOptions,
+    connection: Mutex<Connection>,
+    release: Script,
+    extend: Script,
+}
+
+pub struct RedisStore {
+    shared: Arc<Shared>,
+}
+
+impl RedisStore {
+    /// Parse the URL now (a bad one is the caller's mistake, reported at once);
+    /// the connection itself opens on the first operation.
+    pub fn new(options: RedisOptions) -> Result<Self, String> {
+        let client = Client::open(options.url.as_str()).map_err(|e| {
+            format!(
+                "url {:?} is not a Redis URL this store can use: {e}",
+                redacted(&options.url)
+            )
+        })?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                options,
+                connection: Mutex::new(Connection::Idle(client)),
+                release: Script::new(RELEASE),
+                extend: Script::new(EXTEND),
+            }),
+        })
+    }
+
+    /// Drop the connection. Operations after this fail with a "closed" error;
+    /// ones already sent finish on the connection they hold.
+    pub fn close(&self) {
+        if let Ok(mut connection) = self.shared.connection.lock() {
+            *connection = Connection::Closed;
+        }
+    }
+
+    fn key(&self, key: &str) -> String {
+        let prefix = &self.shared.options.prefix;
+        let mut full = String::with_capacity(prefix.len() + key.len());
+        full.push_str(prefix);
+        full.push_str(key);
+        full
+    }
+
+    /// Run one operation against the connection, within the store's time bounds.
+    fn op<T, F, Fut>(&self, name: &'static str, run: F) -> Op<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(ConnectionManager, Arc<Shared>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = redis::RedisResult<T>> + Send,
+    {
+        let shared = Arc::clone(&self.shared);
+        Op::Pending(Box::pin(async move {
+            let options = &shared.options;
+            let bound = options.command_timeout + options.connect_timeout;
+            let manager = shared.manager(name)?;
+            let outcome = tokio::time::timeout(bound, run(manager, Arc::clone(&shared))).await;
+            match outcome {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(e)) => Err(shared.failure(name, &e)),
+                Err(_) => Err(StoreError::Backend(BackendError {
+                    code: "ERR_LOCK_STORE_TIMEOUT",
+                    message: format!(
+                        "RedisLockStore.{name}: no answer from {} within {} ms",
+                        redacted(&options.url),
+                        bound.as_millis()
+                    ),
+                })),
+            }
+        }))
+    }
+}
+
+impl Shared {
+    fn manager(&self, name: &'static str) -> StoreResult<ConnectionManager> {
+        let closed = || {
+            StoreError::Backend(BackendError {
+                code: "ERR_LOCK_STORE_CLOSED",
+                message: format!("RedisLockStore.{name}: the store is closed"),
+            })
+        };
+        let mut connection = self.connection.lock().map_err(|_| closed())?;
+        match &*connection {
+            Connection::Open(manager) => Ok(manager.clone()),
+            Connection::Closed => Err(closed()),
+            Connection::Idle(client) => {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(self.options.connect_timeout))
+                    .set_response_timeout(Some(self.options.command_timeout))
+                    // Reconnects are retried a few times, quickly; an operation
+                    // waiting on one is still bounded by its own timeout.
+                    .set_number_of_retries(2)
+                    .set_min_delay(Duration::from_millis(20))
+                    .set_max_delay(Duration::from_millis(500));
+                let manager = ConnectionManager::new_lazy_with_config(client.clone(), config)
+                    .map_err(|e| self.failure(name, &e))?;
+                *connection = Connection::Open(manager.clone());
+                Ok(manager)
+            }
+        }
+    }
+
+    fn failure(&self, name: &'static str, e: &RedisError) -> StoreError {
+        let url = redacted(&self.options.url);
+        let (code, what) = if e.kind() == ErrorKind::AuthenticationFailed
+            || e.code()
+                .is_some_and(|c| c == "WRONGPASS" || c == "NOAUTH" || c == "NOPERM")
+        {
+            ("ERR_LOCK_STORE_AUTH", "was refused by")
+        } else if e.is_timeout() {
+            ("ERR_LOCK_STORE_TIMEOUT", "timed out talking to")
+        } else if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {
+            ("ERR_LOCK_STORE_CONNECTION", "could not reach")
+        } else {
+            ("ERR_LOCK_STORE_REDIS", "got an error from")
+        };
+        StoreError::Backend(BackendError {
+            code,
+            message: format!("RedisLockStore.{name}: {what} {url}: {e}"),
+        })
+    }
+}
+
+/// A URL as it may appear in an error message: without its password.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            format!("{scheme}://{user}:***@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// Redis expiries are whole milliseconds; a fractional TTL rounds up, as in memory.
+fn whole_ms(ttl_ms: f64) -> u64 {
+    // `ttl_ms` is positive and at most 2^53 - 1, so the cast is exact.
+    ttl_ms.ceil() as u64
+}
+
+impl LockStore for RedisStore {
+    fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        let (key, owner, ttl) = (self.key(key), owner.to_owned(), whole_ms(ttl_ms));
+        self.op("acquire", move |mut conn, _| async move {
+            let set: Option<String> = redis::cmd("SET")
+                .arg(&key)
+                .arg(&owner)
+                .arg("PX")
+                .arg(ttl)
+                .arg("NX")
+                .query_async(&mut conn)
+                .await?;
+            Ok(set.is_some())
+        })
+    }
+
+    fn release(&self, key: &str, owner: &str) -> Op<bool> {
+        let (key, owner) = (self.key(key), owner.to_owned());
+        self.op("release", move |mut conn, shared| async move {
+            let deleted: i64 = shared
+                .release
+                .key(&key)
+                .arg(&owner)
+                .invoke_async(&mut conn)
+                .await?;
+            Ok(deleted == 1)
+        })
+    }
+
+    fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        let (key, owner, ttl) = (self.key(key), owner.to_owned(), whole_ms(ttl_ms));
+        self.op("extend", move |mut conn, shared| async move {
+            let extended: i64 = shared
+                .extend
+                .key(&key)
+                .arg(&owner)
+                .arg(ttl)
+                .invoke_async(&mut conn)
+                .await?;
+            Ok(extended == 1)
+        })
+    }
+
+    fn is_locked(&self, key: &str) -> Op<bool> {
+        let key = self.key(key);
+        self.op("isLocked", move |mut conn, _| async move {
+            let exists: i64 = redis::cmd("EXISTS")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await?;
+            Ok(exists == 1)
+        })
+    }
+
+    fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
+        let key = self.key(key);
+        self.op("remainingTime", move |mut conn, _| async move {
+            // -2: no such key; -1: a key without expiry, which no lock writes.
+            let ms: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut conn).await?;
+            Ok((ms >= 0).then_some(ms as f64))
+        })
+    }
+
+    fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
+        let (key, owner) = (self.key(key), owner.to_owned());
+        Some(self.op("isExpired", move |mut conn, _| async move {
+            let value: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut conn).await?;
+            Ok(value.as_deref() == Some(owner.as_str()))
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_reach_error_messages() {
+        assert_eq!(
+            redacted("redis://app:s3cret@10.0.0.1:6379/2"),
+            "redis://app:***@10.0.0.1:6379/2"
+        );
+        assert_eq!(redacted("redis://:s3cret@host"), "redis://:***@host");
+        assert_eq!(redacted("redis://host:6379"), "redis://host:6379");
+    }
+
+    #[test]
+    fn a_bad_url_is_refused_up_front() {
+        let options = RedisOptions {
+            url: "http://example".into(),
+            prefix: String::new(),
+            connect_timeout: Duration::from_secs(1),
+            command_timeout: Duration::from_secs(1),
+        };
+        let err = RedisStore::new(options).err().expect("refused");
+        assert!(err.contains("not a Redis URL"), "{err}");
+    }
+
+    #[test]
+    fn fractional_ttls_round_up() {
+        assert_eq!(whole_ms(0.2), 1);
+        assert_eq!(whole_ms(1500.0), 1500);
+        assert_eq!(whole_ms(9_007_199_254_740_991.0), 9_007_199_254_740_991);
+    }
+
+    #[tokio::test]
+    async fn a_closed_store_refuses_operations() {
+        let store = RedisStore::new(RedisOptions {
+            url: "redis://127.0.0.1:1".into(),
+            prefix: String::new(),
+            connect_timeout: Duration::from_millis(200),
+            command_timeout: Duration::from_millis(200),
+        })
+        .expect("valid url");
+        store.close();
+        let err = store.is_locked("k").settle().await.expect_err("closed");
+        assert!(err.to_string().contains("closed"), "{err}");
+    }
+}
