@@ -6,11 +6,14 @@ import {
   setLockStore,
   getLockStore,
   MemoryLockStore,
+  RedisLockStore,
   LockNotHeldError,
   Lock,
   type LockStore,
   type AcquireOptions,
   type RunResult,
+  type RedisLockStoreOptions,
+  type LockStoreErrorCode,
 } from '@shaferllc/keel/core'
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false
@@ -127,3 +130,23 @@ export class SyncStore implements LockStore {
   }
 }
 setLockStore(new SyncStore())
+
+export async function redisStore(): Promise<void> {
+  const byUrl = new RedisLockStore('redis://app:secret@127.0.0.1:6379/1')
+  const options: RedisLockStoreOptions = { prefix: 'locks:', commandTimeout: 2_000 }
+  const store = setLockStore(new RedisLockStore(options))
+  assertType<Equal<typeof store, RedisLockStore>>(true)
+  const asStore: LockStore = byUrl
+  await asStore.acquire('k', 'owner', 1000)
+  const closed: Promise<void> = store.close()
+  await closed
+  const code: LockStoreErrorCode = 'ERR_LOCK_STORE_TIMEOUT'
+  void code
+  new RedisLockStore()
+  // @ts-expect-error a port is not a URL
+  new RedisLockStore(6379)
+  // @ts-expect-error misspelt option
+  new RedisLockStore({ urll: 'redis://x' })
+  // @ts-expect-error timeouts are numbers of milliseconds
+  new RedisLockStore({ commandTimeout: '2s' })
+}

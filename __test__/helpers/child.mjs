@@ -1,0 +1,69 @@
+// One process of a cross-process test: opens the store named by the
+// environment (see stores.mjs), does one job, prints its result as a JSON
+// line, and exits.
+//   count <file> <times> <key>     read-modify-write a counter file under the lock
+//   count-unlocked <file> <times>  the same without a lock (the control)
+//   take <key> <ttlMs>             acquire, print serialize(), exit still holding
+//   hold <key> <ttlMs>             acquire, print serialize(), stay until killed
+//   restore <serialized> <ttlMs>   restoreLock + extend + release
+//   release <serialized>           restoreLock + release
+
+import { readFileSync, writeFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { lock, restoreLock, setLockStore } from '@shaferllc/keel/core'
+import { openStore } from './stores.mjs'
+
+const [command, ...args] = process.argv.slice(2)
+const { store, close } = await openStore()
+setLockStore(store)
+const print = (value) => process.stdout.write(`${JSON.stringify(value)}\n`)
+
+async function increment(file) {
+  const n = Number(readFileSync(file, 'utf8'))
+  await sleep(1)
+  writeFileSync(file, String(n + 1))
+}
+
+switch (command) {
+  case 'count': {
+    const [file, times, key] = args
+    let timeouts = 0
+    for (let i = 0; i < Number(times); i++) {
+      const [ran] = await lock(key, 10_000).run(() => increment(file), { timeout: 30_000, retryDelay: 2 })
+      if (!ran) timeouts++
+    }
+    print({ timeouts })
+    break
+  }
+  case 'count-unlocked': {
+    const [file, times] = args
+    for (let i = 0; i < Number(times); i++) await increment(file)
+    print({ timeouts: 0 })
+    break
+  }
+  case 'take':
+  case 'hold': {
+    const [key, ttlMs] = args
+    const l = lock(key, Number(ttlMs))
+    if (!(await l.acquire())) throw new Error(`${key} was already held`)
+    print({ serialized: l.serialize(), at: Date.now() })
+    if (command === 'hold') await new Promise(() => setInterval(() => {}, 1_000))
+    break
+  }
+  case 'restore': {
+    const [serialized, ttlMs] = args
+    const l = restoreLock(serialized)
+    await l.extend(Number(ttlMs))
+    const remaining = await l.getRemainingTime()
+    const released = await l.release()
+    print({ remaining, released, lockedAfter: await l.isLocked() })
+    break
+  }
+  case 'release': {
+    print({ released: await restoreLock(args[0]).release() })
+    break
+  }
+  default:
+    throw new Error(`unknown command ${command}`)
+}
+await close()

@@ -1,0 +1,179 @@
+// Real servers for the tests: a redis-server or a PostgreSQL cluster of our
+// own, on a free loopback port, in a temporary folder, stopped when the test
+// file ends. REDIS_URL / DATABASE_URL point the tests at servers to use
+// instead (tests that stop or restart a server always start their own).
+// A server that cannot be started is a test failure that says what to
+// install; nothing is skipped.
+
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync, readFileSync } from 'node:fs'
+import { createServer, connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { randomUUID } from 'node:crypto'
+
+/** A key no other test run uses, so tests can share an external server. */
+export const uniqueKey = (name) => `${name}:${randomUUID().slice(0, 8)}`
+
+export async function freePort() {
+  const server = createServer()
+  await new Promise((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve))
+  const { port } = server.address()
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+function which(cmd, extraDirs = []) {
+  for (const dir of [...(process.env.PATH ?? '').split(':'), ...extraDirs]) {
+    if (dir && existsSync(join(dir, cmd))) return join(dir, cmd)
+  }
+  return null
+}
+
+/** Resolves once something accepts TCP connections on `port`, or rejects after `ms`. */
+async function waitForPort(port, ms, what, log) {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    const ok = await new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (ok) return
+    await sleep(25)
+  }
+  throw new Error(`${what} did not start listening on 127.0.0.1:${port} within ${ms} ms${log ? `:\n${log()}` : ''}`)
+}
+
+/**
+ * A redis-server of our own. `args` are extra server arguments. Returns its
+ * URL and port, `stop()`, `kill(signal)` and `start()` (again, on the same port).
+ */
+export async function startRedis({ args = [] } = {}) {
+  const bin = which('redis-server', ['/usr/sbin', '/usr/local/bin'])
+  if (!bin) {
+    throw new Error(
+      'redis-server is not installed: these tests start their own Redis. Install the Debian package ' +
+        '"redis-server" (apt-get install redis-server), or set REDIS_URL to a server the tests may use.',
+    )
+  }
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'keel-redis-'))
+  let child = null
+  let output = ''
+  const server = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    get pid() {
+      return child?.pid
+    },
+    async start() {
+      output = ''
+      child = spawn(
+        bin,
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      )
+      child.stdout.on('data', (d) => (output += d))
+      child.stderr.on('data', (d) => (output += d))
+      const exited = new Promise((_, reject) =>
+        child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) while starting:\n${output}`))),
+      )
+      exited.catch(() => {})
+      await Promise.race([waitForPort(port, 10_000, 'redis-server', () => output), exited])
+    },
+    /** Signal the server (SIGKILL, SIGSTOP, SIGCONT, ...). */
+    kill(signal = 'SIGKILL') {
+      child?.kill(signal)
+    },
+    async stop() {
+      if (!child || child.exitCode !== null || child.signalCode !== null) return
+      const done = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGKILL')
+      await done
+    },
+    async close() {
+      await server.stop()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+  await server.start()
+  return server
+}
+
+/** The Redis URL the tests use: REDIS_URL if set, else a server of our own. */
+export async function redisForTests() {
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, async close() {} }
+  return startRedis()
+}
+
+function postgresBin() {
+  const versions = existsSync('/usr/lib/postgresql')
+    ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
+    : []
+  for (const v of versions) {
+    const dir = `/usr/lib/postgresql/${v}/bin`
+    if (existsSync(join(dir, 'initdb'))) return dir
+  }
+  const initdb = which('initdb')
+  return initdb ? join(initdb, '..') : null
+}
+
+/**
+ * A throwaway PostgreSQL cluster (initdb + pg_ctl in a temporary folder, on a
+ * free port), or DATABASE_URL if set. Returns `{ url, close() }`.
+ */
+export async function postgresForTests() {
+  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, async close() {} }
+  const bin = postgresBin()
+  if (!bin) {
+    throw new Error(
+      'PostgreSQL is not installed: these tests start their own cluster with initdb and pg_ctl. Install the ' +
+        'Debian package "postgresql" (apt-get install postgresql), or set DATABASE_URL to a database the tests may use.',
+    )
+  }
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'keel-pg-'))
+  const data = join(dir, 'data')
+  // PostgreSQL refuses to run as root: as root, the cluster belongs to `postgres`.
+  const asRoot = process.getuid?.() === 0
+  if (asRoot) chownSync(dir, Number(id('-u')), Number(id('-g')))
+  const run = (cmd, args) => {
+    const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args]] : [join(bin, cmd), args]
+    const r = spawnSync(file, argv, { encoding: 'utf8', cwd: dir })
+    if (r.error || r.status !== 0) {
+      throw new Error(`${cmd} ${args.join(' ')} failed: ${r.error?.message ?? ''}${r.stdout}${r.stderr}`)
+    }
+  }
+  run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-instructions'])
+  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`
+  try {
+    run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', '-o', settings, 'start'])
+  } catch (e) {
+    const log = existsSync(join(dir, 'log')) ? readFileSync(join(dir, 'log'), 'utf8') : ''
+    throw new Error(`${e.message}\n${log}`)
+  }
+  const stop = () => {
+    try {
+      run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop'])
+    } catch {}
+    rmSync(dir, { recursive: true, force: true })
+  }
+  // A test file that dies mid-run still stops its cluster.
+  process.once('exit', stop)
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    async close() {
+      process.removeListener('exit', stop)
+      stop()
+    },
+  }
+}
+
+function id(flag) {
+  return spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim()
+}
