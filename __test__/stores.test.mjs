@@ -288,3 +288,108 @@ test('a JS store may return any thenable, and methods are looked up at each call
   assert.equal(await l.getRemainingTime(), 7)
   assert.equal(await l.release(), true)
 })
+
+/** A synchronous store over a Map that records each call and the thread it came in on. */
+function syncStore() {
+  const held = new Map()
+  const calls = []
+  return {
+    held,
+    calls,
+    acquire(k, o) {
+      calls.push(['acquire', k, o])
+      return held.has(k) ? false : (held.set(k, o), true)
+    },
+    release(k, o) {
+      calls.push(['release', k, o])
+      return held.get(k) === o && held.delete(k)
+    },
+    extend(k, o) {
+      calls.push(['extend', k, o])
+      return held.get(k) === o
+    },
+    isLocked(k) {
+      calls.push(['isLocked', k])
+      return held.has(k)
+    },
+    remainingTime(k) {
+      calls.push(['remainingTime', k])
+      return held.has(k) ? 1_000 : null
+    },
+  }
+}
+
+test('an operation that starts on the JS thread calls the JS store directly, before returning', async () => {
+  const store = setLockStore(syncStore())
+  const l = lock('direct')
+  const pending = l.acquire()
+  // The store ran inside the call itself: no thread hop, no queued callback.
+  assert.deepEqual(store.calls.map((c) => c[0]), ['acquire'])
+  assert.equal(await pending, true)
+  const releasing = l.release()
+  assert.deepEqual(store.calls.map((c) => c[0]), ['acquire', 'release'])
+  assert.equal(await releasing, true)
+})
+
+test('a waiting acquire retries a synchronous JS store from another thread until the holder lets go', async () => {
+  const store = setLockStore(syncStore())
+  const holder = lock('k', 10_000)
+  await holder.acquire()
+  setTimeout(() => holder.release(), 80)
+  assert.equal(await lock('k').acquire({ timeout: 2_000, retryDelay: 10 }), true)
+  assert.ok(store.calls.filter((c) => c[0] === 'acquire').length >= 3, 'it retried')
+})
+
+test('every store method is called with the store as `this`, directly and from a retry', async () => {
+  const calls = []
+  const store = syncStore()
+  for (const m of ['acquire', 'release', 'extend', 'isLocked', 'remainingTime']) {
+    const original = store[m]
+    store[m] = function (...args) {
+      calls.push([m, this === store])
+      return original(...args)
+    }
+  }
+  setLockStore(store)
+  const l = lock('this')
+  await l.acquire()
+  await l.isLocked()
+  await l.getRemainingTime()
+  await l.extend()
+  // Retries of a waiting acquire come through the threadsafe path.
+  assert.equal(await lock('this').acquire({ timeout: 40, retryDelay: 5 }), false)
+  await l.release()
+  assert.deepEqual([...new Set(calls.map(([m]) => m))].sort(), ['acquire', 'extend', 'isLocked', 'release', 'remainingTime'])
+  assert.ok(calls.filter(([m]) => m === 'acquire').length >= 3, 'the waiter retried')
+  assert.deepEqual(calls.filter(([, self]) => !self), [], 'every call had the store as this')
+})
+
+test('after a failed acquire nothing is left held: not by the handle, not in the store', async () => {
+  const boom = new Error('reply lost')
+  const cases = [
+    ['throws after taking it', (store) => (k, o) => (store.held.set(k, o), (() => { throw boom })()), (e) => e === boom],
+    ['rejects after taking it', (store) => async (k, o) => (store.held.set(k, o), Promise.reject(boom)), (e) => e === boom],
+    ['resolves "OK" after taking it', (store) => async (k, o) => (store.held.set(k, o), 'OK'), (e) => e instanceof TypeError],
+  ]
+  for (const [what, acquire, expected] of cases) {
+    const store = syncStore()
+    store.acquire = acquire(store)
+    setLockStore(store)
+    const l = lock('k')
+    await assert.rejects(l.acquire(), expected, what)
+    // The token our acquire may have left is given back (release only ever
+    // deletes our own token, so this is safe).
+    for (let i = 0; i < 100 && store.held.size > 0; i++) await sleep(5)
+    assert.equal(store.held.size, 0, `${what}: the store still holds the token`)
+    const releases = store.calls.filter((c) => c[0] === 'release').length
+    assert.equal(await l.release(), false, `${what}: the handle does not think it holds the lock`)
+    assert.equal(store.calls.filter((c) => c[0] === 'release').length, releases, 'and sends no release of its own')
+  }
+})
+
+test('a remainingTime of the wrong type, from a direct or an async call, is a TypeError naming it', async () => {
+  for (const remainingTime of [() => 'soon', async () => 'soon', () => NaN, () => ({})]) {
+    setLockStore({ ...syncStore(), remainingTime })
+    await assert.rejects(lock('k').getRemainingTime(), (e) => e instanceof TypeError && /LockStore\.remainingTime\(\) must return a number or null/.test(e.message))
+  }
+})

@@ -65,7 +65,6 @@ pub fn acquire(
     let first = match first {
         Op::Ready(Ok(true)) => return Op::Ready(Ok(Some(owner))),
         Op::Ready(Ok(false)) if wait.timeout.is_zero() => return Op::Ready(Ok(None)),
-        Op::Ready(Err(e)) => return Op::Ready(Err(e)),
         other => other,
     };
     let store = Arc::clone(store);
@@ -74,8 +73,13 @@ pub fn acquire(
     Op::Pending(Box::pin(async move {
         let mut attempt = first;
         loop {
-            if attempt.settle().await? {
-                return Ok(Some(owner));
+            match attempt.settle().await {
+                Ok(true) => return Ok(Some(owner)),
+                Ok(false) => {}
+                Err(e) => {
+                    give_back_in_background(store, key, owner);
+                    return Err(e);
+                }
             }
             let now = Instant::now();
             let pause = match deadline {
@@ -87,6 +91,17 @@ pub fn acquire(
             attempt = store.acquire(&key, &owner, ttl_ms);
         }
     }))
+}
+
+/// After a failed acquire we cannot know whether the store took our token
+/// (a timeout after the write landed, a reply of the wrong type). Releasing it
+/// is always safe, since release only deletes our own token, and it keeps a
+/// lock nobody will ever use from blocking others until its TTL. The caller
+/// gets the error at once; the release finishes on its own.
+fn give_back_in_background(store: Arc<dyn LockStore>, key: String, owner: String) {
+    tokio::spawn(async move {
+        let _ = store.release(&key, &owner).settle().await;
+    });
 }
 
 /// What `serialize()` writes and `restoreLock()` reads: the format of the
@@ -197,6 +212,45 @@ mod tests {
         assert!(got.is_none());
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(120), "{waited:?}");
+    }
+
+    /// A store that takes the lock and then fails to say so.
+    struct TakesThenFails(MemoryStore);
+
+    impl LockStore for TakesThenFails {
+        fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+            let _ = self.0.acquire(key, owner, ttl_ms);
+            Op::Ready(Err(crate::store::StoreError::Type("garbled reply".into())))
+        }
+        fn release(&self, key: &str, owner: &str) -> Op<bool> {
+            self.0.release(key, owner)
+        }
+        fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+            self.0.extend(key, owner, ttl_ms)
+        }
+        fn is_locked(&self, key: &str) -> Op<bool> {
+            self.0.is_locked(key)
+        }
+        fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
+            self.0.remaining_time(key)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_acquire_gives_back_whatever_it_may_have_taken() {
+        let store: Arc<dyn LockStore> = Arc::new(TakesThenFails(MemoryStore::new()));
+        let err = acquire(&store, "k", 60_000.0, Wait::NONE)
+            .settle()
+            .await
+            .expect_err("the store failed");
+        assert_eq!(err.to_string(), "garbled reply");
+        for _ in 0..100 {
+            if !ready(store.is_locked("k")) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the token the failed acquire left behind was never released");
     }
 
     #[test]
