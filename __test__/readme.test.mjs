@@ -1,12 +1,18 @@
-// Every example in the README's API and Stores sections runs as written.
-import { test } from 'node:test'
+// Every example in the README's API and Stores sections runs as written
+// (the Redis ones against a redis-server the test starts).
+import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 
+import { redisForTests } from './helpers/servers.mjs'
+
 const run = promisify(execFile)
+// The Redis examples connect to REDIS_URL: a server of the test's own.
+const redis = await redisForTests()
+after(() => redis.close())
 const root = fileURLToPath(new URL('..', import.meta.url))
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 const section = readme.slice(readme.indexOf('\n## API'), readme.indexOf('\n## Testing your code'))
@@ -22,6 +28,7 @@ for (const [i, source] of examples.entries()) {
     const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', source], {
       cwd: root,
       timeout: 20_000,
+      env: { ...process.env, REDIS_URL: redis.url },
     })
     assert.equal(stderr, '')
     // Lines the README annotates with `// value` print that value first.
