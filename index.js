@@ -202,7 +202,10 @@ function readRedisOptions(urlOrOptions) {
 class RedisLockStore extends NativeLockStore {
   constructor(urlOrOptions) {
     const { url, prefix, connectTimeout, commandTimeout } = readRedisOptions(urlOrOptions)
-    super('RedisLockStore', native.createRedisStore(url, prefix, connectTimeout, commandTimeout))
+    // Releases announced by other processes wake this thread's waiters for that key.
+    const handle = native.createRedisStore(url, prefix, connectTimeout, commandTimeout, (key) => wake(handle, key))
+    announcing.add(handle)
+    super('RedisLockStore', handle)
   }
 
   /** Close the connection. Later operations reject with code ERR_LOCK_STORE_CLOSED. */
@@ -242,6 +245,113 @@ function jsStoreHandle(store) {
 
 let currentStore = new MemoryLockStore()
 let currentHandle = handleFor(currentStore)
+
+/* -------------------------------- waiting ---------------------------------- */
+
+// Waiters of this thread, per store handle and key, in arrival order. Only
+// the head of a queue asks the store. A release through the same store wakes
+// it at once (for MemoryLockStore that hands the lock straight over); so does
+// a release that another process announces through RedisLockStore. Polling
+// every retryDelay is only the fallback, for releases nobody announced and for
+// locks that lapse at their TTL. A newcomer never jumps the queue, so a
+// worker that loops straight back to the lock it released queues behind the
+// others instead of starving them.
+
+const queues = new WeakMap() // store handle -> Map<key, waiter[]>
+/** Handles whose store can announce releases made elsewhere (RedisLockStore). */
+const announcing = new WeakSet()
+// setTimeout fires at once for delays above 2^31 - 1 ms, so longer waits are chained.
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+function waitersOf(handle, key) {
+  return queues.get(handle)?.get(key)
+}
+
+function enqueue(handle, key, ttlMs, timeout, retryDelay) {
+  let byKey = queues.get(handle)
+  if (byKey === undefined) queues.set(handle, (byKey = new Map()))
+  let queue = byKey.get(key)
+  if (queue === undefined) {
+    byKey.set(key, (queue = []))
+    if (announcing.has(handle)) native.watchReleases(handle, key, true)
+  }
+  return new Promise((resolve, reject) => {
+    const waiter = { ttlMs, retryDelay, resolve, reject, trying: false, late: false, poll: undefined, deadline: undefined }
+    waiter.deadline = timer(() => giveUp(handle, key, queue, waiter), timeout)
+    queue.push(waiter)
+    // The attempt just made found the lock held: the first poll can wait.
+    if (queue.length === 1) waiter.poll = timer(() => tryHead(handle, key, queue), retryDelay)
+  })
+}
+
+function timer(fn, ms) {
+  const t = { id: undefined }
+  const arm = (left) => {
+    t.id = left > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS, left - MAX_TIMER_MS) : setTimeout(fn, left)
+  }
+  arm(ms)
+  return t
+}
+const cancel = (t) => t !== undefined && clearTimeout(t.id)
+
+/** A release of `key` through `handle` happened: its first waiter tries now. */
+function wake(handle, key) {
+  const queue = waitersOf(handle, key)
+  if (queue !== undefined) tryHead(handle, key, queue)
+}
+
+function tryHead(handle, key, queue) {
+  const waiter = queue[0]
+  if (waiter === undefined || waiter.trying) return
+  cancel(waiter.poll)
+  waiter.trying = true
+  let owner
+  try {
+    owner = native.acquire(handle, key, waiter.ttlMs)
+  } catch (error) {
+    return leave(handle, key, queue, waiter, () => waiter.reject(error), true)
+  }
+  if (isThenable(owner)) {
+    owner.then(
+      (o) => afterTry(handle, key, queue, waiter, o),
+      (error) => leave(handle, key, queue, waiter, () => waiter.reject(error), true),
+    )
+  } else {
+    afterTry(handle, key, queue, waiter, owner)
+  }
+}
+
+function afterTry(handle, key, queue, waiter, owner) {
+  waiter.trying = false
+  // Taken: the next waiter polls later, as the lock has just been taken again.
+  if (owner !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(owner), false)
+  // Its deadline passed while the attempt was in flight.
+  if (waiter.late) return leave(handle, key, queue, waiter, () => waiter.resolve(null), true)
+  waiter.poll = timer(() => tryHead(handle, key, queue), waiter.retryDelay)
+}
+
+function giveUp(handle, key, queue, waiter) {
+  // An attempt in flight decides; it finishes within one store round trip.
+  if (waiter.trying) waiter.late = true
+  else leave(handle, key, queue, waiter, () => waiter.resolve(null), true)
+}
+
+/** Take `waiter` out of its queue and settle it; `nextNow`: the next one tries at once. */
+function leave(handle, key, queue, waiter, settle, nextNow) {
+  cancel(waiter.poll)
+  cancel(waiter.deadline)
+  const at = queue.indexOf(waiter)
+  if (at !== -1) queue.splice(at, 1)
+  settle()
+  if (queue.length === 0) {
+    queues.get(handle)?.delete(key)
+    if (announcing.has(handle)) native.watchReleases(handle, key, false)
+  } else if (at === 0) {
+    const next = queue[0]
+    if (nextNow) tryHead(handle, key, queue)
+    else next.poll = timer(() => tryHead(handle, key, queue), next.retryDelay)
+  }
+}
 
 /* ---------------------------------- lock ----------------------------------- */
 
@@ -358,8 +468,13 @@ class Lock {
   /** Acquire for a fresh owner; resolves to it, or null if the lock stayed held. */
   async #take(options) {
     const [timeout, retryDelay] = readOptions('Lock.acquire', options)
-    let owner = native.acquire(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay)
-    if (isThenable(owner)) owner = await owner
+    let owner = null
+    // With waiters queued in this thread, a newcomer queues behind them.
+    if (waitersOf(this.#handle, this.#key) === undefined) {
+      owner = native.acquire(this.#handle, this.#key, this.#ttlMs)
+      if (isThenable(owner)) owner = await owner
+    }
+    if (owner === null && timeout > 0) owner = await enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay)
     if (owner !== null) {
       this.#owner = owner
       this.#lost = false
@@ -380,7 +495,8 @@ class Lock {
       if (this.#owner === null) this.#owner = owner
       throw error
     }
-    if (!released && this.#owner === null) this.#lost = true
+    if (released) wake(this.#handle, this.#key)
+    else if (this.#owner === null) this.#lost = true
     return released
   }
 

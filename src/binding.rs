@@ -11,9 +11,11 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::lock::{self, Wait};
+use crate::lock;
 use crate::store::js::{JsMethod, JsStore};
+use crate::store::redis::OnReleased;
 use crate::store::{LockStore, MemoryStore, Op, RedisOptions, RedisStore, StoreError};
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 
 /// A store as JS holds it: an opaque handle inside the store object.
 pub struct StoreHandle {
@@ -89,7 +91,9 @@ pub fn create_memory_store() -> Handle {
 }
 
 /// A handle over a Redis server. The URL is parsed now; the connection opens
-/// on the first operation. Timeouts are checked milliseconds.
+/// on the first operation. Timeouts are checked milliseconds. `on_released`
+/// is called (on the JS thread) with each key whose announced release this
+/// store follows.
 #[napi]
 pub fn create_redis_store(
     env: &Env,
@@ -97,7 +101,17 @@ pub fn create_redis_store(
     prefix: String,
     connect_timeout_ms: f64,
     command_timeout_ms: f64,
+    on_released: Function<'_, String, ()>,
 ) -> Result<Handle> {
+    // Weak: following releases never keeps the process alive by itself.
+    let notify = on_released
+        .build_threadsafe_function::<String>()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build()?;
+    let on_released: OnReleased = Arc::new(move |key| {
+        let _ = notify.call(key, ThreadsafeFunctionCallMode::NonBlocking);
+    });
     let ms = |v: f64| {
         std::time::Duration::try_from_secs_f64(v / 1000.0).unwrap_or(std::time::Duration::MAX)
     };
@@ -107,13 +121,24 @@ pub fn create_redis_store(
         connect_timeout: ms(connect_timeout_ms),
         command_timeout: ms(command_timeout_ms),
     };
-    let redis = RedisStore::new(options)
+    let redis = RedisStore::new(options, Some(on_released))
         .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;
     let redis = Arc::new(redis);
     Ok(External::new(StoreHandle {
         store: redis.clone(),
         kind: Kind::Redis(redis),
     }))
+}
+
+/// Follow (or stop following) releases of `key` announced by other clients;
+/// a no-op for stores that cannot hear them.
+#[napi]
+pub fn watch_releases(handle: &Handle, key: String, on: bool) {
+    if let Kind::Redis(redis) = &handle.kind {
+        if let Some(subscriber) = redis.watch(&key, on) {
+            napi::bindgen_prelude::spawn(subscriber);
+        }
+    }
 }
 
 /// Close a Redis store's connection; later operations fail as closed.
@@ -151,18 +176,15 @@ pub fn memory_store_size(handle: &Handle) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
-/// Acquire for a fresh owner: the owner token, or null if the lock stayed held.
+/// One attempt for a fresh owner: the owner token, or null if the lock is held.
 #[napi]
 pub fn acquire<'env>(
     env: &'env Env,
     handle: &Handle,
     key: String,
     ttl_ms: f64,
-    timeout_ms: f64,
-    retry_delay_ms: f64,
 ) -> Result<Settled<'env, Option<String>>> {
-    let wait = Wait::from_ms(timeout_ms, retry_delay_ms);
-    to_js(env, lock::acquire(&handle.store, &key, ttl_ms, wait))
+    to_js(env, lock::acquire(&handle.store, &key, ttl_ms))
 }
 
 /// The store's own `acquire(key, owner, ttlMs)`, for a store used directly.

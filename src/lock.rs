@@ -1,14 +1,17 @@
-//! The lock's algorithm, independent of JavaScript: minting an owner,
-//! acquiring with a timeout and retry delay, and the serialized form.
+//! The lock's algorithm, independent of JavaScript: one acquisition attempt
+//! for a fresh owner, and the serialized form.
 //!
 //! A lock handle itself is only `key`, `ttlMs`, the store it was made with and
 //! the owner token while it is held; the JS side keeps that (a JS object costs
 //! nanoseconds to create, a wrapped native one about two microseconds, and
-//! `lock(key)` runs once per critical section). Everything that decides
-//! whether the lock is ours happens here and in the store.
+//! `lock(key)` runs once per critical section). Waiting for a held lock lives
+//! beside it in JS too (`index.js`): waiters queue per key in arrival order and
+//! are woken by a release, which needs the JS thread's timers and promises, and
+//! a store operation that can settle on the JS thread must not hop threads.
+//! Everything that decides whether the lock is ours happens here and in the
+//! store.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -22,75 +25,29 @@ pub const DEFAULT_RETRY_DELAY_MS: f64 = 50.0;
 /// Largest TTL, timeout or retry delay accepted: the largest integer a JS
 /// number holds exactly, so every store sees the same value the caller gave.
 pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
-/// Timers fire at millisecond resolution; a shorter pause would spin.
-const MIN_PAUSE: Duration = Duration::from_millis(1);
 
-/// How long to wait for a held lock, and how often to try again.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Wait {
-    pub timeout: Duration,
-    pub retry_delay: Duration,
-}
-
-impl Wait {
-    pub const NONE: Wait = Wait {
-        timeout: Duration::ZERO,
-        retry_delay: Duration::from_millis(50),
-    };
-
-    /// From milliseconds already checked to be finite, non-negative and at most [`MAX_MS`].
-    pub fn from_ms(timeout_ms: f64, retry_delay_ms: f64) -> Self {
-        let ms = |v: f64| Duration::try_from_secs_f64(v / 1000.0).unwrap_or(Duration::MAX);
-        Wait {
-            timeout: ms(timeout_ms),
-            retry_delay: ms(retry_delay_ms),
+/// Try once to take `key` for a fresh owner. Resolves to the owner token when
+/// acquired, `None` when the lock is held.
+pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<String>> {
+    let owner = owner::mint();
+    match store.acquire(key, &owner, ttl_ms) {
+        Op::Ready(Ok(true)) => Op::Ready(Ok(Some(owner))),
+        Op::Ready(Ok(false)) => Op::Ready(Ok(None)),
+        attempt => {
+            let store = Arc::clone(store);
+            let key = key.to_owned();
+            Op::Pending(Box::pin(async move {
+                match attempt.settle().await {
+                    Ok(true) => Ok(Some(owner)),
+                    Ok(false) => Ok(None),
+                    Err(e) => {
+                        give_back_in_background(store, key, owner);
+                        Err(e)
+                    }
+                }
+            }))
         }
     }
-}
-
-/// Take `key` for a fresh owner, waiting up to `wait.timeout` for it.
-/// Resolves to the owner token when acquired, `None` when the lock stayed held.
-///
-/// One token is minted per call and reused for every retry, so a retry that
-/// races with an earlier attempt can never leave two of our tokens in a store.
-pub fn acquire(
-    store: &Arc<dyn LockStore>,
-    key: &str,
-    ttl_ms: f64,
-    wait: Wait,
-) -> Op<Option<String>> {
-    let started = Instant::now();
-    let owner = owner::mint();
-    let first = store.acquire(key, &owner, ttl_ms);
-    let first = match first {
-        Op::Ready(Ok(true)) => return Op::Ready(Ok(Some(owner))),
-        Op::Ready(Ok(false)) if wait.timeout.is_zero() => return Op::Ready(Ok(None)),
-        other => other,
-    };
-    let store = Arc::clone(store);
-    let key = key.to_owned();
-    let deadline = started.checked_add(wait.timeout);
-    Op::Pending(Box::pin(async move {
-        let mut attempt = first;
-        loop {
-            match attempt.settle().await {
-                Ok(true) => return Ok(Some(owner)),
-                Ok(false) => {}
-                Err(e) => {
-                    give_back_in_background(store, key, owner);
-                    return Err(e);
-                }
-            }
-            let now = Instant::now();
-            let pause = match deadline {
-                Some(deadline) if now >= deadline => return Ok(None),
-                Some(deadline) => wait.retry_delay.max(MIN_PAUSE).min(deadline - now),
-                None => wait.retry_delay.max(MIN_PAUSE),
-            };
-            tokio::time::sleep(pause).await;
-            attempt = store.acquire(&key, &owner, ttl_ms);
-        }
-    }))
 }
 
 /// After a failed acquire we cannot know whether the store took our token
@@ -172,46 +129,17 @@ mod tests {
     #[test]
     fn each_acquisition_mints_a_new_owner() {
         let store = memory();
-        let a = ready(acquire(&store, "k", 1000.0, Wait::NONE)).unwrap();
+        let a = ready(acquire(&store, "k", 1000.0)).unwrap();
         assert!(ready(store.release("k", &a)));
-        let b = ready(acquire(&store, "k", 1000.0, Wait::NONE)).unwrap();
+        let b = ready(acquire(&store, "k", 1000.0)).unwrap();
         assert_ne!(a, b);
     }
 
     #[test]
-    fn held_lock_without_timeout_settles_at_once() {
+    fn a_held_lock_is_refused_at_once() {
         let store = memory();
-        assert!(ready(acquire(&store, "k", 1000.0, Wait::NONE)).is_some());
-        assert!(ready(acquire(&store, "k", 1000.0, Wait::NONE)).is_none());
-    }
-
-    #[tokio::test]
-    async fn waiting_acquire_gets_the_lock_when_it_expires() {
-        let store = memory();
-        assert!(ready(acquire(&store, "k", 60.0, Wait::NONE)).is_some());
-        let started = Instant::now();
-        let got = acquire(&store, "k", 1000.0, Wait::from_ms(1000.0, 5.0))
-            .settle()
-            .await
-            .unwrap();
-        assert!(got.is_some());
-        let waited = started.elapsed();
-        assert!(waited >= Duration::from_millis(50), "{waited:?}");
-        assert!(waited < Duration::from_millis(900), "{waited:?}");
-    }
-
-    #[tokio::test]
-    async fn waiting_acquire_gives_up_at_its_timeout() {
-        let store = memory();
-        assert!(ready(acquire(&store, "k", 10_000.0, Wait::NONE)).is_some());
-        let started = Instant::now();
-        let got = acquire(&store, "k", 1000.0, Wait::from_ms(120.0, 50.0))
-            .settle()
-            .await
-            .unwrap();
-        assert!(got.is_none());
-        let waited = started.elapsed();
-        assert!(waited >= Duration::from_millis(120), "{waited:?}");
+        assert!(ready(acquire(&store, "k", 1000.0)).is_some());
+        assert!(ready(acquire(&store, "k", 1000.0)).is_none());
     }
 
     /// A store that takes the lock and then fails to say so.
@@ -239,7 +167,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_acquire_gives_back_whatever_it_may_have_taken() {
         let store: Arc<dyn LockStore> = Arc::new(TakesThenFails(MemoryStore::new()));
-        let err = acquire(&store, "k", 60_000.0, Wait::NONE)
+        let err = acquire(&store, "k", 60_000.0)
             .settle()
             .await
             .expect_err("the store failed");
@@ -248,7 +176,7 @@ mod tests {
             if !ready(store.is_locked("k")) {
                 return;
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         panic!("the token the failed acquire left behind was never released");
     }

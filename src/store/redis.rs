@@ -12,25 +12,51 @@
 //!
 //! One multiplexed connection carries every command (concurrent commands are
 //! pipelined on it); it is opened on first use and re-opened on its own after
-//! the server comes back. Every operation is bounded by the command timeout
+//! the server comes back.
+//!
+//! A release announces itself: the release script publishes the key on
+//! `keel:released:<key>`. While this process has waiters for a key, a second
+//! connection subscribes to that channel and wakes them, so a waiter in one
+//! process takes the lock a moment after a holder in another lets go instead
+//! of at its next poll. The poll stays as the fallback: a lost announcement
+//! (or a release by a client that does not announce, like the docs' ioredis
+//! store) costs latency, never correctness. Every operation is bounded by the command timeout
 //! (plus the connect timeout when it has to connect first), so a dead or
 //! frozen server fails operations instead of hanging them.
 
+use std::collections::HashSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ErrorKind, RedisError, Script};
+use tokio::sync::mpsc;
 
 use super::{BackendError, LockStore, Op, StoreError, StoreResult};
 
-/// Compare-and-delete: only the holder's own token deletes the key.
+/// Compare-and-delete: only the holder's own token deletes the key; the
+/// release is announced on the channel in ARGV[2].
 const RELEASE: &str = r#"
 if redis.call("get", KEYS[1]) == ARGV[1] then
-  return redis.call("del", KEYS[1])
+  redis.call("del", KEYS[1])
+  redis.call("publish", ARGV[2], KEYS[1])
+  return 1
 end
 return 0
 "#;
+
+/// Where releases of `key` (prefix included) are announced.
+fn channel(full_key: &str) -> String {
+    format!("keel:released:{full_key}")
+}
+
+/// Called with a key (without the prefix) whose release another client announced.
+pub type OnReleased = Arc<dyn Fn(String) + Send + Sync>;
+
+/// A request to the subscriber task: follow (or stop following) a channel.
+type Watch = (String, bool);
 
 /// Compare-and-extend, same idea.
 const EXTEND: &str = r#"
@@ -51,16 +77,20 @@ pub struct RedisOptions {
 
 enum Connection {
     /// Not connected yet: the manager is made on first use, inside Tokio.
-    Idle(Client),
+    Idle,
     Open(ConnectionManager),
     Closed,
 }
 
 struct Shared {
     options: RedisOptions,
+    client: Client,
     connection: Mutex<Connection>,
     release: Script,
     extend: Script,
+    on_released: Option<OnReleased>,
+    /// The subscriber task's inbox, once it runs; dropping it ends the task.
+    watcher: Mutex<Option<mpsc::UnboundedSender<Watch>>>,
 }
 
 pub struct RedisStore {
@@ -70,7 +100,7 @@ pub struct RedisStore {
 impl RedisStore {
     /// Parse the URL now (a bad one is the caller's mistake, reported at once);
     /// the connection itself opens on the first operation.
-    pub fn new(options: RedisOptions) -> Result<Self, String> {
+    pub fn new(options: RedisOptions, on_released: Option<OnReleased>) -> Result<Self, String> {
         let client = Client::open(options.url.as_str()).map_err(|e| {
             format!(
                 "url {:?} is not a Redis URL this store can use: {e}",
@@ -80,9 +110,12 @@ impl RedisStore {
         Ok(Self {
             shared: Arc::new(Shared {
                 options,
-                connection: Mutex::new(Connection::Idle(client)),
+                client,
+                connection: Mutex::new(Connection::Idle),
                 release: Script::new(RELEASE),
                 extend: Script::new(EXTEND),
+                on_released,
+                watcher: Mutex::new(None),
             }),
         })
     }
@@ -93,6 +126,37 @@ impl RedisStore {
         if let Ok(mut connection) = self.shared.connection.lock() {
             *connection = Connection::Closed;
         }
+        if let Ok(mut watcher) = self.shared.watcher.lock() {
+            *watcher = None;
+        }
+    }
+
+    /// Follow (or stop following) announced releases of `key`. The first call
+    /// returns the subscriber task for the caller to spawn on Tokio.
+    pub fn watch(&self, key: &str, on: bool) -> Option<impl Future<Output = ()> + Send + 'static> {
+        let on_released = self.shared.on_released.clone()?;
+        let Ok(mut watcher) = self.shared.watcher.lock() else {
+            return None;
+        };
+        let closed = matches!(self.shared.connection.lock().as_deref(), Ok(Connection::Closed) | Err(_));
+        if closed {
+            return None;
+        }
+        let mut task = None;
+        let sender = watcher.get_or_insert_with(|| {
+            let (sender, inbox) = mpsc::unbounded_channel();
+            let options = &self.shared.options;
+            task = Some(subscriber(
+                self.shared.client.clone(),
+                options.prefix.clone(),
+                options.connect_timeout,
+                inbox,
+                on_released,
+            ));
+            sender
+        });
+        let _ = sender.send((channel(&self.key(key)), on));
+        task
     }
 
     fn key(&self, key: &str) -> String {
@@ -132,6 +196,69 @@ impl RedisStore {
     }
 }
 
+/// Follows the channels it is told to and reports each announced release.
+/// Re-connects (and re-subscribes) after the connection drops; ends when the
+/// store is closed or dropped.
+async fn subscriber(
+    client: Client,
+    prefix: String,
+    connect_timeout: Duration,
+    mut inbox: mpsc::UnboundedReceiver<Watch>,
+    on_released: OnReleased,
+) {
+    let mut channels: HashSet<String> = HashSet::new();
+    let apply = |channels: &mut HashSet<String>, (name, on): Watch| {
+        if on {
+            channels.insert(name);
+        } else {
+            channels.remove(&name);
+        }
+    };
+    loop {
+        let connected = tokio::time::timeout(connect_timeout, client.get_async_pubsub()).await;
+        let Ok(Ok(pubsub)) = connected else {
+            // Not reachable now: keep track of what is wanted, and try again soon.
+            let pause = tokio::time::sleep(Duration::from_millis(250));
+            tokio::pin!(pause);
+            loop {
+                tokio::select! {
+                    _ = &mut pause => break,
+                    watch = inbox.recv() => match watch {
+                        Some(watch) => apply(&mut channels, watch),
+                        None => return,
+                    },
+                }
+            }
+            continue;
+        };
+        let (mut sink, mut stream) = pubsub.split();
+        let mut healthy = true;
+        for name in &channels {
+            healthy &= sink.subscribe(name).await.is_ok();
+        }
+        while healthy {
+            tokio::select! {
+                watch = inbox.recv() => {
+                    let Some((name, on)) = watch else { return };
+                    let sent = if on { sink.subscribe(&name).await } else { sink.unsubscribe(&name).await };
+                    healthy = sent.is_ok();
+                    apply(&mut channels, (name, on));
+                }
+                message = stream.next() => match message {
+                    Some(message) => {
+                        if let Ok(full_key) = message.get_payload::<String>() {
+                            if let Some(key) = full_key.strip_prefix(prefix.as_str()) {
+                                on_released(key.to_owned());
+                            }
+                        }
+                    }
+                    None => healthy = false,
+                },
+            }
+        }
+    }
+}
+
 impl Shared {
     fn manager(&self, name: &'static str) -> StoreResult<ConnectionManager> {
         let closed = || {
@@ -144,7 +271,7 @@ impl Shared {
         match &*connection {
             Connection::Open(manager) => Ok(manager.clone()),
             Connection::Closed => Err(closed()),
-            Connection::Idle(client) => {
+            Connection::Idle => {
                 let config = ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(self.options.connect_timeout))
                     .set_response_timeout(Some(self.options.command_timeout))
@@ -153,7 +280,7 @@ impl Shared {
                     .set_number_of_retries(2)
                     .set_min_delay(Duration::from_millis(20))
                     .set_max_delay(Duration::from_millis(500));
-                let manager = ConnectionManager::new_lazy_with_config(client.clone(), config)
+                let manager = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
                     .map_err(|e| self.failure(name, &e))?;
                 *connection = Connection::Open(manager.clone());
                 Ok(manager)
@@ -225,6 +352,7 @@ impl LockStore for RedisStore {
                 .release
                 .key(&key)
                 .arg(&owner)
+                .arg(channel(&key))
                 .invoke_async(&mut conn)
                 .await?;
             Ok(deleted == 1)
@@ -296,7 +424,7 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             command_timeout: Duration::from_secs(1),
         };
-        let err = RedisStore::new(options).err().expect("refused");
+        let err = RedisStore::new(options, None).err().expect("refused");
         assert!(err.contains("not a Redis URL"), "{err}");
     }
 
@@ -314,7 +442,7 @@ mod tests {
             prefix: String::new(),
             connect_timeout: Duration::from_millis(200),
             command_timeout: Duration::from_millis(200),
-        })
+        }, None)
         .expect("valid url");
         store.close();
         let err = store.is_locked("k").settle().await.expect_err("closed");

@@ -1,0 +1,189 @@
+// Every lock the benchmark compares, behind one shape:
+//   open({ redisUrl }) -> { run(key, fn, { timeout, retryDelay }) -> Promise<boolean>, close() }
+// `run` resolves whether fn ran (false: the wait timed out). Each is used the
+// way its own documentation shows, with a 30 s TTL.
+
+import { Redis } from 'ioredis'
+import { lock, setLockStore, MemoryLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { Mutex as RedisMutex } from 'redis-semaphore'
+import { Redlock } from '@sesamecare-oss/redlock'
+import { LockFactory } from '@verrou/core'
+import { memoryStore as verrouMemory } from '@verrou/core/drivers/memory'
+import { redisStore as verrouRedis } from '@verrou/core/drivers/redis'
+import { Mutex as AsyncMutex, withTimeout, E_TIMEOUT } from 'async-mutex'
+import { PlainLock, PlainMemoryStore } from './baseline.mjs'
+// The docs' ioredis store, compiled from the test fixture (npm run bench compiles it).
+import { redisLockStore } from '../__test__/fixtures/dist/docs-redis.js'
+
+const TTL = 30_000
+
+function keel(store) {
+  return {
+    run(key, fn, options) {
+      return lock(key, TTL)
+        .run(fn, options)
+        .then(([ran]) => ran)
+    },
+    install() {
+      setLockStore(store)
+    },
+  }
+}
+
+function plain(store) {
+  return {
+    run: (key, fn, options) => new PlainLock(store, key, TTL).run(fn, options).then(([ran]) => ran),
+  }
+}
+
+async function withClient(url, make) {
+  const client = new Redis(url, { maxRetriesPerRequest: 3 })
+  const impl = await make(client)
+  return { ...impl, close: async () => client.quit() }
+}
+
+const RELEASE = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0'
+
+export const IMPLEMENTATIONS = {
+  'keel memory': { backend: 'memory', ours: true, open: async () => ({ ...keel(new MemoryLockStore()), close() {} }) },
+  'plain JS memory': { backend: 'memory', baseline: true, open: async () => ({ ...plain(new PlainMemoryStore()), close() {} }) },
+  'verrou memory': {
+    backend: 'memory',
+    open: async () => verrou(verrouMemory().factory()),
+  },
+  'async-mutex': {
+    backend: 'memory',
+    inProcessOnly: true,
+    open: async () => {
+      const mutexes = new Map()
+      return {
+        async run(key, fn, { timeout = 0 } = {}) {
+          let m = mutexes.get(key)
+          if (m === undefined) mutexes.set(key, (m = new AsyncMutex()))
+          if (timeout === 0) {
+            if (m.isLocked()) return false
+            await m.runExclusive(fn)
+            return true
+          }
+          try {
+            await withTimeout(m, timeout).runExclusive(fn)
+            return true
+          } catch (e) {
+            if (e === E_TIMEOUT) return false
+            throw e
+          }
+        },
+        close() {},
+      }
+    },
+  },
+  'keel RedisLockStore': {
+    backend: 'redis',
+    ours: true,
+    open: async ({ redisUrl }) => {
+      const store = new RedisLockStore(redisUrl)
+      return { ...keel(store), close: () => store.close() }
+    },
+  },
+  "keel + docs' ioredis store": {
+    backend: 'redis',
+    ours: true,
+    open: ({ redisUrl }) => withClient(redisUrl, (client) => keel(redisLockStore(client))),
+  },
+  'plain JS + ioredis': {
+    backend: 'redis',
+    baseline: true,
+    open: ({ redisUrl }) => withClient(redisUrl, (client) => plain(redisLockStore(client))),
+  },
+  'redis-semaphore': {
+    backend: 'redis',
+    open: ({ redisUrl }) =>
+      withClient(redisUrl, (client) => ({
+        async run(key, fn, { timeout = 0, retryDelay = 50 } = {}) {
+          // An acquireTimeout of 0 makes tryAcquire() fail at once; one attempt is what "immediately" means.
+          const waiting = timeout === 0 ? { acquireAttemptsLimit: 1 } : { acquireTimeout: timeout, retryInterval: retryDelay }
+          const m = new RedisMutex(client, key, { lockTimeout: TTL, refreshInterval: 0, ...waiting })
+          if (!(await m.tryAcquire())) return false
+          try {
+            await fn()
+          } finally {
+            await m.release()
+          }
+          return true
+        },
+      })),
+  },
+  redlock: {
+    backend: 'redis',
+    open: ({ redisUrl }) =>
+      withClient(redisUrl, (client) => {
+        const redlock = new Redlock([client], { retryJitter: 0, automaticExtensionThreshold: 500 })
+        return {
+          async run(key, fn, { timeout = 0, retryDelay = 50 } = {}) {
+            const retryCount = Math.ceil(timeout / Math.max(retryDelay, 1))
+            let held
+            try {
+              held = await redlock.acquire([key], TTL, { retryCount, retryDelay })
+            } catch {
+              return false
+            }
+            try {
+              await fn()
+            } finally {
+              await held.release()
+            }
+            return true
+          },
+        }
+      }),
+  },
+  'verrou redis': {
+    backend: 'redis',
+    open: ({ redisUrl }) => withClient(redisUrl, async (client) => verrou(verrouRedis({ connection: client }).factory())),
+  },
+  'bare ioredis SET NX + EVAL': {
+    backend: 'redis',
+    floor: true,
+    open: ({ redisUrl }) =>
+      withClient(redisUrl, (client) => ({
+        async run(key, fn, { timeout = 0, retryDelay = 50 } = {}) {
+          const owner = crypto.randomUUID()
+          const deadline = Date.now() + timeout
+          while ((await client.set(key, owner, 'PX', TTL, 'NX')) !== 'OK') {
+            if (Date.now() >= deadline) return false
+            await new Promise((r) => setTimeout(r, retryDelay))
+          }
+          try {
+            await fn()
+          } finally {
+            await client.eval(RELEASE, 1, key, owner)
+          }
+          return true
+        },
+      })),
+  },
+}
+
+function verrou(store) {
+  const factory = new LockFactory(store)
+  return {
+    async run(key, fn, { timeout = 0, retryDelay = 50 } = {}) {
+      const l = factory.createLock(key, TTL)
+      const got =
+        timeout === 0 ? await l.acquireImmediately() : await l.acquire({ retry: { timeout, delay: retryDelay } }).catch(() => false)
+      if (!got) return false
+      try {
+        await fn()
+      } finally {
+        // Under contention verrou's memory store can hand one mutex to two
+        // owners and then refuse the second release (E_LOCK_NOT_OWNED); the
+        // scenario's overlap count shows what that costs, so carry on.
+        await l.release().catch((e) => {
+          if (e?.code !== 'E_LOCK_NOT_OWNED') throw e
+        })
+      }
+      return true
+    },
+    close() {},
+  }
+}

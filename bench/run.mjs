@@ -1,0 +1,204 @@
+// npm run bench [-- --quick]: every lock side by side, in one run, on a
+// redis-server of its own. Implementations are interleaved in rounds (the
+// order rotates each round) so that load on this shared machine hits all of
+// them alike; the table reports medians over rounds, and each of ours as the
+// median of its per-round ratios to the plain-JS baseline on the same backend.
+// Writes bench/results.json.
+
+import { spawn, spawnSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { startRedis } from '../__test__/helpers/servers.mjs'
+import { IMPLEMENTATIONS } from './implementations.mjs'
+import { sequential, distinctKeys, contended, burst, gaps, percentile, mean, median } from './scenarios.mjs'
+
+const quick = process.argv.includes('--quick')
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length)
+const settings = quick
+  ? { rounds: 1, ms: 300, contendedMs: 1_500, bursts: 1 }
+  : { rounds: 5, ms: 1_500, contendedMs: 5_000, bursts: 3 }
+
+const server = await startRedis()
+process.env.REDIS_URL = server.url
+const names = Object.keys(IMPLEMENTATIONS).filter((n) => !only || n.includes(only))
+const opened = {}
+for (const name of names) opened[name] = await IMPLEMENTATIONS[name].open({ redisUrl: server.url })
+
+const results = {} // scenario -> implementation -> [per-round figure objects]
+const record = (scenario, name, figures) => {
+  results[scenario] ??= {}
+  ;(results[scenario][name] ??= []).push(figures)
+}
+
+const SCENARIOS = [
+  ['1 sequential', (impl) => sequential(impl, { ms: settings.ms })],
+  ['2 64 distinct keys', (impl) => distinctKeys(impl, { ms: settings.ms })],
+  [
+    '3 16 workers, one key',
+    (impl) => contended(impl, { ms: settings.contendedMs, timeout: settings.contendedMs / 2, retryDelay: 50 }),
+  ],
+  ['4 burst, retryDelay 50', (impl) => burstInProcess(impl, 50)],
+  ['4 burst, retryDelay 5', (impl) => burstInProcess(impl, 5)],
+]
+
+async function burstInProcess(impl, retryDelay) {
+  const all = []
+  let overlaps = 0
+  for (let b = 0; b < settings.bursts; b++) {
+    const found = gaps(await burst(impl, { retryDelay, key: `burst:${Math.random()}` }))
+    all.push(...found.gaps)
+    overlaps += found.overlaps
+  }
+  return { gapMean: mean(all), gapP99: percentile(all, 99), overlaps }
+}
+
+/** Scenario 4 with the 16 waiters spread over 4 processes (Redis-backed locks only). */
+async function burstAcrossProcesses(name, retryDelay) {
+  const all = []
+  let overlaps = 0
+  for (let b = 0; b < settings.bursts; b++) {
+    const key = `burst-processes:${Math.random()}`
+    const startAt = Date.now() + 1_000
+    const children = Array.from({ length: 4 }, () =>
+      runChild([name, key, String(retryDelay), String(startAt), '4']),
+    )
+    const sections = (await Promise.all(children)).flat()
+    const found = gaps(sections)
+    all.push(...found.gaps)
+    overlaps += found.overlaps
+  }
+  return { gapMean: mean(all), gapP99: percentile(all, 99), overlaps }
+}
+
+function runChild(args) {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./burst-child.mjs', import.meta.url)), ...args], {
+    env: process.env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let out = ''
+  child.stdout.on('data', (d) => (out += d))
+  return new Promise((resolve, reject) =>
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`burst child exited ${code}`)))),
+  )
+}
+
+const ceiling = redisBenchmarkCeiling()
+const started = Date.now()
+for (let round = 0; round < settings.rounds; round++) {
+  const order = names.map((_, i) => names[(i + round) % names.length])
+  for (const [scenario, run] of SCENARIOS) {
+    for (const name of order) {
+      opened[name].install?.()
+      record(scenario, name, await run(opened[name]))
+    }
+  }
+  for (const retryDelay of [50, 5]) {
+    for (const name of order.filter((n) => IMPLEMENTATIONS[n].backend === 'redis')) {
+      record(`4 burst, 4 processes, retryDelay ${retryDelay}`, name, await burstAcrossProcesses(name, retryDelay))
+    }
+  }
+  process.stderr.write(`round ${round + 1}/${settings.rounds} done (${Math.round((Date.now() - started) / 1000)} s)\n`)
+}
+
+for (const impl of Object.values(opened)) await impl.close()
+await server.close()
+
+/* --------------------------------- report ---------------------------------- */
+
+const HEADLINE = {
+  '1 sequential': ['cyclesPerSec', 'cycles/s', true],
+  '2 64 distinct keys': ['cyclesPerSec', 'cycles/s', true],
+  '3 16 workers, one key': ['sectionsPerSec', 'sections/s', true],
+}
+const baselineFor = (name) =>
+  names.find((n) => IMPLEMENTATIONS[n].baseline && IMPLEMENTATIONS[n].backend === IMPLEMENTATIONS[name].backend)
+
+const report = { date: new Date().toISOString(), machine: machine(), settings, ceiling, scenarios: {} }
+for (const [scenario, byName] of Object.entries(results)) {
+  const rows = {}
+  for (const [name, rounds] of Object.entries(byName)) {
+    const fields = Object.keys(rounds[0])
+    const row = Object.fromEntries(fields.map((f) => [f, median(rounds.map((r) => r[f]))]))
+    const headline = HEADLINE[scenario]
+    const base = baselineFor(name)
+    if (headline && base && base !== name && byName[base]) {
+      const [field] = headline
+      row.vsBaseline = median(rounds.map((r, i) => r[field] / byName[base][i][field]))
+    }
+    if (scenario.startsWith('4')) {
+      const base4 = base && byName[base]
+      if (base4 && base !== name) row.gapVsBaseline = median(rounds.map((r, i) => r.gapMean / base4[i].gapMean))
+    }
+    rows[name] = row
+  }
+  report.scenarios[scenario] = rows
+}
+if (ceiling) {
+  for (const [scenario, field, concurrency] of [
+    ['1 sequential', 'cyclesPerSec', 1],
+    ['2 64 distinct keys', 'cyclesPerSec', 64],
+  ]) {
+    for (const row of Object.values(report.scenarios[scenario] ?? {})) {
+      if (row[field] !== undefined) row.vsCeiling = row[field] / ceiling[concurrency]
+    }
+  }
+}
+writeFileSync(new URL('./results.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`)
+printTable(report)
+
+function printTable({ scenarios }) {
+  const fmt = (v, digits = 0) => (v === undefined || Number.isNaN(v) ? '' : v.toFixed(digits))
+  console.log(`\n${report.date}  ${report.machine}  ${quick ? '(quick)' : ''}`)
+  if (ceiling) {
+    console.log(`redis-benchmark ceiling (SET NX PX + EVAL): ${fmt(ceiling[1])} cycles/s at 1 client, ${fmt(ceiling[64])} at 64`)
+  }
+  for (const [scenario, rows] of Object.entries(scenarios)) {
+    console.log(`\n${scenario}`)
+    for (const [name, r] of Object.entries(rows)) {
+      const cells = scenario.startsWith('4')
+        ? [`gap mean ${fmt(r.gapMean, 2)} ms`, `p99 ${fmt(r.gapP99, 2)} ms`, r.gapVsBaseline ? `${fmt(r.gapVsBaseline, 3)}x baseline gap` : '', r.overlaps ? `OVERLAPS ${r.overlaps}` : '']
+        : scenario.startsWith('3')
+          ? [`${fmt(r.sectionsPerSec)} sections/s`, `fairness ${fmt(r.fairness, 3)}`, `timeouts ${r.timeouts}`, r.vsBaseline ? `${fmt(r.vsBaseline, 2)}x baseline` : '', r.overlaps ? `OVERLAPS ${r.overlaps}` : '']
+          : [`${fmt(r.cyclesPerSec)} cycles/s`, r.vsBaseline ? `${fmt(r.vsBaseline, 2)}x baseline` : '', r.vsCeiling ? `${fmt(r.vsCeiling * 100)}% of ceiling` : '']
+      console.log(`  ${name.padEnd(30)} ${cells.filter(Boolean).join('  ')}`)
+    }
+  }
+}
+
+function machine() {
+  return `${cpus().length} cores (${cpus()[0]?.model?.trim()}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`
+}
+
+/**
+ * What the server can do for one lock cycle (SET NX PX, then the release
+ * script), measured by redis-benchmark: at 1 and 64 clients. A cycle is the
+ * two commands back to back, so its rate is the harmonic combination.
+ */
+function redisBenchmarkCeiling() {
+  const probe = spawnSync('redis-benchmark', ['--version'], { encoding: 'utf8' })
+  if (probe.error) {
+    process.stderr.write('redis-benchmark not found (Debian package redis-tools): no ceiling column\n')
+    return null
+  }
+  const rate = (clients, command) => {
+    const n = quick ? 20_000 : 100_000
+    const r = spawnSync(
+      'redis-benchmark',
+      ['-p', String(server.port), '-c', String(clients), '-n', String(n), '-r', '1000000', '--csv', ...command],
+      { encoding: 'utf8' },
+    )
+    // CSV: "test","rps","avg_latency_ms","min_latency_ms","p50","p95","p99","max"
+    const fields = r.stdout.trim().split('\n').pop().split('","')
+    return Number(fields.at(-7))
+  }
+  const release =
+    'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0'
+  const out = {}
+  for (const clients of [1, 64]) {
+    const set = rate(clients, ['SET', 'key:__rand_int__', 'owner', 'PX', '30000', 'NX'])
+    const evalRate = rate(clients, ['EVAL', release, '1', 'key:__rand_int__', 'owner'])
+    out[clients] = 1 / (1 / set + 1 / evalRate)
+  }
+  return out
+}
