@@ -155,7 +155,9 @@ class NativeLockStore {
  */
 class MemoryLockStore extends NativeLockStore {
   constructor() {
-    super('MemoryLockStore', native.createMemoryStore())
+    const handle = native.createMemoryStore()
+    inMemory.add(handle)
+    super('MemoryLockStore', handle)
   }
 
   /** Entries held in memory, counting expired ones not swept yet. */
@@ -243,8 +245,6 @@ function jsStoreHandle(store) {
   return handle
 }
 
-let currentStore = new MemoryLockStore()
-let currentHandle = handleFor(currentStore)
 
 /* -------------------------------- waiting ---------------------------------- */
 
@@ -260,6 +260,8 @@ let currentHandle = handleFor(currentStore)
 const queues = new WeakMap() // store handle -> Map<key, waiter[]>
 /** Handles whose store can announce releases made elsewhere (RedisLockStore). */
 const announcing = new WeakSet()
+/** Handles whose store says at once when a lock lapses (MemoryLockStore). */
+const inMemory = new WeakSet()
 // setTimeout fires at once for delays above 2^31 - 1 ms, so longer waits are chained.
 const MAX_TIMER_MS = 2 ** 31 - 1
 
@@ -280,7 +282,7 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay) {
     waiter.deadline = timer(() => giveUp(handle, key, queue, waiter), timeout)
     queue.push(waiter)
     // The attempt just made found the lock held: the first poll can wait.
-    if (queue.length === 1) waiter.poll = timer(() => tryHead(handle, key, queue), retryDelay)
+    if (queue.length === 1) waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, retryDelay))
   })
 }
 
@@ -327,7 +329,18 @@ function afterTry(handle, key, queue, waiter, owner) {
   if (owner !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(owner), false)
   // Its deadline passed while the attempt was in flight.
   if (waiter.late) return leave(handle, key, queue, waiter, () => waiter.resolve(null), true)
-  waiter.poll = timer(() => tryHead(handle, key, queue), waiter.retryDelay)
+  waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, waiter.retryDelay))
+}
+
+/**
+ * When to look again: after retryDelay, or as the lock lapses if that is
+ * sooner and the store can say so at no cost (a lock that expires frees no
+ * one with a release, so nothing else would wake its waiters).
+ */
+function pollDelay(handle, key, retryDelay) {
+  if (!inMemory.has(handle)) return retryDelay
+  const left = native.remainingTime(handle, key)
+  return left === null ? 0 : Math.min(retryDelay, Math.ceil(left))
 }
 
 function giveUp(handle, key, queue, waiter) {
@@ -349,7 +362,7 @@ function leave(handle, key, queue, waiter, settle, nextNow) {
   } else if (at === 0) {
     const next = queue[0]
     if (nextNow) tryHead(handle, key, queue)
-    else next.poll = timer(() => tryHead(handle, key, queue), next.retryDelay)
+    else next.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, next.retryDelay))
   }
 }
 
@@ -529,6 +542,9 @@ class Lock {
 Object.defineProperty(Lock.prototype, Symbol.toStringTag, { value: 'Lock' })
 
 /* --------------------------------- global ---------------------------------- */
+
+let currentStore = new MemoryLockStore()
+let currentHandle = handleFor(currentStore)
 
 function lock(key, ttlMs) {
   checkKey('lock', key)

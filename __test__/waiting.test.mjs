@@ -1,0 +1,232 @@
+// Waiting for a held lock: waiters are served in arrival order, woken by the
+// release (in this process, or announced by another process through
+// RedisLockStore) rather than by their next poll, never starved by a worker
+// that loops straight back, and never kept past their timeout.
+
+import { test, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { spawnSync } from 'node:child_process'
+import { Redis } from 'ioredis'
+import { lock, setLockStore, MemoryLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { redisForTests, uniqueKey } from './helpers/servers.mjs'
+import { runChild, startHolder, killHard } from './helpers/processes.mjs'
+
+const redis = await redisForTests()
+const inspect = new Redis(redis.url)
+const stores = []
+const redisStore = () => {
+  const s = new RedisLockStore(redis.url)
+  stores.push(s)
+  return s
+}
+after(async () => {
+  for (const s of stores) await s.close()
+  inspect.disconnect()
+  await redis.close()
+})
+
+const SLOW_POLL = { retryDelay: 60_000 } // a waiter woken within the test was woken by the release
+
+for (const [label, makeStore] of [
+  ['MemoryLockStore', () => new MemoryLockStore()],
+  ['RedisLockStore', redisStore],
+]) {
+  test(`${label}: waiters get the lock in arrival order`, async () => {
+    setLockStore(makeStore())
+    const key = uniqueKey('fifo')
+    const holder = lock(key)
+    await holder.acquire()
+    const order = []
+    const waiters = Array.from({ length: 6 }, (_, i) =>
+      lock(key).run(
+        async () => {
+          order.push(i)
+          await sleep(2)
+        },
+        { timeout: 10_000, ...SLOW_POLL },
+      ),
+    )
+    await sleep(20)
+    await holder.release()
+    await Promise.all(waiters)
+    assert.deepEqual(order, [0, 1, 2, 3, 4, 5])
+  })
+
+  test(`${label}: a release wakes the waiter at once, not at its next poll`, async () => {
+    setLockStore(makeStore())
+    const key = uniqueKey('wake')
+    const holder = lock(key)
+    await holder.acquire()
+    const waiting = lock(key).acquire({ timeout: 10_000, ...SLOW_POLL })
+    await sleep(30)
+    const released = Date.now()
+    await holder.release()
+    assert.equal(await waiting, true)
+    assert.ok(Date.now() - released < 500, `took ${Date.now() - released} ms after the release`)
+  })
+
+  test(`${label}: workers looping straight back cannot starve the others`, async () => {
+    setLockStore(makeStore())
+    const key = uniqueKey('loop')
+    const counts = Array(8).fill(0)
+    let timeouts = 0
+    let inside = 0
+    let overlaps = 0
+    const end = Date.now() + 600
+    await Promise.all(
+      counts.map(async (_, w) => {
+        while (Date.now() < end) {
+          const [ran] = await lock(key).run(
+            async () => {
+              if (++inside > 1) overlaps++
+              await sleep(1)
+              inside--
+            },
+            { timeout: 2_000 },
+          )
+          if (ran) counts[w]++
+          else timeouts++
+        }
+      }),
+    )
+    assert.equal(overlaps, 0)
+    assert.equal(timeouts, 0)
+    const fewest = Math.min(...counts)
+    const most = Math.max(...counts)
+    assert.ok(fewest > 0 && most - fewest <= 2, `turns were not shared: ${counts}`)
+  })
+
+  test(`${label}: a waiter gives up at its timeout, not at its next poll`, async () => {
+    setLockStore(makeStore())
+    const key = uniqueKey('timeout')
+    await lock(key).acquire()
+    const started = Date.now()
+    assert.equal(await lock(key).acquire({ timeout: 150, ...SLOW_POLL }), false)
+    const waited = Date.now() - started
+    assert.ok(waited >= 145 && waited < 1_000, `waited ${waited} ms`)
+  })
+
+  test(`${label}: after a waiter times out, the one behind it is still served`, async () => {
+    setLockStore(makeStore())
+    const key = uniqueKey('behind')
+    const holder = lock(key)
+    await holder.acquire()
+    const first = lock(key).acquire({ timeout: 50, ...SLOW_POLL })
+    const second = lock(key).acquire({ timeout: 10_000, ...SLOW_POLL })
+    assert.equal(await first, false)
+    await holder.release()
+    assert.equal(await second, true)
+  })
+}
+
+test('MemoryLockStore: a waiter takes a lock that lapses at its TTL as it lapses, without a release', async () => {
+  setLockStore(new MemoryLockStore())
+  await lock('lapsing', 120).acquire()
+  const started = Date.now()
+  assert.equal(await lock('lapsing').acquire({ timeout: 5_000, ...SLOW_POLL }), true)
+  const waited = Date.now() - started
+  assert.ok(waited >= 100 && waited < 600, `waited ${waited} ms`)
+})
+
+test('MemoryLockStore: a newcomer does not jump the queue, even with acquireImmediately()', async () => {
+  setLockStore(new MemoryLockStore())
+  const holder = lock('queue')
+  await holder.acquire()
+  const waiting = lock('queue').acquire({ timeout: 5_000 })
+  await holder.release() // handed to the waiter
+  assert.equal(await lock('queue').acquireImmediately(), false)
+  assert.equal(await waiting, true)
+})
+
+test('RedisLockStore: a release in another process wakes a waiter here at once (announced by pub/sub)', async () => {
+  const store = setLockStore(redisStore())
+  const key = uniqueKey('announced')
+  const env = { KEEL_TEST_STORE: 'redis', REDIS_URL: redis.url }
+  const { serialized } = await runChild(env, 'take', key, '30000')
+  const waiting = lock(key).acquire({ timeout: 20_000, ...SLOW_POLL })
+  // While it waits, this process follows the key's release channel; afterwards it stops.
+  await eventually(async () => assert.equal((await inspect.pubsub('NUMSUB', `keel:released:${key}`))[1], 1))
+  const released = Date.now()
+  const result = await runChild(env, 'release', serialized)
+  assert.equal(result.released, true)
+  assert.equal(await waiting, true)
+  assert.ok(Date.now() - released < 2_000, `woken ${Date.now() - released} ms after the release`)
+  await eventually(async () => assert.equal((await inspect.pubsub('NUMSUB', `keel:released:${key}`))[1], 0))
+})
+
+test("RedisLockStore: a release nobody announces (the docs' ioredis store) is found by the poll", async () => {
+  setLockStore(redisStore())
+  const key = uniqueKey('silent')
+  const env = { KEEL_TEST_STORE: 'ioredis', REDIS_URL: redis.url }
+  const { serialized } = await runChild(env, 'take', key, '30000')
+  const waiting = lock(key).acquire({ timeout: 10_000, retryDelay: 50 })
+  await sleep(100)
+  assert.equal((await runChild(env, 'release', serialized)).released, true)
+  assert.equal(await waiting, true)
+})
+
+test('RedisLockStore: a holder killed in another process: the waiter here gets the lock once the TTL passes', async () => {
+  setLockStore(redisStore())
+  const key = uniqueKey('killed-holder')
+  const env = { KEEL_TEST_STORE: 'redis', REDIS_URL: redis.url }
+  const { child } = await startHolder(env, 'hold', key, '500')
+  await killHard(child)
+  const started = Date.now()
+  assert.equal(await lock(key).acquire({ timeout: 5_000, retryDelay: 25 }), true)
+  assert.ok(Date.now() - started < 2_000)
+})
+
+test('a waiting acquire keeps the process alive until it ends, and then lets it exit', () => {
+  const script = `
+    const { lock } = require('@shaferllc/keel/core')
+    lock('k').acquire().then(async () => {
+      const got = await lock('k').acquire({ timeout: 300, retryDelay: 100000 })
+      console.log(got)
+    })
+  `
+  const started = Date.now()
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 })
+  assert.equal(r.stdout.trim(), 'false', r.stderr)
+  const took = Date.now() - started
+  assert.ok(took >= 300 && took < 5_000, `exited after ${took} ms`)
+})
+
+test('a store that fails while a waiter retries rejects that waiter with its error; the next is served', async () => {
+  const held = new Map()
+  let failNext = false
+  const boom = new Error('store went away')
+  setLockStore({
+    acquire(k, o) {
+      if (failNext) {
+        failNext = false
+        throw boom
+      }
+      return held.has(k) ? false : (held.set(k, o), true)
+    },
+    release: (k, o) => held.get(k) === o && held.delete(k),
+    extend: () => true,
+    isLocked: (k) => held.has(k),
+    remainingTime: () => null,
+  })
+  const holder = lock('flaky')
+  await holder.acquire()
+  const first = lock('flaky').acquire({ timeout: 5_000, ...SLOW_POLL })
+  const second = lock('flaky').acquire({ timeout: 5_000, ...SLOW_POLL })
+  failNext = true
+  await holder.release()
+  await assert.rejects(first, (e) => e === boom)
+  assert.equal(await second, true)
+})
+
+async function eventually(check) {
+  const deadline = Date.now() + 5_000
+  for (;;) {
+    try {
+      return await check()
+    } catch (e) {
+      if (Date.now() > deadline) throw e
+      await sleep(20)
+    }
+  }
+}
