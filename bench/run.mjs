@@ -14,14 +14,17 @@ import { IMPLEMENTATIONS } from './implementations.mjs'
 import { sequential, distinctKeys, contended, burst, gaps, percentile, mean, median } from './scenarios.mjs'
 
 const quick = process.argv.includes('--quick')
-const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length)
+// --scenarios=1,2: just those scenarios (by their leading number).
+const pick = process.argv.find((a) => a.startsWith('--scenarios='))?.slice('--scenarios='.length).split(',')
+// --only=a,b: just the implementations whose names contain a or b.
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',')
 const settings = quick
   ? { rounds: 1, ms: 300, contendedMs: 1_500, bursts: 1 }
   : { rounds: 5, ms: 1_500, contendedMs: 5_000, bursts: 3 }
 
 const server = await startRedis()
 process.env.REDIS_URL = server.url
-const names = Object.keys(IMPLEMENTATIONS).filter((n) => !only || n.includes(only))
+const names = Object.keys(IMPLEMENTATIONS).filter((n) => !only || only.some((o) => n.includes(o)))
 const opened = {}
 for (const name of names) opened[name] = await IMPLEMENTATIONS[name].open({ redisUrl: server.url })
 
@@ -87,13 +90,13 @@ const ceiling = redisBenchmarkCeiling()
 const started = Date.now()
 for (let round = 0; round < settings.rounds; round++) {
   const order = names.map((_, i) => names[(i + round) % names.length])
-  for (const [scenario, run] of SCENARIOS) {
+  for (const [scenario, run] of SCENARIOS.filter(([s]) => !pick || pick.includes(s[0]))) {
     for (const name of order) {
       opened[name].install?.()
       record(scenario, name, await run(opened[name]))
     }
   }
-  for (const retryDelay of [50, 5]) {
+  for (const retryDelay of !pick || pick.includes('4') ? [50, 5] : []) {
     for (const name of order.filter((n) => IMPLEMENTATIONS[n].backend === 'redis')) {
       record(`4 burst, 4 processes, retryDelay ${retryDelay}`, name, await burstAcrossProcesses(name, retryDelay))
     }

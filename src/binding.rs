@@ -14,7 +14,7 @@ use napi_derive::napi;
 use crate::lock;
 use crate::store::js::{JsMethod, JsStore};
 use crate::store::redis::OnReleased;
-use crate::store::{LockStore, MemoryStore, Op, RedisOptions, RedisStore, StoreError};
+use crate::store::{JsPending, LockStore, MemoryStore, Op, RedisOptions, RedisStore, Reply, StoreError};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 
 /// A store as JS holds it: an opaque handle inside the store object.
@@ -49,6 +49,43 @@ where
                 result.map_err(|e| js_error(env, e))
             })
             .map(Either::B),
+        Op::Js(pending) => settle_on_js_thread(env, pending).map(Either::B),
+    }
+}
+
+/// A JS store's promise, checked in `then` callbacks on the JS thread: the
+/// value by `finish`, a rejection passed through as it is (after `on_reject`).
+fn settle_on_js_thread<'env, T>(env: &'env Env, pending: JsPending<T>) -> Result<PromiseRaw<'env, T>>
+where
+    T: ToNapiValue + Send + 'static,
+{
+    let promise = PromiseRaw::<Reply>::new(env.raw(), pending.promise.0.cast());
+    if let Some(on_reject) = pending.on_reject {
+        // A branch of its own, handled here, so it never becomes an unhandled rejection.
+        promise.catch(move |_: CallbackContext<Unknown>| {
+            on_reject();
+            Ok(())
+        })?;
+    }
+    let finish = pending.finish;
+    // A failed check becomes a rejected promise for `then` to adopt: an error
+    // returned from the callback would reach JS rebuilt as a plain `Error`.
+    let settled = promise.then(move |ctx| match finish(ctx.value) {
+        Ok(value) => Ok(Either::A(value)),
+        Err(e) => {
+            let rejected = PromiseRaw::<()>::reject(&ctx.env, js_error(&ctx.env, e))?;
+            Ok(Either::B(RawValue(rejected.raw())))
+        }
+    })?;
+    Ok(PromiseRaw::new(env.raw(), settled.raw()))
+}
+
+/// A JS value already made, handed back as it is.
+struct RawValue(napi::sys::napi_value);
+
+impl ToNapiValue for RawValue {
+    unsafe fn to_napi_value(_: napi::sys::napi_env, value: Self) -> Result<napi::sys::napi_value> {
+        Ok(value.0)
     }
 }
 
@@ -159,6 +196,7 @@ pub fn create_js_store(
     is_locked: JsMethod<'_>,
     remaining_time: JsMethod<'_>,
 ) -> Result<Handle> {
+    lock::set_spawner(|task| drop(napi::bindgen_prelude::spawn(task)));
     let methods = [acquire, release, extend, is_locked, remaining_time];
     Ok(External::new(StoreHandle {
         store: Arc::new(JsStore::new(env, methods)?),

@@ -33,6 +33,22 @@ pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<
     match store.acquire(key, &owner, ttl_ms) {
         Op::Ready(Ok(true)) => Op::Ready(Ok(Some(owner))),
         Op::Ready(Ok(false)) => Op::Ready(Ok(None)),
+        Op::Js(pending) => {
+            let (store_r, key_r, owner_r) = (Arc::clone(store), key.to_owned(), owner.clone());
+            let (store, key) = (Arc::clone(store), key.to_owned());
+            let mut pending = pending.map(move |result| match result {
+                Ok(true) => Ok(Some(owner)),
+                Ok(false) => Ok(None),
+                Err(e) => {
+                    give_back_in_background(store, key, owner);
+                    Err(e)
+                }
+            });
+            pending.on_reject = Some(Box::new(move || {
+                give_back_in_background(store_r, key_r, owner_r)
+            }));
+            Op::Js(pending)
+        }
         attempt => {
             let store = Arc::clone(store);
             let key = key.to_owned();
@@ -56,9 +72,28 @@ pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<
 /// lock nobody will ever use from blocking others until its TTL. The caller
 /// gets the error at once; the release finishes on its own.
 fn give_back_in_background(store: Arc<dyn LockStore>, key: String, owner: String) {
-    tokio::spawn(async move {
+    let release = Box::pin(async move {
         let _ = store.release(&key, &owner).settle().await;
     });
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn(release)),
+        // On the JS thread, outside any runtime: the addon's runtime takes it.
+        Err(_) => {
+            if let Some(spawn) = SPAWN.get() {
+                spawn(release);
+            }
+        }
+    }
+}
+
+/// A detached task for the runtime the addon runs on.
+pub type Task = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
+
+static SPAWN: std::sync::OnceLock<fn(Task)> = std::sync::OnceLock::new();
+
+/// Where work started outside a Tokio context runs (set once by the napi layer).
+pub fn set_spawner(spawn: fn(Task)) {
+    let _ = SPAWN.set(spawn);
 }
 
 /// What `serialize()` writes and `restoreLock()` reads: the format of the
@@ -122,7 +157,7 @@ mod tests {
     fn ready<T>(op: Op<T>) -> T {
         match op {
             Op::Ready(result) => result.expect("store error"),
-            Op::Pending(_) => panic!("expected the memory store to settle at once"),
+            Op::Pending(_) | Op::Js(_) => panic!("expected the memory store to settle at once"),
         }
     }
 

@@ -23,7 +23,7 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi::threadsafe_function::ThreadsafeFunction;
 
-use super::{LockStore, Op, StoreError};
+use super::{JsPending, JsValueRef, LockStore, Op, Reply, StoreError};
 
 /// The arguments of one store call, in the `LockStore` order.
 pub struct Call {
@@ -48,14 +48,6 @@ impl JsValuesTupleIntoVec for Call {
         }
         Ok(args)
     }
-}
-
-/// What a store method produced, before it is checked against what the method should return.
-pub enum Reply {
-    Bool(bool),
-    Number(f64),
-    Nullish,
-    Other(&'static str),
 }
 
 impl TypeName for Reply {
@@ -98,23 +90,52 @@ impl FromNapiValue for Reply {
     }
 }
 
-impl Reply {
-    fn shown(&self) -> String {
-        match self {
-            Reply::Bool(b) => format!("{b}"),
-            Reply::Number(n) => format!("the number {n}"),
-            Reply::Nullish => "null or undefined".to_owned(),
-            Reply::Other(what) => (*what).to_owned(),
-        }
+fn shown(reply: Reply) -> String {
+    match reply {
+        Reply::Bool(b) => format!("{b}"),
+        Reply::Number(n) => format!("the number {n}"),
+        Reply::Nullish => "null or undefined".to_owned(),
+        Reply::Other(what) => what.to_owned(),
     }
 }
 
 type Returned = Either<Promise<Reply>, Reply>;
 type Threadsafe = ThreadsafeFunction<Call, Returned, Call, Status, false, true>;
 
+/// What a method called directly returned: a promise, left as a JS value to
+/// be settled on the JS thread, or a plain value.
+pub enum Direct {
+    Promise(JsValueRef),
+    Value(Reply),
+}
+
+impl TypeName for Direct {
+    fn type_name() -> &'static str {
+        "Promise | boolean | number | null"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ValidateNapiValue for Direct {}
+
+impl FromNapiValue for Direct {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        let mut is_promise = false;
+        check_status!(unsafe { sys::napi_is_promise(env, value, &mut is_promise) })?;
+        Ok(if is_promise {
+            Direct::Promise(JsValueRef(value.cast()))
+        } else {
+            Direct::Value(unsafe { Reply::from_napi_value(env, value)? })
+        })
+    }
+}
+
 /// One store method, callable from any thread.
 struct Method {
-    direct: FunctionRef<Call, Returned>,
+    direct: FunctionRef<Call, Direct>,
     threadsafe: Arc<Threadsafe>,
     name: &'static str,
 }
@@ -140,7 +161,7 @@ pub struct JsStore {
 }
 
 /// A store method, as a function already bound to the store object.
-pub type JsMethod<'a> = Function<'a, Call, Returned>;
+pub type JsMethod<'a> = Function<'a, Call, Direct>;
 
 const NAMES: [&str; 5] = ["acquire", "release", "extend", "isLocked", "remainingTime"];
 
@@ -148,7 +169,10 @@ impl JsStore {
     pub fn new(env: &Env, methods: [JsMethod<'_>; 5]) -> Result<Self> {
         let mut built = Vec::with_capacity(5);
         for (f, name) in methods.into_iter().zip(NAMES) {
-            let threadsafe = f
+            // Off the JS thread, a reply can only come back awaited, as Rust values.
+            let awaited: Function<'_, Call, Returned> =
+                unsafe { Function::from_napi_value(env.raw(), f.raw())? };
+            let threadsafe = awaited
                 .build_threadsafe_function::<Call>()
                 .callee_handled::<false>()
                 .weak::<true>()
@@ -191,7 +215,7 @@ impl JsStore {
             read(reply).map_err(|got| {
                 StoreError::Type(format!(
                     "LockStore.{name}() must return {expected} (or a promise of one), but it gave {}",
-                    got.shown()
+                    shown(got)
                 ))
             })
         };
@@ -199,10 +223,12 @@ impl JsStore {
             let env = Env::from_raw(self.home.env);
             let returned = method.direct.borrow_back(&env).and_then(|f| f.call(args));
             return match returned {
-                Ok(Either::B(value)) => Op::Ready(check(value)),
-                Ok(Either::A(promise)) => Op::Pending(Box::pin(async move {
-                    check(promise.await.map_err(StoreError::Js)?)
-                })),
+                Ok(Direct::Value(value)) => Op::Ready(check(value)),
+                Ok(Direct::Promise(promise)) => Op::Js(JsPending {
+                    promise,
+                    finish: Box::new(check),
+                    on_reject: None,
+                }),
                 Err(e) => Op::Ready(Err(StoreError::Js(e))),
             };
         }

@@ -62,18 +62,67 @@ impl std::error::Error for StoreError {}
 pub type StoreResult<T> = Result<T, StoreError>;
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = StoreResult<T>> + Send + 'static>>;
 
-/// The outcome of a store operation: settled now, or settling later.
+/// The outcome of a store operation: settled now, settling later on Tokio,
+/// or settling later on the JS thread.
 pub enum Op<T> {
     Ready(StoreResult<T>),
     Pending(StoreFuture<T>),
+    /// A promise a JS store method returned to a call made on the JS thread.
+    /// It is checked there, in a `then` callback: no thread hop, no Tokio.
+    Js(JsPending<T>),
 }
 
 impl<T: Send + 'static> Op<T> {
-    /// Wait for the outcome, whichever kind it is.
+    /// Wait for the outcome of a `Ready` or `Pending` operation.
     pub async fn settle(self) -> StoreResult<T> {
         match self {
             Op::Ready(result) => result,
             Op::Pending(future) => future.await,
+            // Only made on the JS thread and handed straight back to JS there.
+            Op::Js(_) => Err(StoreError::Type(
+                "a JS store's promise can only be settled on the JS thread".to_owned(),
+            )),
+        }
+    }
+}
+
+/// What a JS store method produced, before it is checked against what the
+/// method should return.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reply {
+    Bool(bool),
+    Number(f64),
+    Nullish,
+    Other(&'static str),
+}
+
+/// A JS value, valid only during the napi call on the JS thread that made it.
+pub struct JsValueRef(pub *mut std::ffi::c_void);
+
+// Never dereferenced off the JS thread: an `Op::Js` is returned to JS within
+// the same call that produced it.
+unsafe impl Send for JsValueRef {}
+
+/// A JS store's promise and what to do with its outcome.
+pub struct JsPending<T> {
+    pub promise: JsValueRef,
+    /// Turns the resolved value into the operation's result.
+    pub finish: Box<dyn FnOnce(Reply) -> StoreResult<T> + Send>,
+    /// Runs if the promise rejects; the rejection itself reaches the caller unchanged.
+    pub on_reject: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl<T: 'static> JsPending<T> {
+    /// The same promise, with `f` applied to its result (success or failure of `finish`).
+    pub fn map<U>(
+        self,
+        f: impl FnOnce(StoreResult<T>) -> StoreResult<U> + Send + 'static,
+    ) -> JsPending<U> {
+        let finish = self.finish;
+        JsPending {
+            promise: self.promise,
+            finish: Box::new(move |reply| f(finish(reply))),
+            on_reject: self.on_reject,
         }
     }
 }
