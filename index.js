@@ -16,6 +16,7 @@ const native = require('./binding.js')
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } =
   native.limits()
 const STORE_METHODS = ['acquire', 'release', 'extend', 'isLocked', 'remainingTime']
+const REMAINING_TIME = STORE_METHODS.indexOf('remainingTime')
 
 /* ------------------------------ argument checks ----------------------------- */
 
@@ -239,7 +240,40 @@ function jsStoreHandle(store) {
       const returned = store[m](...args)
       return isThenable(returned) && !isPromise(returned) ? Promise.resolve(returned) : returned
     }
-    handle = native.createJsStore(...STORE_METHODS.map(bridge))
+    // A promise a method returned is settled here on the JS thread, its value
+    // checked by the addon (checkReply). `key` and `owner` come with an
+    // acquire: if it fails, the token it may have left is given back (safe:
+    // a release only deletes its own token).
+    const giveBack = (key, owner) => {
+      try {
+        const released = native.release(handle, key, owner)
+        if (isThenable(released)) released.then(undefined, () => {})
+      } catch {}
+    }
+    const settle = (promise, method, key, owner) =>
+      promise.then(
+        (value) => {
+          // The well-formed answers pass straight through; anything else goes
+          // to the addon, which says what was wrong.
+          if (method === REMAINING_TIME) {
+            if (value == null) return null
+            if (typeof value === 'number' && Number.isFinite(value)) return value
+          } else if (typeof value === 'boolean') {
+            return owner === undefined ? value : value ? owner : null
+          }
+          try {
+            return native.checkReply(method, value, owner)
+          } catch (error) {
+            if (owner !== undefined) giveBack(key, owner)
+            throw error
+          }
+        },
+        (error) => {
+          if (owner !== undefined) giveBack(key, owner)
+          throw error
+        },
+      )
+    handle = native.createJsStore(...STORE_METHODS.map(bridge), settle)
     jsHandles.set(store, handle)
   }
   return handle

@@ -12,9 +12,9 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::lock;
-use crate::store::js::{JsMethod, JsStore};
+use crate::store::js::{self, Checked, JsMethod, JsSettle, JsStore};
 use crate::store::redis::OnReleased;
-use crate::store::{JsPending, LockStore, MemoryStore, Op, RedisOptions, RedisStore, Reply, StoreError};
+use crate::store::{LockStore, MemoryStore, Op, RedisOptions, RedisStore, Reply, StoreError};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 
 /// A store as JS holds it: an opaque handle inside the store object.
@@ -27,7 +27,7 @@ pub struct StoreHandle {
 enum Kind {
     Memory(Arc<MemoryStore>),
     Redis(Arc<RedisStore>),
-    Js,
+    Js(Arc<JsStore>),
 }
 
 type Handle = External<StoreHandle>;
@@ -35,7 +35,7 @@ type Handle = External<StoreHandle>;
 /// A value now, or a promise of it.
 type Settled<'env, T> = Either<T, PromiseRaw<'env, T>>;
 
-fn to_js<'env, T>(env: &'env Env, op: Op<T>) -> Result<Settled<'env, T>>
+fn to_js<'env, T>(env: &'env Env, handle: &StoreHandle, op: Op<T>) -> Result<Settled<'env, T>>
 where
     T: ToNapiValue + Send + 'static,
 {
@@ -49,43 +49,13 @@ where
                 result.map_err(|e| js_error(env, e))
             })
             .map(Either::B),
-        Op::Js(pending) => settle_on_js_thread(env, pending).map(Either::B),
-    }
-}
-
-/// A JS store's promise, checked in `then` callbacks on the JS thread: the
-/// value by `finish`, a rejection passed through as it is (after `on_reject`).
-fn settle_on_js_thread<'env, T>(env: &'env Env, pending: JsPending<T>) -> Result<PromiseRaw<'env, T>>
-where
-    T: ToNapiValue + Send + 'static,
-{
-    let promise = PromiseRaw::<Reply>::new(env.raw(), pending.promise.0.cast());
-    if let Some(on_reject) = pending.on_reject {
-        // A branch of its own, handled here, so it never becomes an unhandled rejection.
-        promise.catch(move |_: CallbackContext<Unknown>| {
-            on_reject();
-            Ok(())
-        })?;
-    }
-    let finish = pending.finish;
-    // A failed check becomes a rejected promise for `then` to adopt: an error
-    // returned from the callback would reach JS rebuilt as a plain `Error`.
-    let settled = promise.then(move |ctx| match finish(ctx.value) {
-        Ok(value) => Ok(Either::A(value)),
-        Err(e) => {
-            let rejected = PromiseRaw::<()>::reject(&ctx.env, js_error(&ctx.env, e))?;
-            Ok(Either::B(RawValue(rejected.raw())))
-        }
-    })?;
-    Ok(PromiseRaw::new(env.raw(), settled.raw()))
-}
-
-/// A JS value already made, handed back as it is.
-struct RawValue(napi::sys::napi_value);
-
-impl ToNapiValue for RawValue {
-    unsafe fn to_napi_value(_: napi::sys::napi_env, value: Self) -> Result<napi::sys::napi_value> {
-        Ok(value.0)
+        Op::Js(pending) => match &handle.kind {
+            Kind::Js(js) => Ok(Either::B(PromiseRaw::new(env.raw(), js.settle(env, pending)?))),
+            Kind::Memory(_) | Kind::Redis(_) => Err(Error::new(
+                Status::GenericFailure,
+                "a native store returned a JS promise",
+            )),
+        },
     }
 }
 
@@ -195,13 +165,31 @@ pub fn create_js_store(
     extend: JsMethod<'_>,
     is_locked: JsMethod<'_>,
     remaining_time: JsMethod<'_>,
+    settle: JsSettle<'_>,
 ) -> Result<Handle> {
-    lock::set_spawner(|task| drop(napi::bindgen_prelude::spawn(task)));
     let methods = [acquire, release, extend, is_locked, remaining_time];
+    let js = Arc::new(JsStore::new(env, methods, settle)?);
     Ok(External::new(StoreHandle {
-        store: Arc::new(JsStore::new(env, methods)?),
-        kind: Kind::Js,
+        store: js.clone(),
+        kind: Kind::Js(js),
     }))
+}
+
+/// The check of a JS store's resolved value, for the JS layer's settle
+/// function: the value as the lock sees it, or a `TypeError` naming the method.
+#[napi]
+pub fn check_reply(
+    env: &Env,
+    method: u32,
+    reply: Reply,
+    owner: Option<String>,
+) -> Result<Either3<bool, Option<String>, Option<f64>>> {
+    match js::check_reply(method, reply, owner) {
+        Ok(Checked::Bool(b)) => Ok(Either3::A(b)),
+        Ok(Checked::Owner(owner)) => Ok(Either3::B(owner)),
+        Ok(Checked::Ms(ms)) => Ok(Either3::C(ms)),
+        Err(message) => Err(new_error(env, true, None, &message)),
+    }
 }
 
 /// Entries a memory store keeps, counting expired ones not yet swept.
@@ -209,7 +197,7 @@ pub fn create_js_store(
 pub fn memory_store_size(handle: &Handle) -> u32 {
     let len = match &handle.kind {
         Kind::Memory(memory) => memory.len(),
-        Kind::Redis(_) | Kind::Js => 0,
+        Kind::Redis(_) | Kind::Js(_) => 0,
     };
     u32::try_from(len).unwrap_or(u32::MAX)
 }
@@ -222,7 +210,7 @@ pub fn acquire<'env>(
     key: String,
     ttl_ms: f64,
 ) -> Result<Settled<'env, Option<String>>> {
-    to_js(env, lock::acquire(&handle.store, &key, ttl_ms))
+    to_js(env, handle, lock::acquire(&handle.store, &key, ttl_ms))
 }
 
 /// The store's own `acquire(key, owner, ttlMs)`, for a store used directly.
@@ -234,7 +222,7 @@ pub fn store_acquire<'env>(
     owner: String,
     ttl_ms: f64,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, handle.store.acquire(&key, &owner, ttl_ms))
+    to_js(env, handle, handle.store.acquire(&key, &owner, ttl_ms))
 }
 
 #[napi]
@@ -244,7 +232,7 @@ pub fn release<'env>(
     key: String,
     owner: String,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, handle.store.release(&key, &owner))
+    to_js(env, handle, handle.store.release(&key, &owner))
 }
 
 #[napi]
@@ -255,7 +243,7 @@ pub fn extend<'env>(
     owner: String,
     ttl_ms: f64,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, handle.store.extend(&key, &owner, ttl_ms))
+    to_js(env, handle, handle.store.extend(&key, &owner, ttl_ms))
 }
 
 #[napi]
@@ -264,7 +252,7 @@ pub fn is_locked<'env>(
     handle: &Handle,
     key: String,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, handle.store.is_locked(&key))
+    to_js(env, handle, handle.store.is_locked(&key))
 }
 
 #[napi]
@@ -273,7 +261,7 @@ pub fn remaining_time<'env>(
     handle: &Handle,
     key: String,
 ) -> Result<Settled<'env, Option<f64>>> {
-    to_js(env, handle.store.remaining_time(&key))
+    to_js(env, handle, handle.store.remaining_time(&key))
 }
 
 /// Whether `owner` holds `key`; null when the store can only say whether anyone does.
@@ -287,7 +275,7 @@ pub fn holds<'env>(
     handle
         .store
         .holds(&key, &owner)
-        .map(|op| to_js(env, op))
+        .map(|op| to_js(env, handle, op))
         .transpose()
 }
 

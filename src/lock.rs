@@ -33,22 +33,8 @@ pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<
     match store.acquire(key, &owner, ttl_ms) {
         Op::Ready(Ok(true)) => Op::Ready(Ok(Some(owner))),
         Op::Ready(Ok(false)) => Op::Ready(Ok(None)),
-        Op::Js(pending) => {
-            let (store_r, key_r, owner_r) = (Arc::clone(store), key.to_owned(), owner.clone());
-            let (store, key) = (Arc::clone(store), key.to_owned());
-            let mut pending = pending.map(move |result| match result {
-                Ok(true) => Ok(Some(owner)),
-                Ok(false) => Ok(None),
-                Err(e) => {
-                    give_back_in_background(store, key, owner);
-                    Err(e)
-                }
-            });
-            pending.on_reject = Some(Box::new(move || {
-                give_back_in_background(store_r, key_r, owner_r)
-            }));
-            Op::Js(pending)
-        }
+        // Settled (and, if it fails, given back) on the JS thread.
+        Op::Js(pending) => Op::Js(pending.taking(key.to_owned(), owner)),
         attempt => {
             let store = Arc::clone(store);
             let key = key.to_owned();
@@ -70,30 +56,13 @@ pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<
 /// (a timeout after the write landed, a reply of the wrong type). Releasing it
 /// is always safe, since release only deletes our own token, and it keeps a
 /// lock nobody will ever use from blocking others until its TTL. The caller
-/// gets the error at once; the release finishes on its own.
+/// gets the error at once; the release finishes on its own. (This runs on
+/// Tokio; a JS store's promise that fails on the JS thread is given back there,
+/// by the JS layer's settle function.)
 fn give_back_in_background(store: Arc<dyn LockStore>, key: String, owner: String) {
-    let release = Box::pin(async move {
+    tokio::spawn(async move {
         let _ = store.release(&key, &owner).settle().await;
     });
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => drop(runtime.spawn(release)),
-        // On the JS thread, outside any runtime: the addon's runtime takes it.
-        Err(_) => {
-            if let Some(spawn) = SPAWN.get() {
-                spawn(release);
-            }
-        }
-    }
-}
-
-/// A detached task for the runtime the addon runs on.
-pub type Task = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
-
-static SPAWN: std::sync::OnceLock<fn(Task)> = std::sync::OnceLock::new();
-
-/// Where work started outside a Tokio context runs (set once by the napi layer).
-pub fn set_spawner(spawn: fn(Task)) {
-    let _ = SPAWN.set(spawn);
 }
 
 /// What `serialize()` writes and `restoreLock()` reads: the format of the

@@ -138,7 +138,47 @@ struct Method {
     direct: FunctionRef<Call, Direct>,
     threadsafe: Arc<Threadsafe>,
     name: &'static str,
+    index: u32,
 }
+
+/// A JS value as it is, in or out of a call.
+pub struct Raw(pub sys::napi_value);
+
+impl FromNapiValue for Raw {
+    unsafe fn from_napi_value(_: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        Ok(Raw(value))
+    }
+}
+
+impl ToNapiValue for Raw {
+    unsafe fn to_napi_value(_: sys::napi_env, value: Self) -> Result<sys::napi_value> {
+        Ok(value.0)
+    }
+}
+
+/// The arguments of the JS layer's `settle(promise, method, key, owner)`.
+pub struct SettleArgs {
+    promise: sys::napi_value,
+    method: u32,
+    taken: Option<(String, String)>,
+}
+
+impl JsValuesTupleIntoVec for SettleArgs {
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    fn into_vec(self, env: sys::napi_env) -> Result<Vec<sys::napi_value>> {
+        let mut args = vec![self.promise, unsafe { u32::to_napi_value(env, self.method)? }];
+        if let Some((key, owner)) = self.taken {
+            unsafe {
+                args.push(String::to_napi_value(env, key)?);
+                args.push(String::to_napi_value(env, owner)?);
+            }
+        }
+        Ok(args)
+    }
+}
+
+/// The JS layer's function that checks a store's promise when it settles.
+pub type JsSettle<'a> = Function<'a, SettleArgs, Raw>;
 
 /// The environment the store's functions live in, and the thread that runs it.
 struct Home {
@@ -153,6 +193,7 @@ unsafe impl Sync for Home {}
 
 pub struct JsStore {
     home: Home,
+    settle: FunctionRef<SettleArgs, Raw>,
     acquire: Method,
     release: Method,
     extend: Method,
@@ -166,9 +207,9 @@ pub type JsMethod<'a> = Function<'a, Call, Direct>;
 const NAMES: [&str; 5] = ["acquire", "release", "extend", "isLocked", "remainingTime"];
 
 impl JsStore {
-    pub fn new(env: &Env, methods: [JsMethod<'_>; 5]) -> Result<Self> {
+    pub fn new(env: &Env, methods: [JsMethod<'_>; 5], settle: JsSettle<'_>) -> Result<Self> {
         let mut built = Vec::with_capacity(5);
-        for (f, name) in methods.into_iter().zip(NAMES) {
+        for (index, (f, name)) in (0..).zip(methods.into_iter().zip(NAMES)) {
             // Off the JS thread, a reply can only come back awaited, as Rust values.
             let awaited: Function<'_, Call, Returned> =
                 unsafe { Function::from_napi_value(env.raw(), f.raw())? };
@@ -181,6 +222,7 @@ impl JsStore {
                 direct: f.create_ref()?,
                 threadsafe: Arc::new(threadsafe),
                 name,
+                index,
             });
         }
         let mut built = built.into_iter();
@@ -194,6 +236,7 @@ impl JsStore {
                 env: env.raw(),
                 thread: thread::current().id(),
             },
+            settle: settle.create_ref()?,
             acquire: next()?,
             release: next()?,
             extend: next()?,
@@ -224,11 +267,7 @@ impl JsStore {
             let returned = method.direct.borrow_back(&env).and_then(|f| f.call(args));
             return match returned {
                 Ok(Direct::Value(value)) => Op::Ready(check(value)),
-                Ok(Direct::Promise(promise)) => Op::Js(JsPending {
-                    promise,
-                    finish: Box::new(check),
-                    on_reject: None,
-                }),
+                Ok(Direct::Promise(promise)) => Op::Js(JsPending::new(promise, method.index)),
                 Err(e) => Op::Ready(Err(StoreError::Js(e))),
             };
         }
@@ -243,6 +282,46 @@ impl JsStore {
             check(reply)
         }))
     }
+}
+
+impl JsStore {
+    /// Hand a store's promise to the JS layer's settle function, which checks
+    /// its value with [`check_reply`] when it resolves; returns the promise of
+    /// the checked value. Only on the JS thread, within the call that made it.
+    pub fn settle<T>(&self, env: &Env, pending: JsPending<T>) -> Result<sys::napi_value> {
+        let args = SettleArgs {
+            promise: pending.promise.0.cast(),
+            method: pending.method,
+            taken: pending.taken,
+        };
+        Ok(self.settle.borrow_back(env)?.call(args)?.0)
+    }
+}
+
+/// What a store method's resolved value means, or the `TypeError` message
+/// naming the method. For an `acquire` made for `owner`, the owner or null.
+pub enum Checked {
+    Bool(bool),
+    Owner(Option<String>),
+    Ms(Option<f64>),
+}
+
+pub fn check_reply(method: u32, reply: Reply, owner: Option<String>) -> std::result::Result<Checked, String> {
+    let name = NAMES.get(method as usize).copied().unwrap_or("method");
+    let wrong = |expected: &str, got: Reply| {
+        format!(
+            "LockStore.{name}() must return {expected} (or a promise of one), but it gave {}",
+            shown(got)
+        )
+    };
+    if method == 4 {
+        return milliseconds(reply).map(Checked::Ms).map_err(|got| wrong("a number or null", got));
+    }
+    let taken = boolean(reply).map_err(|got| wrong("a boolean", got))?;
+    Ok(match owner {
+        Some(owner) if method == 0 => Checked::Owner(taken.then_some(owner)),
+        _ => Checked::Bool(taken),
+    })
 }
 
 fn boolean(reply: Reply) -> std::result::Result<bool, Reply> {

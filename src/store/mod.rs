@@ -103,26 +103,34 @@ pub struct JsValueRef(pub *mut std::ffi::c_void);
 // the same call that produced it.
 unsafe impl Send for JsValueRef {}
 
-/// A JS store's promise and what to do with its outcome.
+/// A JS store's promise, to be checked on the JS thread when it settles. For
+/// an `acquire`, `taken` is the key and owner tried: the promise then yields the
+/// owner (or null), and a failure gives the token back.
 pub struct JsPending<T> {
     pub promise: JsValueRef,
-    /// Turns the resolved value into the operation's result.
-    pub finish: Box<dyn FnOnce(Reply) -> StoreResult<T> + Send>,
-    /// Runs if the promise rejects; the rejection itself reaches the caller unchanged.
-    pub on_reject: Option<Box<dyn FnOnce() + Send>>,
+    /// Which `LockStore` method returned it, in the interface's order.
+    pub method: u32,
+    pub taken: Option<(String, String)>,
+    _yields: std::marker::PhantomData<fn() -> T>,
 }
 
-impl<T: 'static> JsPending<T> {
-    /// The same promise, with `f` applied to its result (success or failure of `finish`).
-    pub fn map<U>(
-        self,
-        f: impl FnOnce(StoreResult<T>) -> StoreResult<U> + Send + 'static,
-    ) -> JsPending<U> {
-        let finish = self.finish;
+impl<T> JsPending<T> {
+    pub fn new(promise: JsValueRef, method: u32) -> Self {
+        JsPending {
+            promise,
+            method,
+            taken: None,
+            _yields: std::marker::PhantomData,
+        }
+    }
+
+    /// The same promise, as an acquisition of `key` for `owner`.
+    pub fn taking<U>(self, key: String, owner: String) -> JsPending<U> {
         JsPending {
             promise: self.promise,
-            finish: Box::new(move |reply| f(finish(reply))),
-            on_reject: self.on_reject,
+            method: self.method,
+            taken: Some((key, owner)),
+            _yields: std::marker::PhantomData,
         }
     }
 }
