@@ -72,6 +72,8 @@ function checkStore(where, store) {
   }
 }
 
+const noop = () => {}
+
 /** A native call's result: a value, or a promise of one. */
 const isThenable = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function'
 
@@ -444,18 +446,23 @@ class Lock {
     if (typeof fn !== 'function') throw new TypeError(`Lock.run: fn must be a function, got ${describe(fn)}`)
     // The owner this call took is the one it gives back, even if the handle is
     // reused meanwhile: a second acquisition on the same handle after this
-    // one's TTL ran out must not be released by this call.
-    const owner = await this.#take(options)
+    // one's TTL ran out must not be released by this call. (The store calls
+    // are awaited only when they return a promise: the in-memory path pays no
+    // extra turns of the microtask queue.)
+    let owner = this.#take(options)
+    if (isThenable(owner)) owner = await owner
     if (owner === null) return [false, undefined]
     let result
     try {
       result = await fn(this)
     } catch (error) {
-      await this.#giveBackQuietly(owner, true)
+      const giving = this.#giveBackQuietly(owner, true)
+      if (giving !== undefined) await giving
       throw error
     }
     // fn has run: its result is not thrown away because the release failed.
-    await this.#giveBackQuietly(owner, false)
+    const giving = this.#giveBackQuietly(owner, false)
+    if (giving !== undefined) await giving
     return [true, result]
   }
 
@@ -512,36 +519,58 @@ class Lock {
     return JSON.stringify({ key: this.#key, ttlMs: this.#ttlMs, owner: this.#owner ?? undefined })
   }
 
-  /** Acquire for a fresh owner; resolves to it, or null if the lock stayed held. */
-  async #take(options) {
+  /**
+   * Acquire for a fresh owner: the owner, or null if the lock stayed held;
+   * or a promise of that when the store (or the wait) has to be awaited.
+   */
+  #take(options) {
     const [timeout, retryDelay] = readOptions('Lock.acquire', options)
-    let owner = null
     // With waiters queued in this thread, a newcomer queues behind them.
-    if (waitersOf(this.#handle, this.#key) === undefined) {
-      owner = native.acquire(this.#handle, this.#key, this.#ttlMs)
-      if (isThenable(owner)) owner = await owner
-    }
-    if (owner === null && timeout > 0) owner = await enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay)
-    if (owner !== null) {
-      this.#owner = owner
-      this.#lost = false
-    }
+    if (waitersOf(this.#handle, this.#key) !== undefined) return this.#wait(timeout, retryDelay)
+    const owner = native.acquire(this.#handle, this.#key, this.#ttlMs)
+    if (isThenable(owner)) return owner.then((o) => (o === null ? this.#wait(timeout, retryDelay) : this.#took(o)))
+    return owner === null ? this.#wait(timeout, retryDelay) : this.#took(owner)
+  }
+
+  #wait(timeout, retryDelay) {
+    if (timeout === 0) return null
+    return enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay).then((o) => (o === null ? null : this.#took(o)))
+  }
+
+  #took(owner) {
+    this.#owner = owner
+    this.#lost = false
     return owner
   }
 
-  async #giveBack(owner) {
+  /** Give back `owner`'s hold: whether the store released it, now or as a promise. */
+  #giveBack(owner) {
     // Cleared before the store call, so a second release() racing this one
     // returns false instead of sending a second delete.
     if (this.#owner === owner) this.#owner = null
     let released
     try {
       released = native.release(this.#handle, this.#key, owner)
-      if (isThenable(released)) released = await released
     } catch (error) {
-      // The store did not answer: we may still hold it, so a retry must be possible.
-      if (this.#owner === null) this.#owner = owner
+      this.#stillHeld(owner)
       throw error
     }
+    if (!isThenable(released)) return this.#released(released)
+    return released.then(
+      (r) => this.#released(r),
+      (error) => {
+        this.#stillHeld(owner)
+        throw error
+      },
+    )
+  }
+
+  /** The store did not answer: we may still hold it, so a retry must be possible. */
+  #stillHeld(owner) {
+    if (this.#owner === null) this.#owner = owner
+  }
+
+  #released(released) {
     if (released) wake(this.#handle, this.#key)
     else if (this.#owner === null) this.#lost = true
     return released
@@ -550,19 +579,26 @@ class Lock {
   /**
    * run()'s release: a failure here must not replace the callback's outcome
    * (its error, or its result once it has run), so it becomes a process
-   * warning; the lock then lapses at its TTL.
+   * warning; the lock then lapses at its TTL. Returns undefined, or a promise
+   * that never rejects.
    */
-  async #giveBackQuietly(owner, fnFailed) {
+  #giveBackQuietly(owner, fnFailed) {
+    let released
     try {
-      await this.#giveBack(owner)
+      released = this.#giveBack(owner)
     } catch (releaseError) {
-      const outcome = fnFailed ? 'the callback error is the one thrown' : 'its result is returned'
-      process.emitWarning(
-        `Lock "${this.#key.slice(0, 200)}": release after run() failed (${inspect(releaseError)}); ` +
-          `${outcome}, and the lock stays held until its TTL passes.`,
-        { type: 'LockReleaseWarning' },
-      )
+      return this.#warnRelease(releaseError, fnFailed)
     }
+    if (isThenable(released)) return released.then(noop, (releaseError) => this.#warnRelease(releaseError, fnFailed))
+  }
+
+  #warnRelease(releaseError, fnFailed) {
+    const outcome = fnFailed ? 'the callback error is the one thrown' : 'its result is returned'
+    process.emitWarning(
+      `Lock "${this.#key.slice(0, 200)}": release after run() failed (${inspect(releaseError)}); ` +
+        `${outcome}, and the lock stays held until its TTL passes.`,
+      { type: 'LockReleaseWarning' },
+    )
   }
 
   #markLost(owner) {

@@ -15,7 +15,69 @@ use crate::lock;
 use crate::store::js::{self, Checked, JsMethod, JsSettle, JsStore};
 use crate::store::redis::OnReleased;
 use crate::store::{LockStore, MemoryStore, Op, RedisOptions, RedisStore, Reply, StoreError};
+use crate::text::{self, SmallStr};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+
+// Keys and owners cross as `SmallStr`: one copy into a buffer on the stack
+// (or the heap, past `INLINE` bytes) instead of napi's measure-then-allocate.
+impl TypeName for SmallStr {
+    fn type_name() -> &'static str {
+        "string"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::String
+    }
+}
+
+impl ValidateNapiValue for SmallStr {}
+
+impl FromNapiValue for SmallStr {
+    unsafe fn from_napi_value(
+        env: napi::sys::napi_env,
+        value: napi::sys::napi_value,
+    ) -> Result<Self> {
+        let mut buf = [0u8; text::INLINE + 4];
+        let mut len = 0;
+        check_status!(unsafe {
+            napi::sys::napi_get_value_string_utf8(
+                env,
+                value,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut len,
+            )
+        })?;
+        // napi stops short of a character that does not fit (at most 4 bytes),
+        // so a copy this short is the whole string.
+        if len + 4 < buf.len() {
+            if let Some(small) = SmallStr::from_utf8(&buf[..len]) {
+                return Ok(small);
+            }
+        }
+        Ok(SmallStr::from(unsafe {
+            String::from_napi_value(env, value)?
+        }))
+    }
+}
+
+impl ToNapiValue for SmallStr {
+    unsafe fn to_napi_value(
+        env: napi::sys::napi_env,
+        value: Self,
+    ) -> Result<napi::sys::napi_value> {
+        let mut out = std::ptr::null_mut();
+        let text = value.as_str();
+        // Owner tokens are ASCII: Latin-1 is the cheaper way for V8 to take them.
+        let create = if text.is_ascii() {
+            napi::sys::napi_create_string_latin1
+        } else {
+            napi::sys::napi_create_string_utf8
+        };
+        check_status!(unsafe { create(env, text.as_ptr().cast(), text.len() as isize, &mut out) })?;
+        Ok(out)
+    }
+}
 
 /// A store as JS holds it: an opaque handle inside the store object.
 pub struct StoreHandle {
@@ -50,7 +112,10 @@ where
             })
             .map(Either::B),
         Op::Js(pending) => match &handle.kind {
-            Kind::Js(js) => Ok(Either::B(PromiseRaw::new(env.raw(), js.settle(env, pending)?))),
+            Kind::Js(js) => Ok(Either::B(PromiseRaw::new(
+                env.raw(),
+                js.settle(env, pending)?,
+            ))),
             Kind::Memory(_) | Kind::Redis(_) => Err(Error::new(
                 Status::GenericFailure,
                 "a native store returned a JS promise",
@@ -207,9 +272,9 @@ pub fn memory_store_size(handle: &Handle) -> u32 {
 pub fn acquire<'env>(
     env: &'env Env,
     handle: &Handle,
-    key: String,
+    key: SmallStr,
     ttl_ms: f64,
-) -> Result<Settled<'env, Option<String>>> {
+) -> Result<Settled<'env, Option<SmallStr>>> {
     to_js(env, handle, lock::acquire(&handle.store, &key, ttl_ms))
 }
 
@@ -229,8 +294,8 @@ pub fn store_acquire<'env>(
 pub fn release<'env>(
     env: &'env Env,
     handle: &Handle,
-    key: String,
-    owner: String,
+    key: SmallStr,
+    owner: SmallStr,
 ) -> Result<Settled<'env, bool>> {
     to_js(env, handle, handle.store.release(&key, &owner))
 }

@@ -26,3 +26,4 @@ mod binding;
 pub mod lock;
 pub mod owner;
 pub mod store;
+pub mod text;

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::owner;
 use crate::store::{LockStore, Op};
+use crate::text::SmallStr;
 
 /// The default TTL of `lock(key)`: 30 s.
 pub const DEFAULT_TTL_MS: f64 = 30_000.0;
@@ -28,13 +29,13 @@ pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
 
 /// Try once to take `key` for a fresh owner. Resolves to the owner token when
 /// acquired, `None` when the lock is held.
-pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<String>> {
+pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<SmallStr>> {
     let owner = owner::mint();
     match store.acquire(key, &owner, ttl_ms) {
         Op::Ready(Ok(true)) => Op::Ready(Ok(Some(owner))),
         Op::Ready(Ok(false)) => Op::Ready(Ok(None)),
         // Settled (and, if it fails, given back) on the JS thread.
-        Op::Js(pending) => Op::Js(pending.taking(key.to_owned(), owner)),
+        Op::Js(pending) => Op::Js(pending.taking(key.to_owned(), owner.to_string())),
         attempt => {
             let store = Arc::clone(store);
             let key = key.to_owned();
@@ -59,7 +60,7 @@ pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<
 /// gets the error at once; the release finishes on its own. (This runs on
 /// Tokio; a JS store's promise that fails on the JS thread is given back there,
 /// by the JS layer's settle function.)
-fn give_back_in_background(store: Arc<dyn LockStore>, key: String, owner: String) {
+fn give_back_in_background(store: Arc<dyn LockStore>, key: String, owner: SmallStr) {
     tokio::spawn(async move {
         let _ = store.release(&key, &owner).settle().await;
     });

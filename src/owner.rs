@@ -10,13 +10,15 @@
 
 use rand::Rng;
 
+use crate::text::SmallStr;
+
 /// Length of a minted token: `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`.
 pub const OWNER_LEN: usize = 36;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// A fresh random owner token.
-pub fn mint() -> String {
+pub fn mint() -> SmallStr {
     let mut bytes: [u8; 16] = rand::rng().random();
     // RFC 9562 version 4 (random) and variant 10xx: 6 fixed bits, 122 random.
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
@@ -33,8 +35,8 @@ pub fn mint() -> String {
         out[at + 1] = HEX[usize::from(byte & 0x0f)];
         at += 2;
     }
-    // Every byte written above is ASCII.
-    out.iter().map(|&b| char::from(b)).collect()
+    // Every byte written above is ASCII, so this is valid UTF-8.
+    SmallStr::from_utf8(&out).unwrap_or_else(|| SmallStr::from(""))
 }
 
 #[cfg(test)]
@@ -60,7 +62,7 @@ mod tests {
 
     #[test]
     fn tokens_do_not_repeat() {
-        let seen: HashSet<String> = (0..100_000).map(|_| mint()).collect();
+        let seen: HashSet<String> = (0..100_000).map(|_| mint().to_string()).collect();
         assert_eq!(seen.len(), 100_000);
     }
 

@@ -166,7 +166,9 @@ pub struct SettleArgs {
 impl JsValuesTupleIntoVec for SettleArgs {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn into_vec(self, env: sys::napi_env) -> Result<Vec<sys::napi_value>> {
-        let mut args = vec![self.promise, unsafe { u32::to_napi_value(env, self.method)? }];
+        let mut args = vec![self.promise, unsafe {
+            u32::to_napi_value(env, self.method)?
+        }];
         if let Some((key, owner)) = self.taken {
             unsafe {
                 args.push(String::to_napi_value(env, key)?);
@@ -306,7 +308,11 @@ pub enum Checked {
     Ms(Option<f64>),
 }
 
-pub fn check_reply(method: u32, reply: Reply, owner: Option<String>) -> std::result::Result<Checked, String> {
+pub fn check_reply(
+    method: u32,
+    reply: Reply,
+    owner: Option<String>,
+) -> std::result::Result<Checked, String> {
     let name = NAMES.get(method as usize).copied().unwrap_or("method");
     let wrong = |expected: &str, got: Reply| {
         format!(
@@ -315,7 +321,9 @@ pub fn check_reply(method: u32, reply: Reply, owner: Option<String>) -> std::res
         )
     };
     if method == 4 {
-        return milliseconds(reply).map(Checked::Ms).map_err(|got| wrong("a number or null", got));
+        return milliseconds(reply)
+            .map(Checked::Ms)
+            .map_err(|got| wrong("a number or null", got));
     }
     let taken = boolean(reply).map_err(|got| wrong("a boolean", got))?;
     Ok(match owner {

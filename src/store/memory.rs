@@ -7,6 +7,8 @@
 //! up.
 
 use std::collections::HashMap;
+
+use crate::text::SmallStr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -22,7 +24,7 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 const SWEEP_MIN_LEN: usize = 1024;
 
 struct Entry {
-    owner: Box<str>,
+    owner: SmallStr,
     expires_at: Instant,
 }
 
@@ -43,7 +45,7 @@ struct Sweep {
 }
 
 struct Entries {
-    map: HashMap<Box<str>, Entry>,
+    map: HashMap<SmallStr, Entry>,
     sweep: Sweep,
 }
 

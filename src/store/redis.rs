@@ -138,7 +138,10 @@ impl RedisStore {
         let Ok(mut watcher) = self.shared.watcher.lock() else {
             return None;
         };
-        let closed = matches!(self.shared.connection.lock().as_deref(), Ok(Connection::Closed) | Err(_));
+        let closed = matches!(
+            self.shared.connection.lock().as_deref(),
+            Ok(Connection::Closed) | Err(_)
+        );
         if closed {
             return None;
         }
@@ -437,12 +440,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_closed_store_refuses_operations() {
-        let store = RedisStore::new(RedisOptions {
-            url: "redis://127.0.0.1:1".into(),
-            prefix: String::new(),
-            connect_timeout: Duration::from_millis(200),
-            command_timeout: Duration::from_millis(200),
-        }, None)
+        let store = RedisStore::new(
+            RedisOptions {
+                url: "redis://127.0.0.1:1".into(),
+                prefix: String::new(),
+                connect_timeout: Duration::from_millis(200),
+                command_timeout: Duration::from_millis(200),
+            },
+            None,
+        )
         .expect("valid url");
         store.close();
         let err = store.is_locked("k").settle().await.expect_err("closed");
