@@ -314,7 +314,17 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay) {
     if (announcing.has(handle)) native.watchReleases(handle, key, true)
   }
   return new Promise((resolve, reject) => {
-    const waiter = { ttlMs, retryDelay, resolve, reject, trying: false, late: false, poll: undefined, deadline: undefined }
+    const waiter = {
+      ttlMs,
+      retryDelay,
+      resolve,
+      reject,
+      trying: false,
+      again: false,
+      late: false,
+      poll: undefined,
+      deadline: undefined,
+    }
     waiter.deadline = timer(() => giveUp(handle, key, queue, waiter), timeout)
     queue.push(waiter)
     // The attempt just made found the lock held: the first poll can wait.
@@ -340,9 +350,16 @@ function wake(handle, key) {
 
 function tryHead(handle, key, queue) {
   const waiter = queue[0]
-  if (waiter === undefined || waiter.trying) return
+  if (waiter === undefined) return
+  // A wake during an attempt in flight must not be lost: that attempt may
+  // have been answered "held" just before the release.
+  if (waiter.trying) {
+    waiter.again = true
+    return
+  }
   cancel(waiter.poll)
   waiter.trying = true
+  waiter.again = false
   let owner
   try {
     owner = native.acquire(handle, key, waiter.ttlMs)
@@ -365,6 +382,7 @@ function afterTry(handle, key, queue, waiter, owner) {
   if (owner !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(owner), false)
   // Its deadline passed while the attempt was in flight.
   if (waiter.late) return leave(handle, key, queue, waiter, () => waiter.resolve(null), true)
+  if (waiter.again) return tryHead(handle, key, queue)
   waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, waiter.retryDelay))
 }
 

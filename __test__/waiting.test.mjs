@@ -230,3 +230,32 @@ async function eventually(check) {
     }
   }
 }
+
+test("a release that lands while the first waiter's attempt is in flight still wakes it", async () => {
+  // A slow store: acquire looks at the lock, then answers 40 ms later.
+  const held = new Map()
+  setLockStore({
+    async acquire(k, o) {
+      const free = !held.has(k)
+      await sleep(40)
+      if (free && !held.has(k)) held.set(k, o)
+      return free && held.get(k) === o
+    },
+    release: (k, o) => held.get(k) === o && held.delete(k),
+    extend: () => true,
+    isLocked: (k) => held.has(k),
+    remainingTime: () => null,
+  })
+  const holder = lock('slow')
+  await holder.acquire()
+  const first = lock('slow').acquire({ timeout: 30, ...SLOW_POLL })
+  const second = lock('slow').acquire({ timeout: 10_000, ...SLOW_POLL })
+  // `first` times out at 30 ms, so `second` starts an attempt that will answer "held"...
+  assert.equal(await first, false)
+  await sleep(10)
+  // ...and the release arrives while it is in flight.
+  const released = Date.now()
+  await holder.release()
+  assert.equal(await second, true)
+  assert.ok(Date.now() - released < 1_000, `woken ${Date.now() - released} ms after the release`)
+})

@@ -104,6 +104,8 @@ for (let round = 0; round < settings.rounds; round++) {
   process.stderr.write(`round ${round + 1}/${settings.rounds} done (${Math.round((Date.now() - started) / 1000)} s)\n`)
 }
 
+const memory = !pick || pick.includes('m') ? memoryCheck() : null
+
 for (const impl of Object.values(opened)) await impl.close()
 await server.close()
 
@@ -117,7 +119,7 @@ const HEADLINE = {
 const baselineFor = (name) =>
   names.find((n) => IMPLEMENTATIONS[n].baseline && IMPLEMENTATIONS[n].backend === IMPLEMENTATIONS[name].backend)
 
-const report = { date: new Date().toISOString(), machine: machine(), settings, ceiling, scenarios: {} }
+const report = { date: new Date().toISOString(), machine: machine(), settings, ceiling, memory, scenarios: {} }
 for (const [scenario, byName] of Object.entries(results)) {
   const rows = {}
   for (const [name, rounds] of Object.entries(byName)) {
@@ -153,6 +155,13 @@ printTable(report)
 function printTable({ scenarios }) {
   const fmt = (v, digits = 0) => (v === undefined || Number.isNaN(v) ? '' : v.toFixed(digits))
   console.log(`\n${report.date}  ${report.machine}  ${quick ? '(quick)' : ''}`)
+  if (memory) {
+    console.log(
+      `memory: RSS ${memory.start.rss} MB at start, ${memory.afterReleased.rss} MB after 1M keys locked and released, ` +
+        `${memory.whileExpiring.rss} MB with 1M more left to expire, ${memory.afterExpired.rss} MB once they expired ` +
+        `(+${memory.growthMb} MB; ${memory.entriesLeft} entries left)`,
+    )
+  }
   if (ceiling) {
     console.log(`redis-benchmark ceiling (SET NX PX + EVAL): ${fmt(ceiling[1])} cycles/s at 1 client, ${fmt(ceiling[64])} at 64`)
   }
@@ -167,6 +176,16 @@ function printTable({ scenarios }) {
       console.log(`  ${name.padEnd(30)} ${cells.filter(Boolean).join('  ')}`)
     }
   }
+}
+
+/** A million keys locked and released, a million left to expire: resident memory, in a fresh process. */
+function memoryCheck() {
+  const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(new URL('./memory-child.mjs', import.meta.url))], {
+    encoding: 'utf8',
+  })
+  if (r.status !== 0) throw new Error(`memory check failed: ${r.stderr}`)
+  const figures = JSON.parse(r.stdout)
+  return { ...figures, growthMb: figures.afterExpired.rss - figures.start.rss }
 }
 
 function machine() {

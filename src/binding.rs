@@ -380,3 +380,17 @@ pub fn limits() -> Limits {
         default_retry_delay_ms: lock::DEFAULT_RETRY_DELAY_MS,
     }
 }
+
+/// One Tokio worker: a Redis command, the connection task that writes and
+/// reads it, and the callback back to JS then hand over within one thread
+/// instead of waking each other across threads.
+#[napi_derive::module_init]
+fn init() {
+    if let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    {
+        napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
+    }
+}

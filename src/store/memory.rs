@@ -76,12 +76,32 @@ impl Entries {
         self.map.retain(|_, e| e.is_live(now));
         if self.map.capacity() > 4 * self.map.len().max(SWEEP_MIN_LEN) {
             self.map.shrink_to_fit();
+            return_freed_memory();
         }
         self.sweep.earliest_expiry = self.map.values().map(|e| e.expires_at).min();
         self.sweep.last_run = now;
         self.sweep.grow_limit = (2 * self.map.len()).max(SWEEP_MIN_LEN);
     }
 }
+
+/// Give the pages a shrunk map freed back to the system. glibc raises its
+/// mmap threshold after large frees, so a big table that grew and shrank
+/// lives in the heap, where freed pages stay resident until trimmed; a
+/// million keys left to expire would otherwise keep their memory after the
+/// sweep. Only after a shrink, which is rare.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn return_freed_memory() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> std::ffi::c_int;
+    }
+    // SAFETY: malloc_trim only releases free memory; it takes no pointers.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn return_freed_memory() {}
 
 /// TTLs count in whole milliseconds, a fraction rounding up, so even the
 /// smallest positive TTL holds the lock for a moment rather than none.
