@@ -48,10 +48,15 @@ export interface LockStore {
 export interface AcquireOptions {
   /**
    * Give up after this many milliseconds of waiting. A finite number >= 0.
-   * Default: 0, don't wait: fail at once if the lock is held.
+   * Default: 0, don't wait: fail at once if the lock is held. Waiters of one
+   * thread are served in arrival order and woken when the lock is released.
    */
   timeout?: number
-  /** Milliseconds between attempts while waiting. A finite number >= 0. Default: 50. */
+  /**
+   * How often a waiter looks again when no release wakes it (a lock that
+   * lapsed at its TTL, a release another client did not announce), in ms.
+   * A finite number >= 0. Default: 50.
+   */
   retryDelay?: number
 }
 

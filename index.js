@@ -305,7 +305,10 @@ function waitersOf(handle, key) {
   return queues.get(handle)?.get(key)
 }
 
-function enqueue(handle, key, ttlMs, timeout, retryDelay) {
+/** Arrival order: taken when acquire is called, before any store round trip. */
+let nextTicket = 0
+
+function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket) {
   let byKey = queues.get(handle)
   if (byKey === undefined) queues.set(handle, (byKey = new Map()))
   let queue = byKey.get(key)
@@ -315,6 +318,7 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay) {
   }
   return new Promise((resolve, reject) => {
     const waiter = {
+      ticket,
       ttlMs,
       retryDelay,
       resolve,
@@ -326,9 +330,16 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay) {
       deadline: undefined,
     }
     waiter.deadline = timer(() => giveUp(handle, key, queue, waiter), timeout)
-    queue.push(waiter)
+    // Callers whose first attempts were answered out of order still queue in
+    // the order they called (behind a head that is already trying).
+    let at = queue.length
+    while (at > 0 && queue[at - 1].ticket > ticket && !(at === 1 && queue[0].trying)) at--
+    queue.splice(at, 0, waiter)
     // The attempt just made found the lock held: the first poll can wait.
-    if (queue.length === 1) waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, retryDelay))
+    if (queue[0] === waiter) {
+      cancel(queue[1]?.poll)
+      waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, retryDelay))
+    }
   })
 }
 
@@ -543,16 +554,21 @@ class Lock {
    */
   #take(options) {
     const [timeout, retryDelay] = readOptions('Lock.acquire', options)
+    const ticket = nextTicket++
     // With waiters queued in this thread, a newcomer queues behind them.
-    if (waitersOf(this.#handle, this.#key) !== undefined) return this.#wait(timeout, retryDelay)
+    if (waitersOf(this.#handle, this.#key) !== undefined) return this.#wait(timeout, retryDelay, ticket)
     const owner = native.acquire(this.#handle, this.#key, this.#ttlMs)
-    if (isThenable(owner)) return owner.then((o) => (o === null ? this.#wait(timeout, retryDelay) : this.#took(o)))
-    return owner === null ? this.#wait(timeout, retryDelay) : this.#took(owner)
+    if (isThenable(owner)) {
+      return owner.then((o) => (o === null ? this.#wait(timeout, retryDelay, ticket) : this.#took(o)))
+    }
+    return owner === null ? this.#wait(timeout, retryDelay, ticket) : this.#took(owner)
   }
 
-  #wait(timeout, retryDelay) {
+  #wait(timeout, retryDelay, ticket) {
     if (timeout === 0) return null
-    return enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay).then((o) => (o === null ? null : this.#took(o)))
+    return enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay, ticket).then((o) =>
+      o === null ? null : this.#took(o),
+    )
   }
 
   #took(owner) {
