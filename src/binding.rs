@@ -80,7 +80,10 @@ impl ToNapiValue for SmallStr {
 }
 
 /// A store as JS holds it: an opaque handle inside the store object.
+#[repr(C)]
 pub struct StoreHandle {
+    /// Always [`HANDLE_TAG`]; first, so a foreign external can be told apart.
+    tag: u64,
     store: Arc<dyn LockStore>,
     kind: Kind,
 }
@@ -92,7 +95,91 @@ enum Kind {
     Js(Arc<JsStore>),
 }
 
-type Handle = External<StoreHandle>;
+/// A handle made here, on its way to JS: a napi external that owns it.
+pub struct NewHandle(StoreHandle);
+
+/// A handle JS passed in, borrowed for the call. napi-rs's `External`
+/// argument tracks each borrow, which was about a sixth of an in-memory lock
+/// cycle; a plain external read with a tag check is all a handle needs (JS
+/// keeps the external alive while it is an argument).
+pub struct Handle(*const StoreHandle);
+
+/// Marks externals made by this addon, so a foreign one is refused.
+const HANDLE_TAG: u64 = 0x6b65_656c_6c6f_636b;
+
+impl std::ops::Deref for Handle {
+    type Target = StoreHandle;
+    fn deref(&self) -> &StoreHandle {
+        // SAFETY: made from a live external holding a `StoreHandle` (checked
+        // in `from_napi_value`), which its JS object keeps alive during the call.
+        unsafe { &*self.0 }
+    }
+}
+
+unsafe extern "C" fn drop_handle(
+    _env: napi::sys::napi_env,
+    data: *mut std::ffi::c_void,
+    _hint: *mut std::ffi::c_void,
+) {
+    // SAFETY: `data` is the box `NewHandle::to_napi_value` leaked, finalized once.
+    drop(unsafe { Box::from_raw(data.cast::<StoreHandle>()) });
+}
+
+impl ToNapiValue for NewHandle {
+    unsafe fn to_napi_value(
+        env: napi::sys::napi_env,
+        value: Self,
+    ) -> Result<napi::sys::napi_value> {
+        let data = Box::into_raw(Box::new(value.0));
+        let mut out = std::ptr::null_mut();
+        let status = unsafe {
+            napi::sys::napi_create_external(
+                env,
+                data.cast(),
+                Some(drop_handle),
+                std::ptr::null_mut(),
+                &mut out,
+            )
+        };
+        if status != napi::sys::Status::napi_ok {
+            drop(unsafe { Box::from_raw(data) });
+        }
+        check_status!(status, "could not create a store handle")?;
+        Ok(out)
+    }
+}
+
+impl TypeName for Handle {
+    fn type_name() -> &'static str {
+        "StoreHandle"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::External
+    }
+}
+
+impl ValidateNapiValue for Handle {}
+
+impl FromNapiValue for Handle {
+    unsafe fn from_napi_value(
+        env: napi::sys::napi_env,
+        value: napi::sys::napi_value,
+    ) -> Result<Self> {
+        let mut data = std::ptr::null_mut();
+        check_status!(
+            unsafe { napi::sys::napi_get_value_external(env, value, &mut data) },
+            "expected a store handle"
+        )?;
+        let handle = data.cast::<StoreHandle>().cast_const();
+        // SAFETY: every external reaching here came from JS; only ours carry the tag
+        // in their first field, and a foreign one is refused before any other use.
+        if handle.is_null() || unsafe { std::ptr::read(handle.cast::<u64>()) } != HANDLE_TAG {
+            return Err(Error::new(Status::InvalidArg, "expected a store handle"));
+        }
+        Ok(Handle(handle))
+    }
+}
 
 /// A value now, or a promise of it.
 type Settled<'env, T> = Either<T, PromiseRaw<'env, T>>;
@@ -154,9 +241,10 @@ fn new_error(env: &Env, type_error: bool, code: Option<&str>, message: &str) -> 
 }
 
 #[napi]
-pub fn create_memory_store() -> Handle {
+pub fn create_memory_store() -> NewHandle {
     let memory = Arc::new(MemoryStore::new());
-    External::new(StoreHandle {
+    NewHandle(StoreHandle {
+        tag: HANDLE_TAG,
         store: memory.clone(),
         kind: Kind::Memory(memory),
     })
@@ -174,7 +262,7 @@ pub fn create_redis_store(
     connect_timeout_ms: f64,
     command_timeout_ms: f64,
     on_released: Function<'_, String, ()>,
-) -> Result<Handle> {
+) -> Result<NewHandle> {
     // Weak: following releases never keeps the process alive by itself.
     let notify = on_released
         .build_threadsafe_function::<String>()
@@ -196,7 +284,8 @@ pub fn create_redis_store(
     let redis = RedisStore::new(options, Some(on_released))
         .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;
     let redis = Arc::new(redis);
-    Ok(External::new(StoreHandle {
+    Ok(NewHandle(StoreHandle {
+        tag: HANDLE_TAG,
         store: redis.clone(),
         kind: Kind::Redis(redis),
     }))
@@ -205,7 +294,7 @@ pub fn create_redis_store(
 /// Follow (or stop following) releases of `key` announced by other clients;
 /// a no-op for stores that cannot hear them.
 #[napi]
-pub fn watch_releases(handle: &Handle, key: String, on: bool) {
+pub fn watch_releases(handle: Handle, key: String, on: bool) {
     if let Kind::Redis(redis) = &handle.kind {
         if let Some(subscriber) = redis.watch(&key, on) {
             napi::bindgen_prelude::spawn(subscriber);
@@ -215,7 +304,7 @@ pub fn watch_releases(handle: &Handle, key: String, on: bool) {
 
 /// Close a Redis store's connection; later operations fail as closed.
 #[napi]
-pub fn close_redis_store(handle: &Handle) {
+pub fn close_redis_store(handle: Handle) {
     if let Kind::Redis(redis) = &handle.kind {
         redis.close();
     }
@@ -231,10 +320,11 @@ pub fn create_js_store(
     is_locked: JsMethod<'_>,
     remaining_time: JsMethod<'_>,
     settle: JsSettle<'_>,
-) -> Result<Handle> {
+) -> Result<NewHandle> {
     let methods = [acquire, release, extend, is_locked, remaining_time];
     let js = Arc::new(JsStore::new(env, methods, settle)?);
-    Ok(External::new(StoreHandle {
+    Ok(NewHandle(StoreHandle {
+        tag: HANDLE_TAG,
         store: js.clone(),
         kind: Kind::Js(js),
     }))
@@ -259,7 +349,7 @@ pub fn check_reply(
 
 /// Entries a memory store keeps, counting expired ones not yet swept.
 #[napi]
-pub fn memory_store_size(handle: &Handle) -> u32 {
+pub fn memory_store_size(handle: Handle) -> u32 {
     let len = match &handle.kind {
         Kind::Memory(memory) => memory.len(),
         Kind::Redis(_) | Kind::Js(_) => 0,
@@ -271,76 +361,72 @@ pub fn memory_store_size(handle: &Handle) -> u32 {
 #[napi]
 pub fn acquire<'env>(
     env: &'env Env,
-    handle: &Handle,
+    handle: Handle,
     key: SmallStr,
     ttl_ms: f64,
 ) -> Result<Settled<'env, Option<SmallStr>>> {
-    to_js(env, handle, lock::acquire(&handle.store, &key, ttl_ms))
+    to_js(env, &handle, lock::acquire(&handle.store, &key, ttl_ms))
 }
 
 /// The store's own `acquire(key, owner, ttlMs)`, for a store used directly.
 #[napi]
 pub fn store_acquire<'env>(
     env: &'env Env,
-    handle: &Handle,
+    handle: Handle,
     key: String,
     owner: String,
     ttl_ms: f64,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, handle, handle.store.acquire(&key, &owner, ttl_ms))
+    to_js(env, &handle, handle.store.acquire(&key, &owner, ttl_ms))
 }
 
 #[napi]
 pub fn release<'env>(
     env: &'env Env,
-    handle: &Handle,
+    handle: Handle,
     key: SmallStr,
     owner: SmallStr,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, handle, handle.store.release(&key, &owner))
+    to_js(env, &handle, handle.store.release(&key, &owner))
 }
 
 #[napi]
 pub fn extend<'env>(
     env: &'env Env,
-    handle: &Handle,
+    handle: Handle,
     key: String,
     owner: String,
     ttl_ms: f64,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, handle, handle.store.extend(&key, &owner, ttl_ms))
+    to_js(env, &handle, handle.store.extend(&key, &owner, ttl_ms))
 }
 
 #[napi]
-pub fn is_locked<'env>(
-    env: &'env Env,
-    handle: &Handle,
-    key: String,
-) -> Result<Settled<'env, bool>> {
-    to_js(env, handle, handle.store.is_locked(&key))
+pub fn is_locked<'env>(env: &'env Env, handle: Handle, key: String) -> Result<Settled<'env, bool>> {
+    to_js(env, &handle, handle.store.is_locked(&key))
 }
 
 #[napi]
 pub fn remaining_time<'env>(
     env: &'env Env,
-    handle: &Handle,
+    handle: Handle,
     key: String,
 ) -> Result<Settled<'env, Option<f64>>> {
-    to_js(env, handle, handle.store.remaining_time(&key))
+    to_js(env, &handle, handle.store.remaining_time(&key))
 }
 
 /// Whether `owner` holds `key`; null when the store can only say whether anyone does.
 #[napi]
 pub fn holds<'env>(
     env: &'env Env,
-    handle: &Handle,
+    handle: Handle,
     key: String,
     owner: String,
 ) -> Result<Option<Settled<'env, bool>>> {
     handle
         .store
         .holds(&key, &owner)
-        .map(|op| to_js(env, handle, op))
+        .map(|op| to_js(env, &handle, op))
         .transpose()
 }
 

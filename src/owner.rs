@@ -17,9 +17,15 @@ pub const OWNER_LEN: usize = 36;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+thread_local! {
+    // `rand::rng()`'s generator, held once per thread: fetching it for each
+    // token cost a reference-count round trip per lock cycle.
+    static RNG: std::cell::RefCell<rand::rngs::ThreadRng> = std::cell::RefCell::new(rand::rng());
+}
+
 /// A fresh random owner token.
 pub fn mint() -> SmallStr {
-    let mut bytes: [u8; 16] = rand::rng().random();
+    let mut bytes: [u8; 16] = RNG.with(|rng| rng.borrow_mut().random());
     // RFC 9562 version 4 (random) and variant 10xx: 6 fixed bits, 122 random.
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
