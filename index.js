@@ -238,10 +238,14 @@ function jsStoreHandle(store) {
     // called with the store as `this`. A plain value goes back as it is (a
     // synchronous store settles without a promise); a thenable that is not a
     // native promise is adopted into one, which is what Rust can await.
-    const bridge = (m) => (...args) => {
-      const returned = store[m](...args)
-      return isThenable(returned) && !isPromise(returned) ? Promise.resolve(returned) : returned
-    }
+    const adopt = (returned) => (isThenable(returned) && !isPromise(returned) ? Promise.resolve(returned) : returned)
+    // One wrapper per arity, so the method gets exactly the interface's arguments.
+    const bridge = (m) =>
+      m === 'release'
+        ? (key, owner) => adopt(store[m](key, owner))
+        : m === 'acquire' || m === 'extend'
+          ? (key, owner, ttlMs) => adopt(store[m](key, owner, ttlMs))
+          : (key) => adopt(store[m](key))
     // A promise a method returned is settled here on the JS thread, its value
     // checked by the addon (checkReply). `key` and `owner` come with an
     // acquire: if it fails, the token it may have left is given back (safe:
