@@ -206,8 +206,10 @@ export type LockStoreErrorCode =
  * A store on a Redis server, spoken to natively over one multiplexed
  * connection that opens on first use and re-opens by itself after the server
  * comes back. Acquire is `SET key owner PX ttl NX`; release and extend are
- * owner-checked Lua scripts. Wire-compatible with the docs' ioredis store, so
- * processes using either exclude each other. An idle store does not keep the
+ * owner-checked Lua scripts. A release is announced on the Redis channel
+ * `keel:released:<key>`, so waiters in other processes retry at once.
+ * Wire-compatible with the docs' ioredis store, so processes using either
+ * exclude each other. An idle store does not keep the
  * process alive. Usable directly as a {@link LockStore}; failed operations
  * reject with an `Error` whose `code` is a {@link LockStoreErrorCode}.
  */

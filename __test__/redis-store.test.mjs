@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { lock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
 import { startRedis, uniqueKey } from './helpers/servers.mjs'
+import { eventually } from './helpers/eventually.mjs'
 
 const server = await startRedis()
 const inspect = new Redis(server.url)
@@ -247,16 +248,3 @@ test('after the server restarts, the same store reconnects on its own', async ()
     await restarting.close()
   }
 })
-
-/** The first result of `op` that does not reject, trying for up to 5 s. */
-async function eventually(op) {
-  const deadline = Date.now() + 5_000
-  for (;;) {
-    try {
-      return await op()
-    } catch (e) {
-      if (Date.now() > deadline) throw e
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-}

@@ -11,6 +11,7 @@ import { Redis } from 'ioredis'
 import { lock, setLockStore, MemoryLockStore, RedisLockStore } from '@shaferllc/keel/core'
 import { redisForTests, uniqueKey } from './helpers/servers.mjs'
 import { runChild, startHolder, killHard } from './helpers/processes.mjs'
+import { eventually } from './helpers/eventually.mjs'
 
 const redis = await redisForTests()
 const inspect = new Redis(redis.url)
@@ -218,18 +219,6 @@ test('a store that fails while a waiter retries rejects that waiter with its err
   await assert.rejects(first, (e) => e === boom)
   assert.equal(await second, true)
 })
-
-async function eventually(check) {
-  const deadline = Date.now() + 5_000
-  for (;;) {
-    try {
-      return await check()
-    } catch (e) {
-      if (Date.now() > deadline) throw e
-      await sleep(20)
-    }
-  }
-}
 
 test("a release that lands while the first waiter's attempt is in flight still wakes it", async () => {
   // A slow store: acquire looks at the lock, then answers 40 ms later.

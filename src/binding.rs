@@ -470,13 +470,18 @@ pub fn limits() -> Limits {
 /// One Tokio worker: a Redis command, the connection task that writes and
 /// reads it, and the callback back to JS then hand over within one thread
 /// instead of waking each other across threads.
+/// (Module init runs once per environment, each worker thread included; the
+/// runtime is made once per process.)
 #[napi_derive::module_init]
 fn init() {
-    if let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-    {
-        napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
-    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+        {
+            napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
+        }
+    });
 }
