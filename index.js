@@ -384,7 +384,7 @@ function tryHead(handle, key, queue) {
   if (isThenable(owner)) {
     owner.then(
       (o) => afterTry(handle, key, queue, waiter, o),
-      (error) => leave(handle, key, queue, waiter, () => waiter.reject(error), true),
+      (error) => waiter.late || leave(handle, key, queue, waiter, () => waiter.reject(error), true),
     )
   } else {
     afterTry(handle, key, queue, waiter, owner)
@@ -393,10 +393,10 @@ function tryHead(handle, key, queue) {
 
 function afterTry(handle, key, queue, waiter, owner) {
   waiter.trying = false
+  // It gave up while this attempt was in flight: whatever it took goes back.
+  if (waiter.late) return owner === null ? undefined : giveBackUnwanted(handle, key, owner)
   // Taken: the next waiter polls later, as the lock has just been taken again.
   if (owner !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(owner), false)
-  // Its deadline passed while the attempt was in flight.
-  if (waiter.late) return leave(handle, key, queue, waiter, () => waiter.resolve(null), true)
   if (waiter.again) return tryHead(handle, key, queue)
   waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, waiter.retryDelay))
 }
@@ -413,9 +413,23 @@ function pollDelay(handle, key, retryDelay) {
 }
 
 function giveUp(handle, key, queue, waiter) {
-  // An attempt in flight decides; it finishes within one store round trip.
-  if (waiter.trying) waiter.late = true
-  else leave(handle, key, queue, waiter, () => waiter.resolve(null), true)
+  // On time even if the store has not answered an attempt in flight (it may
+  // never): that attempt's result is dealt with when it comes.
+  waiter.late = true
+  leave(handle, key, queue, waiter, () => waiter.resolve(null), true)
+}
+
+/**
+ * A lock an attempt took after its caller stopped waiting for it: released
+ * at once (only that token is deleted), and the next waiter woken.
+ */
+function giveBackUnwanted(handle, key, owner) {
+  const after = (released) => released && wake(handle, key)
+  try {
+    const released = native.release(handle, key, owner)
+    if (isThenable(released)) released.then(after, noop)
+    else after(released)
+  } catch {}
 }
 
 /** Take `waiter` out of its queue and settle it; `nextNow`: the next one tries at once. */
@@ -562,10 +576,31 @@ class Lock {
     // With waiters queued in this thread, a newcomer queues behind them.
     if (waitersOf(this.#handle, this.#key) !== undefined) return this.#wait(timeout, retryDelay, ticket)
     const owner = native.acquire(this.#handle, this.#key, this.#ttlMs)
-    if (isThenable(owner)) {
-      return owner.then((o) => (o === null ? this.#wait(timeout, retryDelay, ticket) : this.#took(o)))
-    }
-    return owner === null ? this.#wait(timeout, retryDelay, ticket) : this.#took(owner)
+    if (!isThenable(owner)) return owner === null ? this.#wait(timeout, retryDelay, ticket) : this.#took(owner)
+    if (timeout === 0) return owner.then((o) => (o === null ? null : this.#took(o)))
+    // The first attempt counts against the timeout too, even if the store never answers it.
+    const started = performance.now()
+    return new Promise((resolve, reject) => {
+      let gaveUp = false
+      const deadline = timer(() => {
+        gaveUp = true
+        resolve(null)
+      }, timeout)
+      owner.then(
+        (o) => {
+          if (gaveUp) return o === null ? undefined : giveBackUnwanted(this.#handle, this.#key, o)
+          cancel(deadline)
+          if (o !== null) return resolve(this.#took(o))
+          const left = Math.max(0, timeout - (performance.now() - started))
+          resolve(left > 0 ? this.#wait(left, retryDelay, ticket) : null)
+        },
+        (error) => {
+          if (gaveUp) return
+          cancel(deadline)
+          reject(error)
+        },
+      )
+    })
   }
 
   #wait(timeout, retryDelay, ticket) {

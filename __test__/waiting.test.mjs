@@ -248,3 +248,68 @@ test("a release that lands while the first waiter's attempt is in flight still w
   assert.equal(await second, true)
   assert.ok(Date.now() - released < 1_000, `woken ${Date.now() - released} ms after the release`)
 })
+
+/** A store over a Map whose acquire can be made to hang (never settle) or to answer late. */
+function stallingStore() {
+  const held = new Map()
+  const control = { mode: 'normal', held }
+  control.store = {
+    acquire(k, o) {
+      if (control.mode === 'hang') return new Promise(() => {})
+      const take = () => (held.has(k) ? false : (held.set(k, o), true))
+      if (control.mode === 'late') return sleep(300).then(take)
+      return take()
+    },
+    release: (k, o) => held.get(k) === o && held.delete(k),
+    extend: () => true,
+    isLocked: (k) => held.has(k),
+    remainingTime: () => null,
+  }
+  return control
+}
+
+test('a store that never answers: acquire({ timeout }) still gives up on time', async () => {
+  const c = stallingStore()
+  setLockStore(c.store)
+  c.mode = 'hang'
+  const started = Date.now()
+  assert.equal(await lock('hung').acquire({ timeout: 120 }), false)
+  const waited = Date.now() - started
+  assert.ok(waited >= 110 && waited < 1_000, `waited ${waited} ms`)
+})
+
+test('an answer that comes after the caller gave up is given back, not kept', async () => {
+  const c = stallingStore()
+  setLockStore(c.store)
+  c.mode = 'late'
+  assert.equal(await lock('late').acquire({ timeout: 100 }), false)
+  await sleep(350) // the store took it at 300 ms
+  assert.equal(c.held.size, 0, 'the late acquisition was released')
+})
+
+test('a queued waiter whose attempt never settles gives up on time, and the next one is served', async () => {
+  const c = stallingStore()
+  setLockStore(c.store)
+  const holder = lock('stuck')
+  await holder.acquire()
+  const first = lock('stuck').acquire({ timeout: 150, ...SLOW_POLL })
+  const second = lock('stuck').acquire({ timeout: 5_000, ...SLOW_POLL })
+  c.mode = 'hang'
+  await holder.release() // wakes `first`, whose attempt now hangs
+  c.mode = 'normal'
+  assert.equal(await first, false)
+  assert.equal(await second, true)
+})
+
+test('a process waiting on a store that never answers still exits once its timeout passes', () => {
+  const script = `
+    const { lock, setLockStore } = require('@shaferllc/keel/core')
+    const never = () => new Promise(() => {})
+    setLockStore({ acquire: never, release: never, extend: never, isLocked: never, remainingTime: never })
+    lock('k').acquire({ timeout: 200 }).then((got) => console.log(got))
+  `
+  const started = Date.now()
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 })
+  assert.equal(r.stdout.trim(), 'false', r.stderr)
+  assert.ok(Date.now() - started < 5_000)
+})
