@@ -19,3 +19,24 @@ test('500 worker threads terminated mid-flight (Redis, memory and JS stores): ze
   assert.equal(r.status, 0, r.stderr)
   assert.equal(r.stdout.trim(), 'survived')
 })
+
+test('a Rust panic becomes a JS error, in a call and in a Tokio-driven operation; the process lives on', () => {
+  // The addon's internal binding has a deliberate panic for this test.
+  const script = `
+    const native = require('./binding.js')
+    let sync
+    try { native.panicForTest(false) } catch (e) { sync = e instanceof Error && /deliberate panic/.test(e.message) }
+    native.panicForTest(true).then(
+      () => console.log('resolved'),
+      (e) => console.log(JSON.stringify({ sync, code: e.code, message: e.message })),
+    )
+  `
+  const root = fileURLToPath(new URL('..', import.meta.url))
+  const r = spawnSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8', env: { ...process.env, RUST_BACKTRACE: '0' } })
+  assert.equal(r.signal, null, r.stderr)
+  assert.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  assert.equal(out.sync, true)
+  assert.equal(out.code, 'ERR_LOCK_INTERNAL')
+  assert.match(out.message, /deliberate panic on Tokio/)
+})

@@ -14,7 +14,9 @@ use napi_derive::napi;
 use crate::lock;
 use crate::store::js::{self, Checked, JsMethod, JsSettle, JsStore};
 use crate::store::redis::OnReleased;
-use crate::store::{LockStore, MemoryStore, Op, RedisOptions, RedisStore, Reply, StoreError};
+use crate::store::{
+    LockStore, MemoryStore, Op, RedisOptions, RedisStore, Reply, StoreError, StoreFuture,
+};
 use crate::text::{self, SmallStr};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 
@@ -194,9 +196,10 @@ where
         // a JS value back on the JS thread, where a store's original error
         // object can be handed back as the same object.
         Op::Pending(future) => env
-            .spawn_future_with_callback(async move { Ok(future.await) }, |env, result| {
-                result.map_err(|e| js_error(env, e))
-            })
+            .spawn_future_with_callback(
+                async move { Ok(contain_panics(future).await) },
+                |env, result| result.map_err(|e| js_error(env, e)),
+            )
             .map(Either::B),
         Op::Js(pending) => match &handle.kind {
             Kind::Js(js) => Ok(Either::B(PromiseRaw::new(
@@ -209,6 +212,46 @@ where
             )),
         },
     }
+}
+
+/// A panic while a store operation runs on Tokio becomes an error for the
+/// caller, not a promise left pending forever. (Panics in the functions JS
+/// calls are caught by `#[napi(catch_unwind)]` and thrown as JS errors.)
+async fn contain_panics<T>(future: StoreFuture<T>) -> std::result::Result<T, StoreError> {
+    use futures_util::FutureExt;
+    match std::panic::AssertUnwindSafe(future).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => Err(StoreError::Backend(crate::store::BackendError {
+            code: "ERR_LOCK_INTERNAL",
+            message: format!(
+                "internal error in a lock store operation: {}",
+                panic_text(&panic)
+            ),
+        })),
+    }
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
+}
+
+/// Internal, for the tests that prove a panic becomes a JS error: `inFuture`
+/// panics inside a Tokio-driven operation, otherwise in the call itself.
+#[napi(catch_unwind)]
+pub fn panic_for_test<'env>(env: &'env Env, in_future: bool) -> Result<Settled<'env, bool>> {
+    if !in_future {
+        panic!("a deliberate panic in a napi call");
+    }
+    let future: StoreFuture<bool> = Box::pin(async { panic!("a deliberate panic on Tokio") });
+    env.spawn_future_with_callback(
+        async move { Ok(contain_panics(future).await) },
+        |env, result| result.map_err(|e| js_error(env, e)),
+    )
+    .map(Either::B)
 }
 
 /// A store failure as the JS error the caller sees.
@@ -240,7 +283,7 @@ fn new_error(env: &Env, type_error: bool, code: Option<&str>, message: &str) -> 
     made.unwrap_or_else(|_| Error::new(Status::GenericFailure, message))
 }
 
-#[napi]
+#[napi(catch_unwind)]
 pub fn create_memory_store() -> NewHandle {
     let memory = Arc::new(MemoryStore::new());
     NewHandle(StoreHandle {
@@ -254,7 +297,7 @@ pub fn create_memory_store() -> NewHandle {
 /// on the first operation. Timeouts are checked milliseconds. `on_released`
 /// is called (on the JS thread) with each key whose announced release this
 /// store follows.
-#[napi]
+#[napi(catch_unwind)]
 pub fn create_redis_store(
     env: &Env,
     url: String,
@@ -293,7 +336,7 @@ pub fn create_redis_store(
 
 /// Follow (or stop following) releases of `key` announced by other clients;
 /// a no-op for stores that cannot hear them.
-#[napi]
+#[napi(catch_unwind)]
 pub fn watch_releases(handle: Handle, key: String, on: bool) {
     if let Kind::Redis(redis) = &handle.kind {
         if let Some(subscriber) = redis.watch(&key, on) {
@@ -303,7 +346,7 @@ pub fn watch_releases(handle: Handle, key: String, on: bool) {
 }
 
 /// Close a Redis store's connection; later operations fail as closed.
-#[napi]
+#[napi(catch_unwind)]
 pub fn close_redis_store(handle: Handle) {
     if let Kind::Redis(redis) = &handle.kind {
         redis.close();
@@ -311,7 +354,7 @@ pub fn close_redis_store(handle: Handle) {
 }
 
 /// A handle over a store written in JS: its five methods, bound to it.
-#[napi]
+#[napi(catch_unwind)]
 pub fn create_js_store(
     env: &Env,
     acquire: JsMethod<'_>,
@@ -332,7 +375,7 @@ pub fn create_js_store(
 
 /// The check of a JS store's resolved value, for the JS layer's settle
 /// function: the value as the lock sees it, or a `TypeError` naming the method.
-#[napi]
+#[napi(catch_unwind)]
 pub fn check_reply(
     env: &Env,
     method: u32,
@@ -348,7 +391,7 @@ pub fn check_reply(
 }
 
 /// Entries a memory store keeps, counting expired ones not yet swept.
-#[napi]
+#[napi(catch_unwind)]
 pub fn memory_store_size(handle: Handle) -> u32 {
     let len = match &handle.kind {
         Kind::Memory(memory) => memory.len(),
@@ -358,7 +401,7 @@ pub fn memory_store_size(handle: Handle) -> u32 {
 }
 
 /// One attempt for a fresh owner: the owner token, or null if the lock is held.
-#[napi]
+#[napi(catch_unwind)]
 pub fn acquire<'env>(
     env: &'env Env,
     handle: Handle,
@@ -369,7 +412,7 @@ pub fn acquire<'env>(
 }
 
 /// The store's own `acquire(key, owner, ttlMs)`, for a store used directly.
-#[napi]
+#[napi(catch_unwind)]
 pub fn store_acquire<'env>(
     env: &'env Env,
     handle: Handle,
@@ -380,7 +423,7 @@ pub fn store_acquire<'env>(
     to_js(env, &handle, handle.store.acquire(&key, &owner, ttl_ms))
 }
 
-#[napi]
+#[napi(catch_unwind)]
 pub fn release<'env>(
     env: &'env Env,
     handle: Handle,
@@ -390,7 +433,7 @@ pub fn release<'env>(
     to_js(env, &handle, handle.store.release(&key, &owner))
 }
 
-#[napi]
+#[napi(catch_unwind)]
 pub fn extend<'env>(
     env: &'env Env,
     handle: Handle,
@@ -401,12 +444,12 @@ pub fn extend<'env>(
     to_js(env, &handle, handle.store.extend(&key, &owner, ttl_ms))
 }
 
-#[napi]
+#[napi(catch_unwind)]
 pub fn is_locked<'env>(env: &'env Env, handle: Handle, key: String) -> Result<Settled<'env, bool>> {
     to_js(env, &handle, handle.store.is_locked(&key))
 }
 
-#[napi]
+#[napi(catch_unwind)]
 pub fn remaining_time<'env>(
     env: &'env Env,
     handle: Handle,
@@ -416,7 +459,7 @@ pub fn remaining_time<'env>(
 }
 
 /// Whether `owner` holds `key`; null when the store can only say whether anyone does.
-#[napi]
+#[napi(catch_unwind)]
 pub fn holds<'env>(
     env: &'env Env,
     handle: Handle,
@@ -438,7 +481,7 @@ pub struct Restored {
 }
 
 /// The fields of a serialized lock, or the reason it is malformed.
-#[napi]
+#[napi(catch_unwind)]
 pub fn parse_serialized(text: String) -> Either<Restored, String> {
     match lock::parse_serialized(&text) {
         Ok(s) => Either::A(Restored {
@@ -458,7 +501,7 @@ pub struct Limits {
     pub default_retry_delay_ms: f64,
 }
 
-#[napi]
+#[napi(catch_unwind)]
 pub fn limits() -> Limits {
     Limits {
         max_ms: lock::MAX_MS,
