@@ -75,3 +75,36 @@ test('wrong credentials fail with ERR_LOCK_STORE_AUTH and do not retry in the ba
     await server.close()
   }
 })
+
+test('the server is frozen (SIGSTOP) and resumed under load from 3 processes: never two holders, no update lost', async () => {
+  const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const { runChild } = await import('./helpers/processes.mjs')
+  const server = await startRedis()
+  const dir = mkdtempSync(join(tmpdir(), 'keel-freeze-'))
+  const file = join(dir, 'counter')
+  writeFileSync(file, '0')
+  const env = { KEEL_TEST_STORE: 'redis', REDIS_URL: server.url, KEEL_TEST_COMMAND_TIMEOUT: '300' }
+  try {
+    const children = Array.from({ length: 3 }, () => runChild(env, 'hammer', file, '3500', 'frozen', '2000'))
+    await sleep(1_200)
+    server.kill('SIGSTOP')
+    await sleep(800)
+    server.kill('SIGCONT')
+    const results = await Promise.all(children)
+    const sections = results.reduce((n, r) => n + r.sections, 0)
+    assert.deepEqual(
+      results.map((r) => r.overlaps),
+      [0, 0, 0],
+      'never two holders inside at once',
+    )
+    assert.equal(Number(readFileSync(file, 'utf8')), sections, 'every locked increment counted')
+    assert.ok(results.some((r) => r.errors > 0), 'operations failed while the server was frozen')
+    assert.ok(sections > 50, `work went on around the freeze (${sections} sections)`)
+  } finally {
+    server.kill('SIGCONT')
+    await server.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -7,8 +7,10 @@
 //   hold <key> <ttlMs>             acquire, print serialize(), stay until killed
 //   restore <serialized> <ttlMs>   restoreLock + extend + release
 //   release <serialized>           restoreLock + release
+//   hammer <file> <ms> <key> <ttl> locked increments for <ms>, riding out store errors,
+//                                  with an exclusive "inside" marker file to catch overlaps
 
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { lock, restoreLock, setLockStore } from '@shaferllc/keel/core'
 import { openStore } from './stores.mjs'
@@ -33,6 +35,34 @@ switch (command) {
       if (!ran) timeouts++
     }
     print({ timeouts })
+    break
+  }
+  case 'hammer': {
+    const [file, ms, key, ttl] = args
+    const marker = `${file}.inside`
+    const figures = { sections: 0, errors: 0, overlaps: 0 }
+    const end = Date.now() + Number(ms)
+    while (Date.now() < end) {
+      try {
+        await lock(key, Number(ttl)).run(
+          async () => {
+            try {
+              writeFileSync(marker, String(process.pid), { flag: 'wx' })
+            } catch {
+              figures.overlaps++
+            }
+            await increment(file)
+            rmSync(marker, { force: true })
+            figures.sections++
+          },
+          { timeout: 5_000, retryDelay: 5 },
+        )
+      } catch {
+        figures.errors++
+        await sleep(10)
+      }
+    }
+    print(figures)
     break
   }
   case 'count-unlocked': {

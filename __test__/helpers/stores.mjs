@@ -4,6 +4,7 @@
 //   KEEL_TEST_STORE     redis | ioredis | sqlite | postgres
 //   REDIS_URL           for redis and ioredis
 //   KEEL_TEST_DATABASE  sqlite:<file> or a postgres:// URL, for the docs' database store
+//   KEEL_TEST_COMMAND_TIMEOUT  RedisLockStore's command and connect timeouts, ms (default 5000)
 
 import { RedisLockStore } from '@shaferllc/keel/core'
 
@@ -18,7 +19,8 @@ export const STORES = {
 export async function openStore(kind = process.env.KEEL_TEST_STORE) {
   switch (kind) {
     case 'redis': {
-      const store = new RedisLockStore({ url: process.env.REDIS_URL })
+      const commandTimeout = Number(process.env.KEEL_TEST_COMMAND_TIMEOUT ?? 5_000)
+      const store = new RedisLockStore({ url: process.env.REDIS_URL, commandTimeout, connectTimeout: commandTimeout })
       return { store, close: () => store.close() }
     }
     case 'ioredis': {
