@@ -40,9 +40,13 @@ switch (command) {
   case 'hammer': {
     const [file, ms, key, ttl] = args
     const marker = `${file}.inside`
-    const figures = { sections: 0, errors: 0, overlaps: 0 }
-    const end = Date.now() + Number(ms)
+    const figures = { sections: 0, errors: 0, overlaps: 0, rssWarmMb: 0, rssEndMb: 0 }
+    const started = Date.now()
+    const end = started + Number(ms)
+    const rssMb = () => Math.round(process.memoryUsage().rss / 2 ** 20)
     while (Date.now() < end) {
+      // Resident memory once warmed up (a sixth of the way in), to compare with the end.
+      if (figures.rssWarmMb === 0 && Date.now() - started > Number(ms) / 6) figures.rssWarmMb = rssMb()
       try {
         await lock(key, Number(ttl)).run(
           async () => {
@@ -62,6 +66,7 @@ switch (command) {
         await sleep(10)
       }
     }
+    figures.rssEndMb = rssMb()
     print(figures)
     break
   }
