@@ -312,7 +312,7 @@ function waitersOf(handle, key) {
 /** Arrival order: taken when acquire is called, before any store round trip. */
 let nextTicket = 0
 
-function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket) {
+function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow = false) {
   let byKey = queues.get(handle)
   if (byKey === undefined) queues.set(handle, (byKey = new Map()))
   let queue = byKey.get(key)
@@ -342,7 +342,9 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket) {
     // The attempt just made found the lock held: the first poll can wait.
     if (queue[0] === waiter) {
       cancel(queue[1]?.poll)
-      waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, retryDelay))
+      // A release came while the first attempt was out: look again now.
+      const delay = tryNow ? 0 : pollDelay(handle, key, retryDelay)
+      waiter.poll = timer(() => tryHead(handle, key, queue), delay)
     }
   })
 }
@@ -357,8 +359,34 @@ function timer(fn, ms) {
 }
 const cancel = (t) => t !== undefined && clearTimeout(t.id)
 
+/**
+ * First attempts still in flight, per handle and key: a release that lands
+ * while one is out may come after the store looked, so it must try again.
+ */
+const attempts = new WeakMap() // store handle -> Map<key, Set<attempt>>
+
+function attemptStarted(handle, key) {
+  let byKey = attempts.get(handle)
+  if (byKey === undefined) attempts.set(handle, (byKey = new Map()))
+  let set = byKey.get(key)
+  if (set === undefined) byKey.set(key, (set = new Set()))
+  const attempt = { again: false }
+  set.add(attempt)
+  return attempt
+}
+
+function attemptEnded(handle, key, attempt) {
+  const byKey = attempts.get(handle)
+  const set = byKey?.get(key)
+  if (set === undefined) return
+  set.delete(attempt)
+  if (set.size === 0) byKey.delete(key)
+}
+
 /** A release of `key` through `handle` happened: its first waiter tries now. */
 function wake(handle, key) {
+  const inFlight = attempts.get(handle)?.get(key)
+  if (inFlight !== undefined) for (const attempt of inFlight) attempt.again = true
   const queue = waitersOf(handle, key)
   if (queue !== undefined) tryHead(handle, key, queue)
 }
@@ -580,22 +608,26 @@ class Lock {
     if (timeout === 0) return owner.then((o) => (o === null ? null : this.#took(o)))
     // The first attempt counts against the timeout too, even if the store never answers it.
     const started = performance.now()
+    const attempt = attemptStarted(this.#handle, this.#key)
     return new Promise((resolve, reject) => {
       let gaveUp = false
       const deadline = timer(() => {
         gaveUp = true
+        attemptEnded(this.#handle, this.#key, attempt)
         resolve(null)
       }, timeout)
       owner.then(
         (o) => {
           if (gaveUp) return o === null ? undefined : giveBackUnwanted(this.#handle, this.#key, o)
+          attemptEnded(this.#handle, this.#key, attempt)
           cancel(deadline)
           if (o !== null) return resolve(this.#took(o))
           const left = Math.max(0, timeout - (performance.now() - started))
-          resolve(left > 0 ? this.#wait(left, retryDelay, ticket) : null)
+          resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again) : null)
         },
         (error) => {
           if (gaveUp) return
+          attemptEnded(this.#handle, this.#key, attempt)
           cancel(deadline)
           reject(error)
         },
@@ -603,9 +635,9 @@ class Lock {
     })
   }
 
-  #wait(timeout, retryDelay, ticket) {
+  #wait(timeout, retryDelay, ticket, tryNow = false) {
     if (timeout === 0) return null
-    return enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay, ticket).then((o) =>
+    return enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay, ticket, tryNow).then((o) =>
       o === null ? null : this.#took(o),
     )
   }

@@ -125,3 +125,41 @@ for (const [label, store] of [
     assert.equal(released.filter(Boolean).length, 10_000)
   })
 }
+
+test('keys and owners that look like Lua or SQL are only ever data', async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const { openStore } = await import('./helpers/stores.mjs')
+  const dir = mkdtempSync(join(tmpdir(), 'keel-injection-'))
+  process.env.KEEL_TEST_DATABASE = `sqlite:${join(dir, 'locks.db')}`
+  const sqlite = await openStore('sqlite')
+  const canary = uniqueKey('canary')
+  const hostile = [
+    `${canary}") redis.call("flushall") --`,
+    `${canary}]] return redis.call("del", KEYS[1]) --[[`,
+    `${canary}'; DROP TABLE locks; --`,
+    `${canary}" OR 1=1 --`,
+  ]
+  try {
+    for (const store of [redisStore, sqlite.store]) {
+      setLockStore(store)
+      const guard = lock(canary, 30_000)
+      assert.equal(await guard.acquire(), true)
+      for (const key of hostile) {
+        const l = lock(key, 30_000)
+        assert.equal(await l.acquire(), true, key)
+        assert.equal(await lock(key).acquireImmediately(), false)
+        // A hostile owner token in a restored lock: it releases nothing.
+        const forged = restoreLock(JSON.stringify({ key: canary, ttlMs: 1000, owner: `x' OR '1'='1` }))
+        assert.equal(await forged.release(), false)
+        assert.equal(await l.release(), true)
+      }
+      assert.equal(await guard.isLocked(), true, 'the other lock was never touched')
+      assert.equal(await guard.release(), true)
+    }
+  } finally {
+    await sqlite.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

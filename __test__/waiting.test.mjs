@@ -313,3 +313,28 @@ test('a process waiting on a store that never answers still exits once its timeo
   assert.equal(r.stdout.trim(), 'false', r.stderr)
   assert.ok(Date.now() - started < 5_000)
 })
+
+test("a release that lands while a newcomer's first attempt is in flight wakes it too", async () => {
+  // A slow store, as above: acquire looks at the lock, then answers 40 ms later.
+  const held = new Map()
+  setLockStore({
+    async acquire(k, o) {
+      const free = !held.has(k)
+      await sleep(40)
+      if (free && !held.has(k)) held.set(k, o)
+      return free && held.get(k) === o
+    },
+    release: (k, o) => held.get(k) === o && held.delete(k),
+    extend: () => true,
+    isLocked: (k) => held.has(k),
+    remainingTime: () => null,
+  })
+  const holder = lock('slow-newcomer')
+  await holder.acquire()
+  const waiting = lock('slow-newcomer').acquire({ timeout: 10_000, ...SLOW_POLL })
+  await sleep(10) // its first attempt has looked (held) and not yet answered
+  const released = Date.now()
+  await holder.release()
+  assert.equal(await waiting, true)
+  assert.ok(Date.now() - released < 1_000, `woken ${Date.now() - released} ms after the release`)
+})
