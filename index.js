@@ -250,12 +250,7 @@ function jsStoreHandle(store) {
     // checked by the addon (checkReply). `key` and `owner` come with an
     // acquire: if it fails, the token it may have left is given back (safe:
     // a release only deletes its own token).
-    const giveBack = (key, owner) => {
-      try {
-        const released = native.release(handle, key, owner)
-        if (isThenable(released)) released.then(undefined, () => {})
-      } catch {}
-    }
+    const giveBack = (key, owner) => giveBackUnwanted(handle, key, owner)
     const settle = (promise, method, key, owner) =>
       promise.then(
         (value) => {
@@ -448,8 +443,9 @@ function giveUp(handle, key, queue, waiter) {
 }
 
 /**
- * A lock an attempt took after its caller stopped waiting for it: released
- * at once (only that token is deleted), and the next waiter woken.
+ * A token nobody will use (an attempt that answered after its caller gave up,
+ * or an acquire that failed midway and may have left it): released at once
+ * (only that token is deleted), and the next waiter woken. Errors are dropped.
  */
 function giveBackUnwanted(handle, key, owner) {
   const after = (released) => released && wake(handle, key)

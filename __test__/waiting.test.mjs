@@ -29,6 +29,30 @@ after(async () => {
 
 const SLOW_POLL = { retryDelay: 60_000 } // a waiter woken within the test was woken by the release
 
+/** Set-if-absent on a Map. */
+const take = (held, k, o) => (held.has(k) ? false : (held.set(k, o), true))
+
+/** A store over a Map with the acquire given (called as acquire(held, key, owner)). */
+function mapStore(acquire) {
+  const held = new Map()
+  const store = {
+    acquire: (k, o) => acquire(held, k, o),
+    release: (k, o) => held.get(k) === o && held.delete(k),
+    extend: () => true,
+    isLocked: (k) => held.has(k),
+    remainingTime: () => null,
+  }
+  return { held, store }
+}
+
+/** A slow store: acquire looks at the lock, then answers 40 ms later. */
+const slowStore = () =>
+  mapStore(async (held, k, o) => {
+    const free = !held.has(k)
+    await sleep(40)
+    return free && take(held, k, o)
+  }).store
+
 for (const [label, makeStore] of [
   ['MemoryLockStore', () => new MemoryLockStore()],
   ['RedisLockStore', redisStore],
@@ -194,22 +218,17 @@ test('a waiting acquire keeps the process alive until it ends, and then lets it 
 })
 
 test('a store that fails while a waiter retries rejects that waiter with its error; the next is served', async () => {
-  const held = new Map()
   let failNext = false
   const boom = new Error('store went away')
-  setLockStore({
-    acquire(k, o) {
+  setLockStore(
+    mapStore((held, k, o) => {
       if (failNext) {
         failNext = false
         throw boom
       }
-      return held.has(k) ? false : (held.set(k, o), true)
-    },
-    release: (k, o) => held.get(k) === o && held.delete(k),
-    extend: () => true,
-    isLocked: (k) => held.has(k),
-    remainingTime: () => null,
-  })
+      return take(held, k, o)
+    }).store,
+  )
   const holder = lock('flaky')
   await holder.acquire()
   const first = lock('flaky').acquire({ timeout: 5_000, ...SLOW_POLL })
@@ -221,20 +240,7 @@ test('a store that fails while a waiter retries rejects that waiter with its err
 })
 
 test("a release that lands while the first waiter's attempt is in flight still wakes it", async () => {
-  // A slow store: acquire looks at the lock, then answers 40 ms later.
-  const held = new Map()
-  setLockStore({
-    async acquire(k, o) {
-      const free = !held.has(k)
-      await sleep(40)
-      if (free && !held.has(k)) held.set(k, o)
-      return free && held.get(k) === o
-    },
-    release: (k, o) => held.get(k) === o && held.delete(k),
-    extend: () => true,
-    isLocked: (k) => held.has(k),
-    remainingTime: () => null,
-  })
+  setLockStore(slowStore())
   const holder = lock('slow')
   await holder.acquire()
   const first = lock('slow').acquire({ timeout: 30, ...SLOW_POLL })
@@ -251,21 +257,13 @@ test("a release that lands while the first waiter's attempt is in flight still w
 
 /** A store over a Map whose acquire can be made to hang (never settle) or to answer late. */
 function stallingStore() {
-  const held = new Map()
-  const control = { mode: 'normal', held }
-  control.store = {
-    acquire(k, o) {
-      if (control.mode === 'hang') return new Promise(() => {})
-      const take = () => (held.has(k) ? false : (held.set(k, o), true))
-      if (control.mode === 'late') return sleep(300).then(take)
-      return take()
-    },
-    release: (k, o) => held.get(k) === o && held.delete(k),
-    extend: () => true,
-    isLocked: (k) => held.has(k),
-    remainingTime: () => null,
-  }
-  return control
+  const control = { mode: 'normal' }
+  const { held, store } = mapStore((held, k, o) => {
+    if (control.mode === 'hang') return new Promise(() => {})
+    if (control.mode === 'late') return sleep(300).then(() => take(held, k, o))
+    return take(held, k, o)
+  })
+  return Object.assign(control, { held, store })
 }
 
 test('a store that never answers: acquire({ timeout }) still gives up on time', async () => {
@@ -315,20 +313,7 @@ test('a process waiting on a store that never answers still exits once its timeo
 })
 
 test("a release that lands while a newcomer's first attempt is in flight wakes it too", async () => {
-  // A slow store, as above: acquire looks at the lock, then answers 40 ms later.
-  const held = new Map()
-  setLockStore({
-    async acquire(k, o) {
-      const free = !held.has(k)
-      await sleep(40)
-      if (free && !held.has(k)) held.set(k, o)
-      return free && held.get(k) === o
-    },
-    release: (k, o) => held.get(k) === o && held.delete(k),
-    extend: () => true,
-    isLocked: (k) => held.has(k),
-    remainingTime: () => null,
-  })
+  setLockStore(slowStore())
   const holder = lock('slow-newcomer')
   await holder.acquire()
   const waiting = lock('slow-newcomer').acquire({ timeout: 10_000, ...SLOW_POLL })
