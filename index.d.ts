@@ -179,7 +179,7 @@ export declare class MemoryLockStore implements LockStore {
 export interface RedisLockStoreOptions {
   /**
    * `redis://[[username]:password@]host[:port][/db]`; username and password
-   * log in with Redis ACLs. Default `redis://127.0.0.1:6379`.
+   * log in with Redis ACLs; `rediss://` speaks TLS. Default `redis://127.0.0.1:6379`.
    */
   url?: string
   /** Put before every key in Redis, e.g. `"locks:"`. Default none, as in the docs' ioredis store. */
@@ -188,6 +188,18 @@ export interface RedisLockStoreOptions {
   connectTimeout?: number
   /** Milliseconds allowed for a command's answer. Default 5000. */
   commandTimeout?: number
+  /** Certificates for a `rediss://` URL (without it, the system's trusted roots check the server). */
+  tls?: RedisTlsOptions
+}
+
+/** PEM text (string or bytes) for a TLS connection to Redis. */
+export interface RedisTlsOptions {
+  /** Trust only this CA (one or more PEM certificates) for the server, instead of the system's roots. */
+  ca?: string | Uint8Array
+  /** A client certificate (PEM), for a server that asks for one; needs `key`. */
+  cert?: string | Uint8Array
+  /** The client certificate's private key (PEM); needs `cert`. */
+  key?: string | Uint8Array
 }
 
 /**

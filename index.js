@@ -174,7 +174,9 @@ const REDIS_DEFAULTS = Object.freeze({
   prefix: '',
   connectTimeout: 5_000,
   commandTimeout: 5_000,
+  tls: undefined,
 })
+const TLS_PARTS = ['ca', 'cert', 'key']
 
 function readRedisOptions(urlOrOptions) {
   const where = 'new RedisLockStore'
@@ -196,7 +198,37 @@ function readRedisOptions(urlOrOptions) {
   checkKey(where, prefix, 'options.prefix')
   const ms = (name) =>
     urlOrOptions[name] === undefined ? REDIS_DEFAULTS[name] : checkMs(where, urlOrOptions[name], `options.${name}`, false)
-  return { url, prefix, connectTimeout: ms('connectTimeout'), commandTimeout: ms('commandTimeout') }
+  return {
+    url,
+    prefix,
+    connectTimeout: ms('connectTimeout'),
+    commandTimeout: ms('commandTimeout'),
+    tls: readTls(where, urlOrOptions.tls),
+  }
+}
+
+/** `tls: { ca, cert, key }` as PEM strings or bytes, turned into Buffers for the addon. */
+function readTls(where, tls) {
+  if (tls === undefined) return undefined
+  if (tls === null || typeof tls !== 'object' || Array.isArray(tls)) {
+    throw new TypeError(`${where}: options.tls must be an object like { ca, cert, key }, got ${describe(tls)}`)
+  }
+  const unknown = Object.keys(tls).filter((k) => !TLS_PARTS.includes(k))
+  if (unknown.length > 0) {
+    throw new TypeError(`${where}: unknown options.tls field ${unknown.join(', ')} (known: ${TLS_PARTS.join(', ')})`)
+  }
+  const pem = (name) => {
+    const value = tls[name]
+    if (value === undefined) return undefined
+    if (typeof value === 'string') return Buffer.from(value)
+    if (value instanceof Uint8Array) return Buffer.from(value)
+    throw new TypeError(`${where}: options.tls.${name} must be PEM text (a string or Buffer), got ${describe(value)}`)
+  }
+  const parts = { ca: pem('ca'), cert: pem('cert'), key: pem('key') }
+  if ((parts.cert === undefined) !== (parts.key === undefined)) {
+    throw new TypeError(`${where}: options.tls.cert and options.tls.key go together (a client certificate and its key)`)
+  }
+  return parts
 }
 
 /**
@@ -206,9 +238,11 @@ function readRedisOptions(urlOrOptions) {
  */
 class RedisLockStore extends NativeLockStore {
   constructor(urlOrOptions) {
-    const { url, prefix, connectTimeout, commandTimeout } = readRedisOptions(urlOrOptions)
+    const { url, prefix, connectTimeout, commandTimeout, tls } = readRedisOptions(urlOrOptions)
     // Releases announced by other processes wake this thread's waiters for that key.
-    const handle = native.createRedisStore(url, prefix, connectTimeout, commandTimeout, (key) => wake(handle, key))
+    const handle = native.createRedisStore(url, prefix, connectTimeout, commandTimeout, tls, (key) =>
+      wake(handle, key),
+    )
     announcing.add(handle)
     super('RedisLockStore', handle)
   }

@@ -33,7 +33,7 @@ test('options: a URL or { url, prefix, connectTimeout, commandTimeout }; bad one
     [42, TypeError, /new RedisLockStore: expected a redis:\/\/ URL or an options object/],
     [null, TypeError, /expected a redis:\/\/ URL/],
     [{ url: 6379 }, TypeError, /options\.url must be a string, got 6379/],
-    [{ host: 'x' }, TypeError, /unknown option host \(known: url, prefix, connectTimeout, commandTimeout\)/],
+    [{ host: 'x' }, TypeError, /unknown option host \(known: url, prefix, connectTimeout, commandTimeout, tls\)/],
     [{ prefix: 1 }, TypeError, /options\.prefix must be a string/],
     [{ commandTimeout: '1s' }, TypeError, /options\.commandTimeout must be a number of milliseconds/],
     [{ connectTimeout: 0 }, RangeError, /options\.connectTimeout must be a finite number > 0/],

@@ -16,6 +16,7 @@ use crate::store::js::{self, Checked, JsMethod, JsSettle, JsStore};
 use crate::store::redis::OnReleased;
 use crate::store::{
     LockStore, MemoryStore, Op, RedisOptions, RedisStore, Reply, StoreError, StoreFuture,
+    TlsOptions,
 };
 use crate::text::{self, SmallStr};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
@@ -293,6 +294,14 @@ pub fn create_memory_store() -> NewHandle {
     })
 }
 
+/// PEM bytes for `rediss://`, already checked and converted by the JS layer.
+#[napi(object)]
+pub struct RedisTls {
+    pub ca: Option<Buffer>,
+    pub cert: Option<Buffer>,
+    pub key: Option<Buffer>,
+}
+
 /// A handle over a Redis server. The URL is parsed now; the connection opens
 /// on the first operation. Timeouts are checked milliseconds. `on_released`
 /// is called (on the JS thread) with each key whose announced release this
@@ -304,6 +313,7 @@ pub fn create_redis_store(
     prefix: String,
     connect_timeout_ms: f64,
     command_timeout_ms: f64,
+    tls: Option<RedisTls>,
     on_released: Function<'_, String, ()>,
 ) -> Result<NewHandle> {
     // Weak: following releases never keeps the process alive by itself.
@@ -323,6 +333,11 @@ pub fn create_redis_store(
         prefix,
         connect_timeout: ms(connect_timeout_ms),
         command_timeout: ms(command_timeout_ms),
+        tls: tls.map(|tls| TlsOptions {
+            ca: tls.ca.map(|b| b.to_vec()),
+            cert: tls.cert.map(|b| b.to_vec()),
+            key: tls.key.map(|b| b.to_vec()),
+        }),
     };
     let redis = RedisStore::new(options, Some(on_released))
         .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;

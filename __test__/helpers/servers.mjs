@@ -50,7 +50,8 @@ async function waitForPort(port, ms, what, log) {
 }
 
 /**
- * A redis-server of our own. `args` are extra server arguments. Returns its
+ * A redis-server of our own. `args` are extra server arguments (or a function
+ * of the port that returns them, for a server whose port is not --port). Returns its
  * URL and port, `stop()`, `kill(signal)` and `start()` (again, on the same port).
  */
 export async function startRedis({ args = [] } = {}) {
@@ -75,7 +76,10 @@ export async function startRedis({ args = [] } = {}) {
       output = ''
       child = spawn(
         bin,
-        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args],
+        [
+          ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+          ...(typeof args === 'function' ? args(port) : args),
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       )
       child.stdout.on('data', (d) => (output += d))

@@ -13,6 +13,7 @@ import {
   type AcquireOptions,
   type RunResult,
   type RedisLockStoreOptions,
+  type RedisTlsOptions,
   type LockStoreErrorCode,
 } from '@shaferllc/keel/core'
 
@@ -149,4 +150,8 @@ export async function redisStore(): Promise<void> {
   new RedisLockStore({ urll: 'redis://x' })
   // @ts-expect-error timeouts are numbers of milliseconds
   new RedisLockStore({ commandTimeout: '2s' })
+  const tls: RedisTlsOptions = { ca: '-----BEGIN CERTIFICATE-----', cert: new Uint8Array(), key: Buffer.from('') }
+  new RedisLockStore({ url: 'rediss://redis.internal:6380', tls })
+  // @ts-expect-error no switch to skip certificate checks
+  new RedisLockStore({ url: 'rediss://x', tls: { rejectUnauthorized: false } })
 }

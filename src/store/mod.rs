@@ -21,7 +21,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use memory::MemoryStore;
-pub use redis::{RedisOptions, RedisStore};
+pub use redis::{RedisOptions, RedisStore, TlsOptions};
 
 /// Why a store operation failed (the store's fault, not the caller's).
 #[derive(Debug)]

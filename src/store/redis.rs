@@ -23,6 +23,12 @@
 //! store) costs latency, never correctness. Every operation is bounded by the command timeout
 //! (plus the connect timeout when it has to connect first), so a dead or
 //! frozen server fails operations instead of hanging them.
+//!
+//! `rediss://` speaks TLS (rustls). The server is checked against the
+//! system's trusted roots, or only against `tls.ca` when one is given (a
+//! private CA); `tls.cert` + `tls.key` are a client certificate for servers
+//! that ask for one. Certificates are parsed when the store is made, so a
+//! bad PEM is the caller's error at once, not a failure on first use.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -31,7 +37,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, ErrorKind, RedisError, Script};
+use redis::{Client, ClientTlsConfig, ErrorKind, RedisError, Script, TlsCertificates};
 use tokio::sync::mpsc;
 
 use super::{BackendError, LockStore, Op, StoreError, StoreResult};
@@ -73,6 +79,26 @@ pub struct RedisOptions {
     pub prefix: String,
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
+    pub tls: Option<TlsOptions>,
+}
+
+/// PEM bytes for a TLS connection; each part optional, `cert` and `key` together.
+#[derive(Clone, Default)]
+pub struct TlsOptions {
+    pub ca: Option<Vec<u8>>,
+    pub cert: Option<Vec<u8>>,
+    pub key: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for TlsOptions {
+    // A private key never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsOptions")
+            .field("ca", &self.ca.as_ref().map(|_| "<pem>"))
+            .field("cert", &self.cert.as_ref().map(|_| "<pem>"))
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 enum Connection {
@@ -101,12 +127,38 @@ impl RedisStore {
     /// Parse the URL now (a bad one is the caller's mistake, reported at once);
     /// the connection itself opens on the first operation.
     pub fn new(options: RedisOptions, on_released: Option<OnReleased>) -> Result<Self, String> {
-        let client = Client::open(options.url.as_str()).map_err(|e| {
+        let url = options.url.as_str();
+        let bad_url = |e: RedisError| {
             format!(
                 "url {:?} is not a Redis URL this store can use: {e}",
-                redacted(&options.url)
+                redacted(url)
             )
-        })?;
+        };
+        let client = match &options.tls {
+            None => Client::open(url).map_err(bad_url)?,
+            Some(tls) => {
+                if !url.starts_with("rediss://") {
+                    return Err(format!(
+                        "options.tls needs a rediss:// url, got {:?}",
+                        redacted(url)
+                    ));
+                }
+                let client_tls = match (&tls.cert, &tls.key) {
+                    (Some(cert), Some(key)) => Some(ClientTlsConfig {
+                        client_cert: cert.clone(),
+                        client_key: key.clone(),
+                    }),
+                    (None, None) => None,
+                    _ => return Err("options.tls.cert and options.tls.key go together".into()),
+                };
+                let certificates = TlsCertificates {
+                    client_tls,
+                    root_cert: tls.ca.clone(),
+                };
+                Client::build_with_tls(url, certificates)
+                    .map_err(|e| format!("options.tls: {e}"))?
+            }
+        };
         Ok(Self {
             shared: Arc::new(Shared {
                 options,
@@ -426,9 +478,44 @@ mod tests {
             prefix: String::new(),
             connect_timeout: Duration::from_secs(1),
             command_timeout: Duration::from_secs(1),
+            tls: None,
         };
         let err = RedisStore::new(options, None).err().expect("refused");
         assert!(err.contains("not a Redis URL"), "{err}");
+    }
+
+    #[test]
+    fn tls_options_are_checked_up_front() {
+        let with = |url: &str, tls: TlsOptions| {
+            RedisStore::new(
+                RedisOptions {
+                    url: url.into(),
+                    prefix: String::new(),
+                    connect_timeout: Duration::from_secs(1),
+                    command_timeout: Duration::from_secs(1),
+                    tls: Some(tls),
+                },
+                None,
+            )
+            .err()
+        };
+        let plain = with("redis://localhost", TlsOptions::default()).expect("refused");
+        assert!(plain.contains("rediss://"), "{plain}");
+        let half = TlsOptions {
+            cert: Some(b"x".to_vec()),
+            ..TlsOptions::default()
+        };
+        let half = with("rediss://localhost", half).expect("refused");
+        assert!(half.contains("go together"), "{half}");
+        let garbage = TlsOptions {
+            ca: Some(
+                b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".to_vec(),
+            ),
+            ..TlsOptions::default()
+        };
+        let garbage = with("rediss://localhost", garbage).expect("refused");
+        assert!(garbage.contains("options.tls"), "{garbage}");
+        assert!(with("rediss://localhost", TlsOptions::default()).is_none());
     }
 
     #[test]
@@ -446,6 +533,7 @@ mod tests {
                 prefix: String::new(),
                 connect_timeout: Duration::from_millis(200),
                 command_timeout: Duration::from_millis(200),
+                tls: None,
             },
             None,
         )
