@@ -110,6 +110,12 @@ export declare class Lock {
    */
   release(): Promise<boolean>
   /**
+   * Release the lock if this handle holds it, for `await using` (TypeScript
+   * 5.2+): `await using l = lock("report")` releases at the end of the scope,
+   * also when it is left by a throw.
+   */
+  [Symbol.asyncDispose](): Promise<void>
+  /**
    * Push the expiry out to `ttlMs` from now (default: this lock's TTL).
    * Rejects with {@link LockNotHeldError} if the lock was lost or never
    * acquired, so you never carry on believing you hold a lock you don't.
@@ -243,4 +249,12 @@ export declare class LockNotHeldError extends Error {
   readonly name: 'LockNotHeldError'
   /** The key of the lock that is not held. */
   readonly key: string
+}
+
+declare global {
+  // Node 20 defines Symbol.asyncDispose; declared here too so the types need
+  // neither @types/node nor lib "esnext.disposable" (as @types/node does).
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol
+  }
 }

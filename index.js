@@ -5,18 +5,60 @@
  * This file is the JS face of the native addon. It keeps what is cheapest in
  * JS: the `Lock` handle (a plain object, created once per critical section),
  * argument checks (so bad input fails before any store call, with the
- * argument's name), and `run()`'s try/finally around the user's callback. The
+ * argument's name), `run()`'s try/finally around the user's callback, and
+ * waiting for a held lock (queues, wake-ups and deadlines are promises and
+ * timers; a hop to Rust per wait step would cost more than the step). The
  * decisions that make the lock correct live in Rust: owner tokens, the
- * compare-and-act store operations, expiry, and waiting for a held lock.
+ * compare-and-act store operations, and expiry.
  */
 
-const { inspect, types: { isPromise } } = require('node:util')
-const native = require('./binding.js')
+const { inspect, types: { isPromise, isNativeError } } = require('node:util')
+const native = inThisRealm(require('./binding.js'))
 
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } =
   native.limits()
 const STORE_METHODS = ['acquire', 'release', 'extend', 'isLocked', 'remainingTime']
 const REMAINING_TIME = STORE_METHODS.indexOf('remainingTime')
+
+/* --------------------------------- realms ---------------------------------- */
+
+/**
+ * The addon makes its objects and errors in the realm that loaded it first.
+ * When this file runs in another one (Jest evaluates modules in a `vm`
+ * context per test file), an error from the addon would fail `instanceof
+ * TypeError` there. Only then are the addon's functions wrapped, so that its
+ * errors and promises are this realm's; in a plain process nothing changes.
+ */
+function inThisRealm(binding) {
+  if (Object.getPrototypeOf(binding.limits()) === Object.prototype) return binding
+  const own = (error) => {
+    if (error instanceof Error || !isNativeError(error)) return error
+    const Class = { TypeError, RangeError }[error.name] ?? Error
+    const copy = new Class(error.message)
+    Object.assign(copy, error)
+    Object.defineProperty(copy, 'stack', { value: error.stack, writable: true, configurable: true })
+    return copy
+  }
+  const rethrow = (error) => {
+    throw own(error)
+  }
+  const wrapped = {}
+  for (const [name, fn] of Object.entries(binding)) {
+    wrapped[name] =
+      typeof fn !== 'function'
+        ? fn
+        : (...args) => {
+            let result
+            try {
+              result = fn(...args)
+            } catch (error) {
+              throw own(error)
+            }
+            return isPromise(result) ? Promise.resolve(result).catch(rethrow) : result
+          }
+  }
+  return wrapped
+}
 
 /* ------------------------------ argument checks ----------------------------- */
 
@@ -331,6 +373,9 @@ const queues = new WeakMap() // store handle -> Map<key, waiter[]>
 const announcing = new WeakSet()
 /** Handles whose store says at once when a lock lapses (MemoryLockStore). */
 const inMemory = new WeakSet()
+// Waiting runs on the global setTimeout, looked up at each call: under a test
+// framework's fake timers a waiter's timeout and polls follow the fake clock
+// (a lock's TTL does not: the store keeps real time).
 // setTimeout fires at once for delays above 2^31 - 1 ms, so longer waits are chained.
 const MAX_TIMER_MS = 2 ** 31 - 1
 
@@ -589,6 +634,14 @@ class Lock {
     return this.#giveBack(owner)
   }
 
+  /**
+   * `await using l = lock(key)`: at the end of the scope the lock is released
+   * if this handle holds it, also when the scope is left by a throw.
+   */
+  async [Symbol.asyncDispose]() {
+    if (this.#owner !== null) await this.release()
+  }
+
   async extend(ttlMs) {
     const ttl = ttlMs === undefined ? this.#ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
     const owner = this.#owner
@@ -637,6 +690,7 @@ class Lock {
     if (!isThenable(owner)) return owner === null ? this.#wait(timeout, retryDelay, ticket) : this.#took(owner)
     if (timeout === 0) return owner.then((o) => (o === null ? null : this.#took(o)))
     // The first attempt counts against the timeout too, even if the store never answers it.
+    // (performance.now, like setTimeout, follows fake timers when a test installs them.)
     const started = performance.now()
     const attempt = attemptStarted(this.#handle, this.#key)
     return new Promise((resolve, reject) => {

@@ -35,6 +35,15 @@ if (!existsSync(join(root, 'node_modules', '.package-lock.json'))) {
   sh(npm, ['ci', '--no-audit', '--no-fund'])
 }
 
+// The Jest and Vitest suites (__test__/frameworks/*) have their own dependencies.
+for (const name of ['jest', 'vitest']) {
+  const dir = join(root, '__test__', 'frameworks', name)
+  if (!existsSync(join(dir, 'node_modules', '.package-lock.json'))) {
+    console.error(`setup: installing the ${name} suite's dependencies (npm ci in __test__/frameworks/${name})`)
+    sh(npm, ['ci', '--no-audit', '--no-fund', '--prefix', dir])
+  }
+}
+
 const binary = join(root, `keel.${process.platform}-${process.arch}-gnu.node`)
 const sources = Math.max(
   newest(join(root, 'src')),

@@ -1,0 +1,34 @@
+// Our types alone: no @types/node, no lib "esnext.disposable". A project that
+// has neither still type-checks against index.d.ts (Symbol.asyncDispose included).
+import { lock, setLockStore, type LockStore } from '@shaferllc/keel/core'
+
+class MapStore implements LockStore {
+  #held = new Map<string, string>()
+  async acquire(key: string, owner: string, _ttlMs: number): Promise<boolean> {
+    if (this.#held.has(key)) return false
+    this.#held.set(key, owner)
+    return true
+  }
+  async release(key: string, owner: string): Promise<boolean> {
+    return this.#held.get(key) === owner && this.#held.delete(key)
+  }
+  async extend(key: string, owner: string, _ttlMs: number): Promise<boolean> {
+    return this.#held.get(key) === owner
+  }
+  async isLocked(key: string): Promise<boolean> {
+    return this.#held.has(key)
+  }
+  async remainingTime(_key: string): Promise<number | null> {
+    return null
+  }
+}
+
+export async function bare(): Promise<void> {
+  setLockStore(new MapStore())
+  const l = lock('k')
+  const disposed: Promise<void> = l[Symbol.asyncDispose]()
+  await disposed
+  const [ran, n] = await l.run(async () => 1)
+  const sum: number = ran ? (n ?? 0) + 1 : 0
+  void sum
+}
