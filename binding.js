@@ -26,12 +26,14 @@ function load() {
     return require(pkg)
   } catch (cause) {
     if (cause?.code !== 'MODULE_NOT_FOUND' || !String(cause.message).includes(pkg)) throw cause
-    throw new Error(
-      `@shaferllc/keel has no native binary for this platform (${triple}). ` +
-        `Install the package built for it: npm install ${pkg}` +
-        ` (or build from source with \`npm run build\`, which needs Rust).`,
-      { cause },
-    )
+    const built = Object.keys(require('./package.json').optionalDependencies ?? {})
+    const hint = built.includes(pkg)
+      ? `It comes in the package ${pkg}, an optional dependency that npm installs on ${triple} ` +
+        `unless optional dependencies were left out (--omit=optional, or a lockfile made on another ` +
+        `platform). Install it: npm install ${pkg}`
+      : `Binaries are published for ${built.map((p) => p.replace('@shaferllc/keel-', '')).join(', ')} only; ` +
+        'elsewhere, build the addon from a checkout of the repository (needs Rust).'
+    throw new Error(`@shaferllc/keel has no native binary for this platform (${triple}). ${hint}`, { cause })
   }
 }
 
