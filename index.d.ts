@@ -42,9 +42,18 @@ export interface LockStore {
   isLocked(key: string): Promise<boolean> | boolean
   /** Milliseconds until `key` expires, or `null` if nobody holds it. */
   remainingTime(key: string): Promise<number | null> | number | null
+  /**
+   * Optional: the fencing token this store gave `owner` when it acquired
+   * `key` (decide it inside `acquire`, from a counter that only grows per key,
+   * and keep it with the hold). Called once after each successful acquire;
+   * the acquire fails (and the lock is given back) if this throws or answers
+   * anything but a non-negative integer, a bigint or null. Stores without it
+   * give `null` tokens.
+   */
+  fencingToken?(key: string, owner: string): Promise<number | bigint | null> | number | bigint | null
 }
 
-/** How long to wait for a held lock, and how often to try again. */
+/** How long to wait for a held lock, how often to try again, and whether to keep it alive. */
 export interface AcquireOptions {
   /**
    * Give up after this many milliseconds of waiting. A finite number >= 0.
@@ -58,6 +67,15 @@ export interface AcquireOptions {
    * A finite number >= 0. Default: 50.
    */
   retryDelay?: number
+  /**
+   * Once acquired, extend the lock by its TTL every third of its TTL while it
+   * is held, until it is released (a lock you never release is kept forever:
+   * release it, or use `run()`). An extension that finds the lock gone aborts
+   * {@link Lock.signal}; one the store fails is tried again next time, and the
+   * signal aborts if the TTL passes without a success. Its timers do not keep
+   * the process alive. Default: false.
+   */
+  autoExtend?: boolean
 }
 
 /** The result of {@link Lock.run}: `[true, result]` if `fn` ran, `[false, undefined]` if the lock was taken. */
@@ -76,6 +94,28 @@ export declare class Lock {
   readonly ttlMs: number
   /** The store this lock was created with (the one set when {@link lock} was called). */
   readonly store: LockStore
+  /**
+   * Aborts, with a {@link LockNotHeldError} as its `reason`, as soon as the
+   * current hold is known to be lost: an `extend()` or autoExtend found it
+   * gone, `isExpired()` said so, or its TTL passed without an extension
+   * (checked when a timer fires or the property is read, so also right after
+   * an event-loop stall). Pass it to `fetch`, drivers and timers inside
+   * `run()`. Nothing is thrown asynchronously: the signal is the channel.
+   * A handle that holds nothing returns an aborted signal; releasing is not
+   * a loss (the released hold's signal is left as it was). Each hold has its
+   * own signal, made when first read.
+   */
+  readonly signal: AbortSignal
+  /**
+   * The current hold's fencing token: a number that strictly grows per key
+   * across every process using the store, also after a lock lapsed (and, for
+   * `RedisLockStore` with persistence, after the server restarts). Send it
+   * with each write to the resource the lock protects, which refuses a token
+   * lower than the highest it has seen: a holder that paused past its TTL
+   * cannot overwrite its successor's work. `null` when this handle holds
+   * nothing, or for a store without fencing (a JS store may return bigints).
+   */
+  readonly fencingToken: number | bigint | null
 
   /**
    * Take the lock, run `fn`, and always release it, even when `fn` throws (its
@@ -251,10 +291,53 @@ export declare class LockNotHeldError extends Error {
   readonly key: string
 }
 
+/** Options for {@link verifyLockStore}. */
+export interface VerifyLockStoreOptions {
+  /** Put before every key the checks use. Default: `keel-verify:<random>:`, so runs never collide. */
+  prefix?: string
+  /** The TTL (ms) the expiry checks use; they wait about 1.4 times this. An integer >= 50. Default 300. */
+  ttlMs?: number
+  /** How many owners race for one key in the atomicity check. An integer >= 2. Default 20. */
+  racers?: number
+  /** How many times the race is run, each on a fresh key. An integer >= 1. Default 5. */
+  rounds?: number
+  /** How long one store call may take before it counts as "no answer", in ms. Default 5000. */
+  callTimeout?: number
+}
+
+/** One check of {@link verifyLockStore}: what was checked, whether it held, and what was seen. */
+export interface LockStoreCheck {
+  name: string
+  ok: boolean
+  detail: string
+}
+
+/** What {@link verifyLockStore} found: `ok` when every check held. */
+export interface LockStoreReport {
+  ok: boolean
+  checks: LockStoreCheck[]
+}
+
+/**
+ * Check a store against what the lock relies on, by calling its methods:
+ * acquire is an atomic set-if-absent (owners racing for one key, several
+ * rounds), release and extend act only for the owner, the TTL is honoured,
+ * `remainingTime` is null and `isLocked` false once nobody holds a key.
+ * Resolves to a report; it never throws for a failing store (a method that
+ * throws, rejects, answers the wrong type or never answers fails its check).
+ * Run it with real timers, against the real backend.
+ *
+ * @throws TypeError (rejected) if `store` is not an object, or an option is unknown or malformed.
+ */
+export declare function verifyLockStore(store: LockStore, options?: VerifyLockStoreOptions): Promise<LockStoreReport>
+
 declare global {
   // Node 20 defines Symbol.asyncDispose; declared here too so the types need
   // neither @types/node nor lib "esnext.disposable" (as @types/node does).
   interface SymbolConstructor {
     readonly asyncDispose: unique symbol
   }
+  // Node's (or the DOM's) AbortSignal, merged with theirs where they are loaded.
+  // eslint-disable-next-line @typescript-eslint/no-empty-interface
+  interface AbortSignal {}
 }

@@ -90,15 +90,24 @@ function checkMs(where, value, name, zeroOk) {
   return value
 }
 
+const NO_OPTIONS = Object.freeze([0, DEFAULT_RETRY_DELAY_MS, false])
+
+/** [timeout, retryDelay, autoExtend] */
 function readOptions(where, options) {
-  if (options === undefined || options === null) return [0, DEFAULT_RETRY_DELAY_MS]
+  if (options === undefined || options === null) return NO_OPTIONS
   if (typeof options !== 'object') {
-    throw new TypeError(`${where}: options must be an object like { timeout, retryDelay }, got ${describe(options)}`)
+    throw new TypeError(
+      `${where}: options must be an object like { timeout, retryDelay, autoExtend }, got ${describe(options)}`,
+    )
   }
-  const { timeout, retryDelay } = options
+  const { timeout, retryDelay, autoExtend } = options
+  if (autoExtend !== undefined && typeof autoExtend !== 'boolean') {
+    throw new TypeError(`${where}: options.autoExtend must be true or false, got ${describe(autoExtend)}`)
+  }
   return [
     timeout === undefined ? 0 : checkMs(where, timeout, 'options.timeout', true),
     retryDelay === undefined ? DEFAULT_RETRY_DELAY_MS : checkMs(where, retryDelay, 'options.retryDelay', true),
+    autoExtend === true,
   ]
 }
 
@@ -386,7 +395,7 @@ function waitersOf(handle, key) {
 /** Arrival order: taken when acquire is called, before any store round trip. */
 let nextTicket = 0
 
-function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow = false) {
+function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attempt) {
   let byKey = queues.get(handle)
   if (byKey === undefined) queues.set(handle, (byKey = new Map()))
   let queue = byKey.get(key)
@@ -397,6 +406,7 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow = false
   return new Promise((resolve, reject) => {
     const waiter = {
       ticket,
+      attempt,
       ttlMs,
       retryDelay,
       resolve,
@@ -423,10 +433,12 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow = false
   })
 }
 
-function timer(fn, ms) {
+/** A cancellable timer for any delay; `unref`: it does not keep the process alive. */
+function timer(fn, ms, unref = false) {
   const t = { id: undefined }
   const arm = (left) => {
     t.id = left > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS, left - MAX_TIMER_MS) : setTimeout(fn, left)
+    if (unref) t.id?.unref?.()
   }
   arm(ms)
   return t
@@ -477,6 +489,8 @@ function tryHead(handle, key, queue) {
   cancel(waiter.poll)
   waiter.trying = true
   waiter.again = false
+  // When the attempt that may take the lock started: its TTL runs from no later.
+  waiter.attempt.since = performance.now()
   let owner
   try {
     owner = native.acquire(handle, key, waiter.ttlMs)
@@ -554,6 +568,10 @@ function leave(handle, key, queue, waiter, settle, nextNow) {
 
 /* ---------------------------------- lock ----------------------------------- */
 
+// What a handle's store is, as far as a Lock cares: 2 is any JS store.
+const [MEMORY, REDIS, JS_STORE] = [0, 1, 2]
+const kindOf = (handle) => (inMemory.has(handle) ? MEMORY : announcing.has(handle) ? REDIS : JS_STORE)
+
 const kCreate = Symbol('Lock.create')
 
 class Lock {
@@ -565,8 +583,23 @@ class Lock {
   #owner
   /** We held the lock and know we lost it. */
   #lost = false
+  /** MemoryLockStore: the store answers "until when?" at once, so no clock is read per hold. */
+  #memory
+  /** RedisLockStore: hands the fencing token of each acquisition out once, right after it. */
+  #redis
+  /** The current hold's fencing token: undefined until known, then a number, bigint or null. */
+  #token = undefined
+  // Other stores: the hold lasts #heldFor ms from #since (performance.now() when the
+  // acquire or extension that set it was sent: never later than the store's own start).
+  #since = 0
+  #heldFor = 0
+  /** The current hold's AbortController, made when `signal` is first read (it costs µs). */
+  #controller = undefined
+  /** Timers of the current hold: its expiry (while `signal` is watched), and autoExtend's next extension. */
+  #expiry = undefined
+  #renewal = undefined
 
-  constructor(token, key, ttlMs, store, handle, owner) {
+  constructor(token, key, ttlMs, store, handle, owner, kind) {
     if (token !== kCreate) {
       throw new TypeError('Lock cannot be constructed directly: use lock(key, ttlMs) or restoreLock(serialized)')
     }
@@ -575,6 +608,45 @@ class Lock {
     this.#store = store
     this.#handle = handle
     this.#owner = owner
+    this.#memory = kind === MEMORY
+    this.#redis = kind === REDIS
+    // A restored hold started in another process at a time unknown here: until
+    // an extension dates it, its signal aborts only on a loss the store reports.
+    this.#heldFor = owner === null ? 0 : -1
+  }
+
+  /**
+   * Aborts, with a LockNotHeldError as its reason, as soon as this hold is
+   * known to be lost: extend() or autoExtend found it gone, isExpired() said
+   * so, or its TTL passed without an extension (also after an event-loop
+   * stall). A handle that holds nothing gives an aborted signal. Release is
+   * not a loss: the signal of a hold you released is left as it was.
+   */
+  /**
+   * The current hold's fencing token: a number that only grows, per key,
+   * across every process using the store (MemoryLockStore, RedisLockStore,
+   * and JS stores that implement `fencingToken(key, owner)`); null when this
+   * handle holds nothing or the store gives none.
+   */
+  get fencingToken() {
+    const owner = this.#owner
+    if (owner === null) return null
+    if (this.#token === undefined) {
+      this.#token = this.#memory ? native.fencingToken(this.#handle, this.#key, owner) : null
+    }
+    return this.#token
+  }
+
+  get signal() {
+    const owner = this.#owner
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (owner === null) this.#controller.abort(new LockNotHeldError(this.#key))
+      else this.#watchExpiry(owner)
+    } else if (owner !== null && !this.#controller.signal.aborted && this.#left(owner) <= 0) {
+      this.#markLost(owner)
+    }
+    return this.#controller.signal
   }
 
   /** The key this lock guards. */
@@ -602,6 +674,7 @@ class Lock {
     let owner = this.#take(options)
     if (isThenable(owner)) owner = await owner
     if (owner === null) return [false, undefined]
+    if (options?.autoExtend === true) this.#renewLater(owner)
     let result
     try {
       result = await fn(this)
@@ -621,7 +694,10 @@ class Lock {
   }
 
   async acquire(options) {
-    return (await this.#take(options)) !== null
+    const owner = await this.#take(options)
+    if (owner === null) return false
+    if (options?.autoExtend === true) this.#renewLater(owner)
+    return true
   }
 
   acquireImmediately() {
@@ -646,12 +722,14 @@ class Lock {
     const ttl = ttlMs === undefined ? this.#ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
     const owner = this.#owner
     if (owner === null) throw new LockNotHeldError(this.#key)
+    const sent = this.#memory ? 0 : performance.now()
     let extended = native.extend(this.#handle, this.#key, owner, ttl)
     if (isThenable(extended)) extended = await extended
     if (!extended) {
       this.#markLost(owner)
       throw new LockNotHeldError(this.#key)
     }
+    this.#extended(owner, sent, ttl)
   }
 
   async isLocked() {
@@ -687,11 +765,15 @@ class Lock {
     // With waiters queued in this thread, a newcomer queues behind them.
     if (waitersOf(this.#handle, this.#key) !== undefined) return this.#wait(timeout, retryDelay, ticket)
     const owner = native.acquire(this.#handle, this.#key, this.#ttlMs)
-    if (!isThenable(owner)) return owner === null ? this.#wait(timeout, retryDelay, ticket) : this.#took(owner)
-    if (timeout === 0) return owner.then((o) => (o === null ? null : this.#took(o)))
+    if (!isThenable(owner)) {
+      if (owner === null) return this.#wait(timeout, retryDelay, ticket)
+      return this.#took(owner, this.#memory ? 0 : performance.now())
+    }
+    const sent = performance.now()
+    if (timeout === 0) return owner.then((o) => (o === null ? null : this.#took(o, sent)))
     // The first attempt counts against the timeout too, even if the store never answers it.
     // (performance.now, like setTimeout, follows fake timers when a test installs them.)
-    const started = performance.now()
+    const started = sent
     const attempt = attemptStarted(this.#handle, this.#key)
     return new Promise((resolve, reject) => {
       let gaveUp = false
@@ -705,7 +787,7 @@ class Lock {
           if (gaveUp) return o === null ? undefined : giveBackUnwanted(this.#handle, this.#key, o)
           attemptEnded(this.#handle, this.#key, attempt)
           cancel(deadline)
-          if (o !== null) return resolve(this.#took(o))
+          if (o !== null) return resolve(this.#took(o, sent))
           const left = Math.max(0, timeout - (performance.now() - started))
           resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again) : null)
         },
@@ -721,22 +803,130 @@ class Lock {
 
   #wait(timeout, retryDelay, ticket, tryNow = false) {
     if (timeout === 0) return null
-    return enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay, ticket, tryNow).then((o) =>
-      o === null ? null : this.#took(o),
+    const attempt = { since: 0 }
+    return enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay, ticket, tryNow, attempt).then((o) =>
+      o === null ? null : this.#took(o, attempt.since),
     )
   }
 
-  #took(owner) {
+  #took(owner, since) {
+    if (this.#controller !== undefined) this.#endHold()
     this.#owner = owner
     this.#lost = false
+    this.#since = since
+    this.#heldFor = this.#ttlMs
+    // In memory the token is looked up when first read; Redis hands it out once, now.
+    this.#token = this.#redis ? native.fencingToken(this.#handle, this.#key, owner) : undefined
+    if (!this.#memory && !this.#redis && typeof this.#store.fencingToken === 'function') return this.#fenced(owner)
     return owner
+  }
+
+  /** A JS store's own fencing token for this acquisition; if it fails, the acquisition is given back. */
+  #fenced(owner) {
+    const fail = (error) => {
+      this.#markLost(owner)
+      giveBackUnwanted(this.#handle, this.#key, owner)
+      throw error
+    }
+    const accept = (token) => {
+      const fits =
+        token === null ||
+        typeof token === 'bigint' ||
+        (typeof token === 'number' && Number.isSafeInteger(token) && token >= 0)
+      if (!fits) {
+        fail(
+          new TypeError(
+            `LockStore.fencingToken must return a non-negative integer, a bigint or null, got ${describe(token)}`,
+          ),
+        )
+      }
+      if (this.#owner === owner) this.#token = token
+      return owner
+    }
+    let token
+    try {
+      token = this.#store.fencingToken(this.#key, owner)
+    } catch (error) {
+      fail(error)
+    }
+    return isThenable(token) ? Promise.resolve(token).then(accept, fail) : accept(token)
+  }
+
+  /** Forget the previous hold's timers and signal (its signal object is left as it was). */
+  #endHold() {
+    cancel(this.#expiry)
+    cancel(this.#renewal)
+    this.#expiry = this.#renewal = this.#controller = undefined
+  }
+
+  /** ms this hold has left by what we know; <= 0 once it lapsed (or was found gone). */
+  #left(owner) {
+    if (this.#memory) {
+      if (!native.holds(this.#handle, this.#key, owner)) return 0
+      return native.remainingTime(this.#handle, this.#key) ?? 0
+    }
+    // A restored hold: its start is unknown, so only an extension here dates it.
+    if (this.#heldFor < 0) return Infinity
+    return this.#since + this.#heldFor - performance.now()
+  }
+
+  #extended(owner, sent, ttl) {
+    if (this.#owner !== owner) return
+    this.#since = sent
+    this.#heldFor = ttl
+    if (this.#controller !== undefined) this.#watchExpiry(owner)
+  }
+
+  /** Abort the signal when the hold's time is up (re-armed by each extension). */
+  #watchExpiry(owner) {
+    cancel(this.#expiry)
+    const left = this.#left(owner)
+    if (left <= 0) return this.#markLost(owner)
+    if (left === Infinity) return
+    // The in-memory store counts whole ms: a timer a hair early looks again.
+    this.#expiry = timer(() => this.#owner === owner && this.#watchExpiry(owner), Math.max(1, Math.ceil(left)), true)
+  }
+
+  /** autoExtend: extend every third of the TTL while held; a failure aborts the signal. */
+  #renewLater(owner) {
+    if (this.#owner !== owner) return
+    cancel(this.#renewal)
+    this.#renewal = timer(() => this.#renew(owner), Math.max(1, Math.floor(this.#ttlMs / 3)), true)
+  }
+
+  #renew(owner) {
+    if (this.#owner !== owner) return
+    // Woken after the hold ran out (a stalled event loop): it may have been
+    // someone else's meanwhile, even if an extension would still succeed.
+    if (this.#left(owner) <= 0) return this.#markLost(owner)
+    const sent = this.#memory ? 0 : performance.now()
+    const after = (extended) => {
+      if (this.#owner !== owner) return
+      if (!extended) return this.#markLost(owner)
+      this.#extended(owner, sent, this.#ttlMs)
+      this.#renewLater(owner)
+    }
+    // A store that fails is asked again next time; the expiry still counts down.
+    const retry = () => this.#renewLater(owner)
+    let extended
+    try {
+      extended = native.extend(this.#handle, this.#key, owner, this.#ttlMs)
+    } catch {
+      return retry()
+    }
+    if (isThenable(extended)) extended.then(after, retry)
+    else after(extended)
   }
 
   /** Give back `owner`'s hold: whether the store released it, now or as a promise. */
   #giveBack(owner) {
     // Cleared before the store call, so a second release() racing this one
     // returns false instead of sending a second delete.
-    if (this.#owner === owner) this.#owner = null
+    if (this.#owner === owner) {
+      this.#owner = null
+      this.#token = undefined
+      if (this.#controller !== undefined || this.#renewal !== undefined) this.#endHold()
+    }
     let released
     try {
       released = native.release(this.#handle, this.#key, owner)
@@ -791,10 +981,15 @@ class Lock {
   }
 
   #markLost(owner) {
-    if (this.#owner === owner) {
-      this.#owner = null
-      this.#lost = true
-    }
+    if (this.#owner !== owner) return
+    this.#owner = null
+    this.#lost = true
+    this.#token = undefined
+    const controller = this.#controller
+    cancel(this.#expiry)
+    cancel(this.#renewal)
+    this.#expiry = this.#renewal = undefined
+    controller?.abort(new LockNotHeldError(this.#key))
   }
 }
 
@@ -804,11 +999,12 @@ Object.defineProperty(Lock.prototype, Symbol.toStringTag, { value: 'Lock' })
 
 let currentStore = new MemoryLockStore()
 let currentHandle = handleFor(currentStore)
+let currentKind = kindOf(currentHandle)
 
 function lock(key, ttlMs) {
   checkKey('lock', key)
   const ttl = ttlMs === undefined ? DEFAULT_TTL_MS : checkMs('lock', ttlMs, 'ttlMs', false)
-  return new Lock(kCreate, key, ttl, currentStore, currentHandle, null)
+  return new Lock(kCreate, key, ttl, currentStore, currentHandle, null, currentKind)
 }
 
 function restoreLock(serialized) {
@@ -823,7 +1019,7 @@ function restoreLock(serialized) {
   const { key, ttlMs, owner } = fields
   checkKey('restoreLock', key, 'serialized key')
   if (owner != null) checkKey('restoreLock', owner, 'serialized owner')
-  return new Lock(kCreate, key, ttlMs, currentStore, currentHandle, owner ?? null)
+  return new Lock(kCreate, key, ttlMs, currentStore, currentHandle, owner ?? null, currentKind)
 }
 
 function setLockStore(store) {
@@ -831,12 +1027,15 @@ function setLockStore(store) {
   const handle = handleFor(store)
   currentStore = store
   currentHandle = handle
+  currentKind = kindOf(handle)
   return store
 }
 
 function getLockStore() {
   return currentStore
 }
+
+const { verifyLockStore } = require('./verify.js')
 
 module.exports = {
   lock,
@@ -847,4 +1046,5 @@ module.exports = {
   MemoryLockStore,
   RedisLockStore,
   LockNotHeldError,
+  verifyLockStore,
 }

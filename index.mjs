@@ -11,4 +11,5 @@ export const {
   MemoryLockStore,
   RedisLockStore,
   LockNotHeldError,
+  verifyLockStore,
 } = core

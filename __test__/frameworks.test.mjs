@@ -75,7 +75,7 @@ for (const pool of ['threads', 'forks']) {
       '--reporter=json',
       `--outputFile=${out}`,
     ])
-    assertAllPassed(`vitest (${pool})`, report, output, 2, 10)
+    assertAllPassed(`vitest (${pool})`, report, output, 2, 11)
   })
 }
 

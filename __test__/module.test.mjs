@@ -11,7 +11,7 @@ import { createRequire } from 'node:module'
 const run = promisify(execFile)
 const root = fileURLToPath(new URL('..', import.meta.url))
 const require = createRequire(import.meta.url)
-const EXPORTS = ['Lock', 'LockNotHeldError', 'MemoryLockStore', 'RedisLockStore', 'getLockStore', 'lock', 'restoreLock', 'setLockStore']
+const EXPORTS = ['Lock', 'LockNotHeldError', 'MemoryLockStore', 'RedisLockStore', 'getLockStore', 'lock', 'restoreLock', 'setLockStore', 'verifyLockStore']
 
 test('import and require give the same exports and the same module state', () => {
   const cjs = require('@shaferllc/keel/core')

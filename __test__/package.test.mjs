@@ -42,7 +42,7 @@ test('package.json has what npm and users need', () => {
   assert.equal(manifest.license, 'MIT')
   assert.match(manifest.repository.url, /github\.com\/shaferllc\/keel/)
   assert.equal(manifest.engines.node, '>=20')
-  assert.deepEqual(manifest.files, ['index.js', 'index.mjs', 'index.d.ts', 'binding.js'])
+  assert.deepEqual(manifest.files, ['index.js', 'index.mjs', 'index.d.ts', 'binding.js', 'verify.js'])
   for (const entry of ['.', './core']) {
     const conditions = manifest.exports[entry]
     assert.equal(Object.keys(conditions)[0], 'types', `exports["${entry}"]: "types" comes first`)
@@ -71,6 +71,7 @@ test('the tarballs hold only what a user needs: no target/, no tests, no sources
     'package/index.js',
     'package/index.mjs',
     'package/package.json',
+    'package/verify.js',
   ])
   assert.deepEqual(filesIn(tarballs.platforms['linux-x64-gnu']), [
     'package/README.md',

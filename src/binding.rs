@@ -488,6 +488,13 @@ pub fn holds<'env>(
         .transpose()
 }
 
+/// The fencing token of `owner`'s acquisition of `key`, or null when the
+/// store gives none. RedisLockStore hands each token out once.
+#[napi(catch_unwind)]
+pub fn fencing_token(handle: Handle, key: SmallStr, owner: SmallStr) -> Option<f64> {
+    handle.store.fencing_token(&key, &owner)
+}
+
 #[napi(object)]
 pub struct Restored {
     pub key: String,

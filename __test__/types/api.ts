@@ -14,6 +14,9 @@ import {
   type RunResult,
   type RedisLockStoreOptions,
   type RedisTlsOptions,
+  type LockStoreReport,
+  type LockStoreCheck,
+  verifyLockStore,
   type LockStoreErrorCode,
 } from '@shaferllc/keel/core'
 
@@ -154,4 +157,57 @@ export async function redisStore(): Promise<void> {
   new RedisLockStore({ url: 'rediss://redis.internal:6380', tls })
   // @ts-expect-error no switch to skip certificate checks
   new RedisLockStore({ url: 'rediss://x', tls: { rejectUnauthorized: false } })
+}
+
+export async function signals(): Promise<void> {
+  const l = lock('k', 1_000)
+  const signal: AbortSignal = l.signal
+  const [ran, text] = await l.run(
+    async (held) => {
+      const response: Promise<string> = new Promise((resolve, reject) => {
+        held.signal.addEventListener('abort', () => reject(held.signal.reason))
+        resolve('ok')
+      })
+      return response
+    },
+    { timeout: 5_000, autoExtend: true },
+  )
+  assertType<Equal<typeof text, string | undefined>>(true)
+  void [signal, ran]
+  await l.acquire({ autoExtend: false })
+  // @ts-expect-error autoExtend is a boolean
+  await l.acquire({ autoExtend: 'yes' })
+  // @ts-expect-error signal is read-only
+  l.signal = new AbortController().signal
+}
+
+export async function verifying(): Promise<void> {
+  const report: LockStoreReport = await verifyLockStore(new MemoryLockStore(), { ttlMs: 200, racers: 10 })
+  const first: LockStoreCheck | undefined = report.checks[0]
+  const ok: boolean = report.ok && (first?.ok ?? false)
+  void ok
+  // @ts-expect-error a store has the five methods
+  await verifyLockStore({ acquire: async () => true })
+  // @ts-expect-error unknown option
+  await verifyLockStore(new MemoryLockStore(), { ttl: 200 })
+}
+
+export async function fencing(): Promise<void> {
+  const l = lock('k')
+  const token: number | bigint | null = l.fencingToken
+  void token
+  class Fenced implements LockStore {
+    acquire = async (_k: string, _o: string, _t: number) => true
+    release = async () => true
+    extend = async () => true
+    isLocked = async () => false
+    remainingTime = async () => null
+    fencingToken = async (_k: string, _o: string): Promise<bigint> => 1n
+  }
+  setLockStore(new Fenced())
+  // @ts-expect-error a fencing token is a number, bigint or null
+  const wrong: LockStore = { ...new Fenced(), fencingToken: async () => 'seven' }
+  void wrong
+  // @ts-expect-error read-only
+  l.fencingToken = 3
 }

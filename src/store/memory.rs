@@ -26,6 +26,8 @@ const SWEEP_MIN_LEN: usize = 1024;
 struct Entry {
     owner: SmallStr,
     expires_at: Instant,
+    /// This acquisition's fencing token.
+    token: u64,
 }
 
 impl Entry {
@@ -47,6 +49,10 @@ struct Sweep {
 struct Entries {
     map: HashMap<SmallStr, Entry>,
     sweep: Sweep,
+    /// The last fencing token given. One counter for the whole store: it only
+    /// grows, so tokens grow per key too, expired keys included, with no state
+    /// kept for keys nobody holds.
+    last_token: u64,
 }
 
 impl Entries {
@@ -144,6 +150,7 @@ impl MemoryStore {
                     last_run: Instant::now(),
                     grow_limit: SWEEP_MIN_LEN,
                 },
+                last_token: 0,
             }),
         }
     }
@@ -171,11 +178,14 @@ impl MemoryStore {
             return false;
         }
         let expires_at = expiry(now, ttl_ms);
+        entries.last_token += 1;
+        let token = entries.last_token;
         entries.map.insert(
             key.into(),
             Entry {
                 owner: owner.into(),
                 expires_at,
+                token,
             },
         );
         entries.note_expiry(expires_at);
@@ -216,6 +226,14 @@ impl MemoryStore {
             .is_some_and(|e| &*e.owner == owner)
     }
 
+    /// The fencing token of `owner`'s live hold on `key`.
+    pub fn token_of(&self, key: &str, owner: &str) -> Option<u64> {
+        self.entries()
+            .live(key, Instant::now())
+            .filter(|e| &*e.owner == owner)
+            .map(|e| e.token)
+    }
+
     pub fn remaining(&self, key: &str) -> Option<f64> {
         let now = Instant::now();
         self.entries()
@@ -248,12 +266,36 @@ impl LockStore for MemoryStore {
     fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
         Some(Op::Ready(Ok(self.held_by(key, owner))))
     }
+
+    fn fencing_token(&self, key: &str, owner: &str) -> Option<f64> {
+        self.token_of(key, owner).map(|t| t as f64)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::thread::sleep;
+
+    #[test]
+    fn fencing_tokens_grow_per_key_across_expiry_and_keys() {
+        let store = MemoryStore::new();
+        assert!(store.try_acquire("k", "a", 1.0));
+        let first = store.token_of("k", "a").expect("held");
+        assert_eq!(store.token_of("k", "b"), None, "only the holder's token");
+        assert!(store.try_acquire("other", "x", 1000.0));
+        sleep(Duration::from_millis(5));
+        assert_eq!(store.token_of("k", "a"), None, "expired: no token");
+        assert!(store.try_acquire("k", "b", 1000.0));
+        let second = store.token_of("k", "b").expect("held");
+        assert!(
+            second > first + 1,
+            "{second} after {first} and another key's"
+        );
+        assert!(store.try_release("k", "b"));
+        assert!(store.try_acquire("k", "c", 1000.0));
+        assert!(store.token_of("k", "c").expect("held") > second);
+    }
 
     #[test]
     fn acquire_is_set_if_absent() {

@@ -153,4 +153,11 @@ pub trait LockStore: Send + Sync + 'static {
     fn holds(&self, _key: &str, _owner: &str) -> Option<Op<bool>> {
         None
     }
+    /// The fencing token `owner`'s acquisition of `key` was given: a number that
+    /// only grows, per key, across every client of the store. `None` when the
+    /// store has none for it (not held, or a store without fencing). Answered
+    /// at once: a store that fences decides the token as part of its acquire.
+    fn fencing_token(&self, _key: &str, _owner: &str) -> Option<f64> {
+        None
+    }
 }

@@ -5,7 +5,11 @@
 //! `prefix + key`, its value is the owner token, and its Redis TTL is the
 //! lock's TTL. Redis owns the clock that decides expiry.
 //!
-//! - acquire: `SET key owner PX ttl NX`, atomic set-if-absent on the server.
+//! - acquire: `SET key owner PX ttl NX`, atomic set-if-absent on the server,
+//!   and in the same script `INCR` of the key's fencing counter, whose new
+//!   value is the acquisition's fencing token. The counter (`{key}:keel-fence`,
+//!   in the key's hash slot) has no expiry, so tokens keep growing after a lock
+//!   lapses and, with persistence on, after the server restarts.
 //! - release / extend: a Lua script that compares the stored owner before it
 //!   deletes or re-expires, so the check and the act cannot be split by
 //!   another client. Scripts go as EVALSHA and are reloaded on NOSCRIPT.
@@ -30,7 +34,7 @@
 //! that ask for one. Certificates are parsed when the store is made, so a
 //! bad PEM is the caller's error at once, not a failure on first use.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -63,6 +67,35 @@ pub type OnReleased = Arc<dyn Fn(String) + Send + Sync>;
 
 /// A request to the subscriber task: follow (or stop following) a channel.
 type Watch = (String, bool);
+
+/// Set-if-absent, and if set, the next fencing token for the key (KEYS[2]).
+const ACQUIRE: &str = r#"
+if redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2], "NX") then
+  return redis.call("incr", KEYS[2])
+end
+return false
+"#;
+
+/// Where `full_key`'s fencing counter lives: in the same hash slot, so the
+/// acquire script touches one slot (as Redis Cluster requires). A key with a
+/// hash tag keeps it (the first `{...}` decides the slot); one without gets
+/// braces around it whole. (A key with a `}` but no tag, like `a}b`, cannot be
+/// matched that way: on a cluster its acquire fails with CROSSSLOT.)
+fn fence_key(full_key: &str) -> String {
+    let tagged = full_key
+        .find('{')
+        .is_some_and(|open| full_key[open + 1..].find('}').is_some_and(|len| len > 0));
+    if tagged {
+        format!("{full_key}:keel-fence")
+    } else {
+        format!("{{{full_key}}}:keel-fence")
+    }
+}
+
+/// Fencing tokens of acquisitions whose caller has not picked them up yet, by
+/// owner token (unique per acquisition). Taken out when read or released;
+/// bounded, as a caller that never comes for its token must not grow it forever.
+const UNCLAIMED_TOKENS_MAX: usize = 4096;
 
 /// Compare-and-extend, same idea.
 const EXTEND: &str = r#"
@@ -112,8 +145,10 @@ struct Shared {
     options: RedisOptions,
     client: Client,
     connection: Mutex<Connection>,
+    acquire: Script,
     release: Script,
     extend: Script,
+    tokens: Mutex<HashMap<String, u64>>,
     on_released: Option<OnReleased>,
     /// The subscriber task's inbox, once it runs; dropping it ends the task.
     watcher: Mutex<Option<mpsc::UnboundedSender<Watch>>>,
@@ -164,8 +199,10 @@ impl RedisStore {
                 options,
                 client,
                 connection: Mutex::new(Connection::Idle),
+                acquire: Script::new(ACQUIRE),
                 release: Script::new(RELEASE),
                 extend: Script::new(EXTEND),
+                tokens: Mutex::new(HashMap::new()),
                 on_released,
                 watcher: Mutex::new(None),
             }),
@@ -387,20 +424,32 @@ fn whole_ms(ttl_ms: f64) -> u64 {
 impl LockStore for RedisStore {
     fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let (key, owner, ttl) = (self.key(key), owner.to_owned(), whole_ms(ttl_ms));
-        self.op("acquire", move |mut conn, _| async move {
-            let set: Option<String> = redis::cmd("SET")
-                .arg(&key)
+        self.op("acquire", move |mut conn, shared| async move {
+            let token: Option<u64> = shared
+                .acquire
+                .key(&key)
+                .key(fence_key(&key))
                 .arg(&owner)
-                .arg("PX")
                 .arg(ttl)
-                .arg("NX")
-                .query_async(&mut conn)
+                .invoke_async(&mut conn)
                 .await?;
-            Ok(set.is_some())
+            let Some(token) = token else {
+                return Ok(false);
+            };
+            if let Ok(mut tokens) = shared.tokens.lock() {
+                if tokens.len() >= UNCLAIMED_TOKENS_MAX {
+                    tokens.clear();
+                }
+                tokens.insert(owner, token);
+            }
+            Ok(true)
         })
     }
 
     fn release(&self, key: &str, owner: &str) -> Op<bool> {
+        if let Ok(mut tokens) = self.shared.tokens.lock() {
+            tokens.remove(owner);
+        }
         let (key, owner) = (self.key(key), owner.to_owned());
         self.op("release", move |mut conn, shared| async move {
             let deleted: i64 = shared
@@ -446,6 +495,11 @@ impl LockStore for RedisStore {
             let ms: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut conn).await?;
             Ok((ms >= 0).then_some(ms as f64))
         })
+    }
+
+    fn fencing_token(&self, _key: &str, owner: &str) -> Option<f64> {
+        let mut tokens = self.shared.tokens.lock().ok()?;
+        tokens.remove(owner).map(|t| t as f64)
     }
 
     fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
@@ -516,6 +570,13 @@ mod tests {
         let garbage = with("rediss://localhost", garbage).expect("refused");
         assert!(garbage.contains("options.tls"), "{garbage}");
         assert!(with("rediss://localhost", TlsOptions::default()).is_none());
+    }
+
+    #[test]
+    fn fencing_counters_share_the_lock_keys_hash_slot() {
+        assert_eq!(fence_key("invoice:42"), "{invoice:42}:keel-fence");
+        assert_eq!(fence_key("{tenant}:invoice"), "{tenant}:invoice:keel-fence");
+        assert_eq!(fence_key("x{y}z"), "x{y}z:keel-fence");
     }
 
     #[test]

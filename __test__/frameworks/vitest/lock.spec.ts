@@ -11,6 +11,7 @@ import {
   getLockStore,
   MemoryLockStore,
   LockNotHeldError,
+  verifyLockStore,
   type LockStore,
 } from '@shaferllc/keel/core'
 
@@ -79,6 +80,12 @@ test('a TypeScript class store: run() infers its result type and excludes a seco
   const sum: number | undefined = total
   expect(sum).toBe(2)
   expect(store.held.size).toBe(0)
+})
+
+test('the store passes verifyLockStore (the check in "Writing a store")', async () => {
+  const report = await verifyLockStore(new MapStore())
+  expect(report.checks.filter((check) => !check.ok)).toEqual([])
+  expect(report.ok).toBe(true)
 })
 
 describe('under fake timers', () => {

@@ -1,0 +1,141 @@
+// Fencing tokens: each acquisition through MemoryLockStore and RedisLockStore
+// gets a number that strictly grows per key, across processes, after a lock
+// lapsed, and (Redis with persistence) after the server restarts; null where a
+// store gives none; JS stores opt in with fencingToken(key, owner).
+import { test, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import { lock, restoreLock, setLockStore, MemoryLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { startRedis, uniqueKey } from './helpers/servers.mjs'
+
+const exec = promisify(execFile)
+const servers = []
+after(async () => {
+  for (const s of servers) await s.close()
+})
+const increasing = (tokens) => tokens.every((t, i) => i === 0 || t > tokens[i - 1])
+
+test('memory: tokens grow per key, across expiry, other keys and handles; null when nothing is held', async () => {
+  setLockStore(new MemoryLockStore())
+  const l = lock('job', 30)
+  assert.equal(l.fencingToken, null, 'not acquired yet')
+  const tokens = []
+  for (let i = 0; i < 5; i++) {
+    assert.equal(await l.acquire(), true)
+    tokens.push(l.fencingToken)
+    assert.equal(l.fencingToken, tokens.at(-1), 'stable while held')
+    if (i % 2 === 0) await l.release()
+    else await sleep(40) // lapses instead
+    assert.deepEqual(await lock('other').run(async (o) => typeof o.fencingToken), [true, 'number'])
+  }
+  assert.ok(increasing(tokens), tokens.join(' '))
+  assert.ok(tokens.every((t) => Number.isSafeInteger(t) && t > 0))
+  assert.equal(l.fencingToken, null, 'released or lapsed: no token')
+  const held = lock('job')
+  await held.acquire()
+  assert.equal(restoreLock(held.serialize()).fencingToken, held.fencingToken, 'a restored handle finds the same hold')
+  await held.release()
+})
+
+async function redisServer(args = []) {
+  const server = await startRedis({ args })
+  servers.push(server)
+  return server
+}
+
+test('Redis: strictly growing in acquisition order across 3 processes sharing a key', async () => {
+  const server = await redisServer()
+  const key = uniqueKey('fenced')
+  const script = `
+    const { lock, setLockStore, RedisLockStore } = require('@shaferllc/keel/core');
+    const { Redis } = require('ioredis');
+    const store = setLockStore(new RedisLockStore(process.env.REDIS_URL));
+    const log = new Redis(process.env.REDIS_URL);
+    (async () => {
+      for (let i = 0; i < 20; i++) {
+        const [ran] = await lock(process.env.KEY, 5000).run(async (l) => {
+          // Under the lock, so the list's order is the order of the holds.
+          await log.rpush(process.env.KEY + ':log', String(l.fencingToken));
+        }, { timeout: 20000 });
+        if (!ran) throw new Error('timed out');
+      }
+      await store.close();
+      log.disconnect();
+    })();`
+  const env = { ...process.env, REDIS_URL: server.url, KEY: key }
+  await Promise.all([1, 2, 3].map(() => exec(process.execPath, ['-e', script], { env, timeout: 60_000 })))
+  const inspect = new Redis(server.url)
+  const logged = (await inspect.lrange(`${key}:log`, 0, -1)).map(Number)
+  inspect.disconnect()
+  assert.equal(logged.length, 60)
+  assert.ok(increasing(logged), `not strictly increasing: ${logged.join(' ')}`)
+})
+
+test('Redis: a lapsed lock and a restarted server (with persistence) still give larger tokens', async () => {
+  const server = await redisServer(['--appendonly', 'yes', '--appendfsync', 'always'])
+  const key = uniqueKey('restart')
+  let store = setLockStore(new RedisLockStore({ url: server.url, commandTimeout: 2_000 }))
+  const tokens = []
+  const take = async (ttl) => {
+    const l = lock(key, ttl)
+    assert.equal(await l.acquire({ timeout: 5_000 }), true)
+    tokens.push(l.fencingToken)
+    return l
+  }
+  await (await take(5_000)).release()
+  await take(50) // left to lapse
+  await sleep(100)
+  await take(50)
+  await store.close()
+  await server.stop()
+  await server.start()
+  store = setLockStore(new RedisLockStore({ url: server.url, commandTimeout: 2_000 }))
+  await sleep(100)
+  await (await take(5_000)).release()
+  await store.close()
+  assert.equal(tokens.length, 4)
+  assert.ok(increasing(tokens), tokens.join(' '))
+})
+
+test('a JS store opts in with fencingToken(key, owner); without it the token is null', async () => {
+  const memory = new MemoryLockStore()
+  const counters = new Map()
+  const given = new Map()
+  const base = {
+    acquire: async (k, o, t) => {
+      const ok = await memory.acquire(k, o, t)
+      if (ok) {
+        counters.set(k, (counters.get(k) ?? 0n) + 1n)
+        given.set(o, counters.get(k))
+      }
+      return ok
+    },
+    release: (k, o) => memory.release(k, o),
+    extend: (k, o, t) => memory.extend(k, o, t),
+    isLocked: (k) => memory.isLocked(k),
+    remainingTime: (k) => memory.remainingTime(k),
+  }
+  setLockStore(base)
+  assert.deepEqual(await lock('plain').run(async (l) => l.fencingToken), [true, null])
+
+  setLockStore({ ...base, fencingToken: async (k, o) => given.get(o) })
+  const [, first] = await lock('js').run(async (l) => l.fencingToken)
+  const [, second] = await lock('js').run(async (l) => l.fencingToken)
+  assert.equal(typeof first, 'bigint')
+  assert.ok(second > first)
+
+  setLockStore({ ...base, fencingToken: (k, o) => Number(given.get(o)) })
+  const [, sync] = await lock('js').run(async (l) => l.fencingToken)
+  assert.equal(sync, 3)
+
+  // A store whose fencingToken fails or answers garbage: the acquire fails, and the lock is given back.
+  for (const fencingToken of [() => 'seven', async () => -1, () => { throw new Error('no token') }, async () => { throw new Error('no token') }]) {
+    setLockStore({ ...base, fencingToken })
+    await assert.rejects(lock('bad').acquire(), /fencingToken must return a non-negative integer|no token/)
+    await sleep(5)
+    assert.equal(await memory.isLocked('bad'), false, 'given back')
+  }
+})
