@@ -90,7 +90,7 @@ function checkMs(where, value, name, zeroOk) {
   return value
 }
 
-const NO_OPTIONS = Object.freeze([0, DEFAULT_RETRY_DELAY_MS, false])
+const NO_OPTIONS = [0, DEFAULT_RETRY_DELAY_MS, false]
 
 /** [timeout, retryDelay, autoExtend] */
 function readOptions(where, options) {
@@ -583,21 +583,19 @@ class Lock {
   #owner
   /** We held the lock and know we lost it. */
   #lost = false
-  /** MemoryLockStore: the store answers "until when?" at once, so no clock is read per hold. */
-  #memory
-  /** RedisLockStore: hands the fencing token of each acquisition out once, right after it. */
-  #redis
-  /** The current hold's fencing token: undefined until known, then a number, bigint or null. */
-  #token = undefined
-  // Other stores: the hold lasts #heldFor ms from #since (performance.now() when the
-  // acquire or extension that set it was sent: never later than the store's own start).
+  /** MEMORY, REDIS or JS_STORE: what the store can do for signal and fencingToken. */
+  #kind
+  // Outside memory (where the store answers "until when?" at once), a hold
+  // lasts heldFor (default: the TTL) from #since: performance.now() when its
+  // acquire or last extension was sent, never later than the store's start.
   #since = 0
-  #heldFor = 0
-  /** The current hold's AbortController, made when `signal` is first read (it costs µs). */
-  #controller = undefined
-  /** Timers of the current hold: its expiry (while `signal` is watched), and autoExtend's next extension. */
-  #expiry = undefined
-  #renewal = undefined
+  /**
+   * What only some holds need, made on first need so a plain run() pays for
+   * none of it: { token, heldFor, controller, expiry, renewal }: the fencing
+   * token, a hold length other than the TTL, the signal's AbortController (it
+   * costs µs), and the timers of its expiry and of autoExtend.
+   */
+  #extra = undefined
 
   constructor(token, key, ttlMs, store, handle, owner, kind) {
     if (token !== kCreate) {
@@ -608,11 +606,10 @@ class Lock {
     this.#store = store
     this.#handle = handle
     this.#owner = owner
-    this.#memory = kind === MEMORY
-    this.#redis = kind === REDIS
+    this.#kind = kind
     // A restored hold started in another process at a time unknown here: until
     // an extension dates it, its signal aborts only on a loss the store reports.
-    this.#heldFor = owner === null ? 0 : -1
+    if (owner !== null) this.#extras().heldFor = Infinity
   }
 
   /**
@@ -631,22 +628,23 @@ class Lock {
   get fencingToken() {
     const owner = this.#owner
     if (owner === null) return null
-    if (this.#token === undefined) {
-      this.#token = this.#memory ? native.fencingToken(this.#handle, this.#key, owner) : null
-    }
-    return this.#token
+    const token = this.#extra?.token
+    if (token !== undefined) return token
+    // The in-memory store keeps it with the hold; Redis and JS stores gave theirs on acquire.
+    return this.#kind === MEMORY ? native.fencingToken(this.#handle, this.#key, owner) : null
   }
 
   get signal() {
     const owner = this.#owner
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController()
-      if (owner === null) this.#controller.abort(new LockNotHeldError(this.#key))
+    const extra = this.#extras()
+    if (extra.controller === undefined) {
+      extra.controller = new AbortController()
+      if (owner === null) extra.controller.abort(new LockNotHeldError(this.#key))
       else this.#watchExpiry(owner)
-    } else if (owner !== null && !this.#controller.signal.aborted && this.#left(owner) <= 0) {
+    } else if (owner !== null && !extra.controller.signal.aborted && this.#left(owner) <= 0) {
       this.#markLost(owner)
     }
-    return this.#controller.signal
+    return extra.controller.signal
   }
 
   /** The key this lock guards. */
@@ -722,7 +720,7 @@ class Lock {
     const ttl = ttlMs === undefined ? this.#ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
     const owner = this.#owner
     if (owner === null) throw new LockNotHeldError(this.#key)
-    const sent = this.#memory ? 0 : performance.now()
+    const sent = this.#kind === MEMORY ? 0 : performance.now()
     let extended = native.extend(this.#handle, this.#key, owner, ttl)
     if (isThenable(extended)) extended = await extended
     if (!extended) {
@@ -767,7 +765,7 @@ class Lock {
     const owner = native.acquire(this.#handle, this.#key, this.#ttlMs)
     if (!isThenable(owner)) {
       if (owner === null) return this.#wait(timeout, retryDelay, ticket)
-      return this.#took(owner, this.#memory ? 0 : performance.now())
+      return this.#took(owner, this.#kind === MEMORY ? 0 : performance.now())
     }
     const sent = performance.now()
     if (timeout === 0) return owner.then((o) => (o === null ? null : this.#took(o, sent)))
@@ -810,15 +808,29 @@ class Lock {
   }
 
   #took(owner, since) {
-    if (this.#controller !== undefined) this.#endHold()
+    if (this.#extra !== undefined) this.#endHold()
     this.#owner = owner
     this.#lost = false
+    if (this.#kind === MEMORY) return owner
     this.#since = since
-    this.#heldFor = this.#ttlMs
-    // In memory the token is looked up when first read; Redis hands it out once, now.
-    this.#token = this.#redis ? native.fencingToken(this.#handle, this.#key, owner) : undefined
-    if (!this.#memory && !this.#redis && typeof this.#store.fencingToken === 'function') return this.#fenced(owner)
+    // In memory the token is looked up when read; Redis hands it out once, now.
+    if (this.#kind === REDIS) {
+      const token = native.fencingToken(this.#handle, this.#key, owner)
+      if (token !== null) this.#extras().token = token
+    } else if (typeof this.#store.fencingToken === 'function') {
+      return this.#fenced(owner)
+    }
     return owner
+  }
+
+  #extras() {
+    return (this.#extra ??= {
+      token: undefined,
+      heldFor: undefined,
+      controller: undefined,
+      expiry: undefined,
+      renewal: undefined,
+    })
   }
 
   /** A JS store's own fencing token for this acquisition; if it fails, the acquisition is given back. */
@@ -840,7 +852,7 @@ class Lock {
           ),
         )
       }
-      if (this.#owner === owner) this.#token = token
+      if (this.#owner === owner) this.#extras().token = token
       return owner
     }
     let token
@@ -852,46 +864,50 @@ class Lock {
     return isThenable(token) ? Promise.resolve(token).then(accept, fail) : accept(token)
   }
 
-  /** Forget the previous hold's timers and signal (its signal object is left as it was). */
+  /** Forget the previous hold's timers, token and signal (its signal object is left as it was). */
   #endHold() {
-    cancel(this.#expiry)
-    cancel(this.#renewal)
-    this.#expiry = this.#renewal = this.#controller = undefined
+    const extra = this.#extra
+    if (extra === undefined) return
+    cancel(extra.expiry)
+    cancel(extra.renewal)
+    this.#extra = undefined
   }
 
   /** ms this hold has left by what we know; <= 0 once it lapsed (or was found gone). */
   #left(owner) {
-    if (this.#memory) {
+    if (this.#kind === MEMORY) {
       if (!native.holds(this.#handle, this.#key, owner)) return 0
       return native.remainingTime(this.#handle, this.#key) ?? 0
     }
-    // A restored hold: its start is unknown, so only an extension here dates it.
-    if (this.#heldFor < 0) return Infinity
-    return this.#since + this.#heldFor - performance.now()
+    // (A restored hold's length is Infinity: its start is unknown until an extension dates it.)
+    return this.#since + (this.#extra?.heldFor ?? this.#ttlMs) - performance.now()
   }
 
   #extended(owner, sent, ttl) {
     if (this.#owner !== owner) return
     this.#since = sent
-    this.#heldFor = ttl
-    if (this.#controller !== undefined) this.#watchExpiry(owner)
+    const extra = this.#extra
+    if (ttl !== this.#ttlMs || extra?.heldFor !== undefined) this.#extras().heldFor = ttl
+    if (extra?.controller !== undefined) this.#watchExpiry(owner)
   }
 
   /** Abort the signal when the hold's time is up (re-armed by each extension). */
   #watchExpiry(owner) {
-    cancel(this.#expiry)
+    const extra = this.#extras()
+    cancel(extra.expiry)
     const left = this.#left(owner)
     if (left <= 0) return this.#markLost(owner)
     if (left === Infinity) return
     // The in-memory store counts whole ms: a timer a hair early looks again.
-    this.#expiry = timer(() => this.#owner === owner && this.#watchExpiry(owner), Math.max(1, Math.ceil(left)), true)
+    extra.expiry = timer(() => this.#owner === owner && this.#watchExpiry(owner), Math.max(1, Math.ceil(left)), true)
   }
 
   /** autoExtend: extend every third of the TTL while held; a failure aborts the signal. */
   #renewLater(owner) {
     if (this.#owner !== owner) return
-    cancel(this.#renewal)
-    this.#renewal = timer(() => this.#renew(owner), Math.max(1, Math.floor(this.#ttlMs / 3)), true)
+    const extra = this.#extras()
+    cancel(extra.renewal)
+    extra.renewal = timer(() => this.#renew(owner), Math.max(1, Math.floor(this.#ttlMs / 3)), true)
   }
 
   #renew(owner) {
@@ -899,7 +915,7 @@ class Lock {
     // Woken after the hold ran out (a stalled event loop): it may have been
     // someone else's meanwhile, even if an extension would still succeed.
     if (this.#left(owner) <= 0) return this.#markLost(owner)
-    const sent = this.#memory ? 0 : performance.now()
+    const sent = this.#kind === MEMORY ? 0 : performance.now()
     const after = (extended) => {
       if (this.#owner !== owner) return
       if (!extended) return this.#markLost(owner)
@@ -924,8 +940,7 @@ class Lock {
     // returns false instead of sending a second delete.
     if (this.#owner === owner) {
       this.#owner = null
-      this.#token = undefined
-      if (this.#controller !== undefined || this.#renewal !== undefined) this.#endHold()
+      if (this.#extra !== undefined) this.#endHold()
     }
     let released
     try {
@@ -984,12 +999,13 @@ class Lock {
     if (this.#owner !== owner) return
     this.#owner = null
     this.#lost = true
-    this.#token = undefined
-    const controller = this.#controller
-    cancel(this.#expiry)
-    cancel(this.#renewal)
-    this.#expiry = this.#renewal = undefined
-    controller?.abort(new LockNotHeldError(this.#key))
+    const controller = this.#extra?.controller
+    this.#endHold()
+    // The aborted signal stays this handle's until it holds again.
+    if (controller !== undefined) {
+      this.#extras().controller = controller
+      controller.abort(new LockNotHeldError(this.#key))
+    }
   }
 }
 
