@@ -236,6 +236,12 @@ export interface RedisLockStoreOptions {
   commandTimeout?: number
   /** Certificates for a `rediss://` URL (without it, the system's trusted roots check the server). */
   tls?: RedisTlsOptions
+  /**
+   * A Redis Cluster: the URLs of some of its nodes (the rest are discovered),
+   * instead of `url`. Commands go to the master of each key's slot and follow
+   * the cluster through resharding and failovers.
+   */
+  cluster?: string[]
 }
 
 /** PEM text (string or bytes) for a TLS connection to Redis. */
@@ -273,7 +279,8 @@ export type LockStoreErrorCode =
  */
 export declare class RedisLockStore implements LockStore {
   /** A URL, or options; the default is `redis://127.0.0.1:6379`. Throws `TypeError` for a malformed URL or option. */
-  constructor(urlOrOptions?: string | RedisLockStoreOptions)
+  /** A server's URL, a Redis Cluster's node URLs, or options. */
+  constructor(urlOrOptions?: string | string[] | RedisLockStoreOptions)
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
   release(key: string, owner: string): Promise<boolean>
   extend(key: string, owner: string, ttlMs: number): Promise<boolean>

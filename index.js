@@ -226,16 +226,18 @@ const REDIS_DEFAULTS = Object.freeze({
   connectTimeout: 5_000,
   commandTimeout: 5_000,
   tls: undefined,
+  cluster: undefined,
 })
 const TLS_PARTS = ['ca', 'cert', 'key']
 
 function readRedisOptions(urlOrOptions) {
   const where = 'new RedisLockStore'
-  if (urlOrOptions === undefined) return REDIS_DEFAULTS
-  if (typeof urlOrOptions === 'string') return { ...REDIS_DEFAULTS, url: urlOrOptions }
+  if (urlOrOptions === undefined) return { ...REDIS_DEFAULTS, cluster: [] }
+  if (typeof urlOrOptions === 'string') return { ...REDIS_DEFAULTS, url: urlOrOptions, cluster: [] }
+  if (Array.isArray(urlOrOptions)) return readRedisOptions({ cluster: urlOrOptions })
   if (urlOrOptions === null || typeof urlOrOptions !== 'object') {
     throw new TypeError(
-      `${where}: expected a redis:// URL or an options object like { url, prefix, connectTimeout, commandTimeout }, got ${describe(urlOrOptions)}`,
+      `${where}: expected a redis:// URL, a list of Redis Cluster node URLs, or an options object like { url, prefix, connectTimeout, commandTimeout }, got ${describe(urlOrOptions)}`,
     )
   }
   const unknown = Object.keys(urlOrOptions).filter((k) => !Object.hasOwn(REDIS_DEFAULTS, k))
@@ -244,13 +246,23 @@ function readRedisOptions(urlOrOptions) {
       `${where}: unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${Object.keys(REDIS_DEFAULTS).join(', ')})`,
     )
   }
-  const { url = REDIS_DEFAULTS.url, prefix = REDIS_DEFAULTS.prefix } = urlOrOptions
+  const { url = REDIS_DEFAULTS.url, prefix = REDIS_DEFAULTS.prefix, cluster = [] } = urlOrOptions
   if (typeof url !== 'string') throw new TypeError(`${where}: options.url must be a string, got ${describe(url)}`)
+  if (!Array.isArray(cluster) || cluster.some((node) => typeof node !== 'string')) {
+    throw new TypeError(`${where}: options.cluster must be an array of node URLs (strings), got ${describe(cluster)}`)
+  }
+  if (urlOrOptions.cluster !== undefined && cluster.length === 0) {
+    throw new TypeError(`${where}: options.cluster must list at least one node URL`)
+  }
+  if (cluster.length > 0 && urlOrOptions.url !== undefined) {
+    throw new TypeError(`${where}: give options.url (one server) or options.cluster (a Redis Cluster), not both`)
+  }
   checkKey(where, prefix, 'options.prefix')
   const ms = (name) =>
     urlOrOptions[name] === undefined ? REDIS_DEFAULTS[name] : checkMs(where, urlOrOptions[name], `options.${name}`, false)
   return {
-    url,
+    url: cluster[0] ?? url,
+    cluster,
     prefix,
     connectTimeout: ms('connectTimeout'),
     commandTimeout: ms('commandTimeout'),
@@ -289,11 +301,8 @@ function readTls(where, tls) {
  */
 class RedisLockStore extends NativeLockStore {
   constructor(urlOrOptions) {
-    const { url, prefix, connectTimeout, commandTimeout, tls } = readRedisOptions(urlOrOptions)
     // Releases announced by other processes wake this thread's waiters for that key.
-    const handle = native.createRedisStore(url, prefix, connectTimeout, commandTimeout, tls, (key) =>
-      wake(handle, key),
-    )
+    const handle = native.createRedisStore(readRedisOptions(urlOrOptions), (key) => wake(handle, key))
     announcing.add(handle)
     super('RedisLockStore', handle)
   }

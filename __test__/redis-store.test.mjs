@@ -30,10 +30,10 @@ test('options: a URL or { url, prefix, connectTimeout, commandTimeout }; bad one
   assert.ok(new RedisLockStore('redis://127.0.0.1:6379/2'))
   assert.ok(new RedisLockStore({ url: 'redis://u:p@localhost:1', prefix: 'locks:', connectTimeout: 10, commandTimeout: 10 }))
   const cases = [
-    [42, TypeError, /new RedisLockStore: expected a redis:\/\/ URL or an options object/],
+    [42, TypeError, /new RedisLockStore: expected a redis:\/\/ URL, a list of Redis Cluster node URLs, or an options object/],
     [null, TypeError, /expected a redis:\/\/ URL/],
     [{ url: 6379 }, TypeError, /options\.url must be a string, got 6379/],
-    [{ host: 'x' }, TypeError, /unknown option host \(known: url, prefix, connectTimeout, commandTimeout, tls\)/],
+    [{ host: 'x' }, TypeError, /unknown option host \(known: url, prefix, connectTimeout, commandTimeout, tls, cluster\)/],
     [{ prefix: 1 }, TypeError, /options\.prefix must be a string/],
     [{ commandTimeout: '1s' }, TypeError, /options\.commandTimeout must be a number of milliseconds/],
     [{ connectTimeout: 0 }, RangeError, /options\.connectTimeout must be a finite number > 0/],

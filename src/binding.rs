@@ -302,18 +302,24 @@ pub struct RedisTls {
     pub key: Option<Buffer>,
 }
 
-/// A handle over a Redis server. The URL is parsed now; the connection opens
-/// on the first operation. Timeouts are checked milliseconds. `on_released`
-/// is called (on the JS thread) with each key whose announced release this
-/// store follows.
+/// RedisLockStore's options, already checked by the JS layer (timeouts in ms).
+#[napi(object)]
+pub struct RedisConfig {
+    pub url: String,
+    pub cluster: Vec<String>,
+    pub prefix: String,
+    pub connect_timeout: f64,
+    pub command_timeout: f64,
+    pub tls: Option<RedisTls>,
+}
+
+/// A handle over a Redis server or cluster. URLs are parsed now; the
+/// connection opens on the first operation. `on_released` is called (on the
+/// JS thread) with each key whose announced release this store follows.
 #[napi(catch_unwind)]
 pub fn create_redis_store(
     env: &Env,
-    url: String,
-    prefix: String,
-    connect_timeout_ms: f64,
-    command_timeout_ms: f64,
-    tls: Option<RedisTls>,
+    config: RedisConfig,
     on_released: Function<'_, String, ()>,
 ) -> Result<NewHandle> {
     // Weak: following releases never keeps the process alive by itself.
@@ -328,11 +334,20 @@ pub fn create_redis_store(
     let ms = |v: f64| {
         std::time::Duration::try_from_secs_f64(v / 1000.0).unwrap_or(std::time::Duration::MAX)
     };
+    let RedisConfig {
+        url,
+        cluster,
+        prefix,
+        connect_timeout,
+        command_timeout,
+        tls,
+    } = config;
     let options = RedisOptions {
         url,
+        cluster,
         prefix,
-        connect_timeout: ms(connect_timeout_ms),
-        command_timeout: ms(command_timeout_ms),
+        connect_timeout: ms(connect_timeout),
+        command_timeout: ms(command_timeout),
         tls: tls.map(|tls| TlsOptions {
             ca: tls.ca.map(|b| b.to_vec()),
             cert: tls.cert.map(|b| b.to_vec()),

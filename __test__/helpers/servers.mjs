@@ -181,3 +181,120 @@ export async function postgresForTests() {
 function id(flag) {
   return spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim()
 }
+
+/** Runs redis-cli with `args`; its output, or a failure that says what it printed. */
+function redisCli(args) {
+  const bin = which('redis-cli', ['/usr/bin', '/usr/local/bin'])
+  if (!bin) throw new Error('redis-cli is not installed: the cluster tests need it (Debian package "redis-tools").')
+  const r = spawnSync(bin, args, { encoding: 'utf8', timeout: 30_000 })
+  if (r.status !== 0) throw new Error(`redis-cli ${args.join(' ')} failed:\n${r.stdout}${r.stderr}`)
+  return r.stdout
+}
+
+/**
+ * A Redis Cluster of our own: `masters` masters with one replica each, on
+ * free loopback ports (redis-server --cluster-enabled, redis-cli --cluster
+ * create). Returns the node URLs, `masterOf(key)` (the node serving the key's
+ * slot now), `nodes` (each a startRedis server) and `close()`.
+ */
+export async function startCluster({ masters = 3 } = {}) {
+  const nodes = []
+  try {
+    for (let i = 0; i < masters * 2; i++) {
+      nodes.push(
+        await startRedis({
+          args: [
+            '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000',
+            // A replica may take over however long ago it last heard from its master.
+            '--cluster-replica-validity-factor', '0',
+          ],
+        }),
+      )
+    }
+    redisCli([
+      '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
+      '--cluster-replicas', '1', '--cluster-yes',
+    ])
+  } catch (e) {
+    for (const n of nodes) await n.close()
+    throw e
+  }
+  const cluster = {
+    nodes,
+    urls: nodes.map((n) => n.url),
+    /** The node that is master of `key`'s slot, by asking a live node. */
+    masterOf(key) {
+      const slot = Number(redisCli(['-p', String(cluster.live()[0].port), 'CLUSTER', 'KEYSLOT', key]).trim())
+      for (const line of redisCli(['-p', String(cluster.live()[0].port), 'CLUSTER', 'NODES']).trim().split('\n')) {
+        const [, address, flags, , , , , state, ...slots] = line.split(' ')
+        if (!flags.includes('master') || flags.includes('fail') || state !== 'connected') continue
+        const port = Number(address.split(':')[1].split('@')[0])
+        for (const range of slots) {
+          const [from, to = from] = range.split('-').map(Number)
+          if (slot >= from && slot <= to) return nodes.find((n) => n.port === port)
+        }
+      }
+      throw new Error(`no master serves slot ${slot} of ${key}`)
+    },
+    down: new Set(),
+    /** Resolves once a replica of `key`'s master holds `value` for it (replication is asynchronous). */
+    async replicated(key, value, ms = 10_000) {
+      const master = cluster.masterOf(key)
+      const deadline = Date.now() + ms
+      for (;;) {
+        for (const node of cluster.live()) {
+          if (node === master) continue
+          const bin = which('redis-cli', ['/usr/bin', '/usr/local/bin'])
+          const r = spawnSync(bin, ['-p', String(node.port)], { input: `READONLY\nGET ${key}\n`, encoding: 'utf8' })
+          if (r.stdout.split('\n').some((line) => line.trim() === value)) return node
+        }
+        if (Date.now() > deadline) throw new Error(`no replica had ${key} = ${value} within ${ms} ms`)
+        await sleep(50)
+      }
+    },
+    live: () => nodes.filter((n) => !cluster.down.has(n)),
+    /** SIGKILL the master of `key`'s slot; its replica takes over after the node timeout. */
+    async killMasterOf(key) {
+      const master = cluster.masterOf(key)
+      cluster.down.add(master)
+      await master.stop()
+      return master
+    },
+    /** Resolves with the new master of `key`'s slot once a node other than `old` serves it. */
+    async failedOver(key, old, ms = 30_000) {
+      const deadline = Date.now() + ms
+      for (;;) {
+        try {
+          const master = cluster.masterOf(key)
+          if (master !== old) {
+            await cluster.ready(ms)
+            return master
+          }
+        } catch {}
+        if (Date.now() > deadline) throw new Error(`no replica took over ${key}'s slot within ${ms} ms`)
+        await sleep(100)
+      }
+    },
+    /** Resolves once every live node says the cluster is ok, or rejects after `ms`. */
+    async ready(ms = 20_000) {
+      const deadline = Date.now() + ms
+      for (;;) {
+        const states = cluster.live().map((n) => {
+          try {
+            return /cluster_state:ok/.test(redisCli(['-p', String(n.port), 'CLUSTER', 'INFO']))
+          } catch {
+            return false
+          }
+        })
+        if (states.every(Boolean)) return
+        if (Date.now() > deadline) throw new Error('the Redis Cluster did not reach cluster_state:ok')
+        await sleep(100)
+      }
+    },
+    async close() {
+      for (const n of nodes) await n.close()
+    },
+  }
+  await cluster.ready()
+  return cluster
+}

@@ -155,6 +155,10 @@ export async function redisStore(): Promise<void> {
   new RedisLockStore({ commandTimeout: '2s' })
   const tls: RedisTlsOptions = { ca: '-----BEGIN CERTIFICATE-----', cert: new Uint8Array(), key: Buffer.from('') }
   new RedisLockStore({ url: 'rediss://redis.internal:6380', tls })
+  new RedisLockStore(['redis://10.0.0.1:7000', 'redis://10.0.0.2:7000'])
+  new RedisLockStore({ cluster: ['redis://10.0.0.1:7000'], prefix: 'locks:' })
+  // @ts-expect-error cluster nodes are URLs
+  new RedisLockStore({ cluster: [7000] })
   // @ts-expect-error no switch to skip certificate checks
   new RedisLockStore({ url: 'rediss://x', tls: { rejectUnauthorized: false } })
 }

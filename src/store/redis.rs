@@ -28,6 +28,13 @@
 //! (plus the connect timeout when it has to connect first), so a dead or
 //! frozen server fails operations instead of hanging them.
 //!
+//! A Redis Cluster is given as its node URLs (any of them: the rest are found
+//! from the cluster). Commands go to the master of their key's slot (the
+//! client follows MOVED/ASK and re-reads the slot map after a failover); the
+//! fencing counter shares its key's slot, so the acquire script runs on one
+//! node. Announcements use classic pub/sub, which a cluster broadcasts to every
+//! node: the subscriber listens on one node, and moves to the next if it goes.
+//!
 //! `rediss://` speaks TLS (rustls). The server is checked against the
 //! system's trusted roots, or only against `tls.ca` when one is given (a
 //! private CA); `tls.cert` + `tls.key` are a client certificate for servers
@@ -40,8 +47,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, ClientTlsConfig, ErrorKind, RedisError, Script, TlsCertificates};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{
+    Client, ClientTlsConfig, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Script,
+    TlsCertificates, Value,
+};
 use tokio::sync::mpsc;
 
 use super::{BackendError, LockStore, Op, StoreError, StoreResult};
@@ -109,6 +121,8 @@ return 0
 #[derive(Debug, Clone)]
 pub struct RedisOptions {
     pub url: String,
+    /// A Redis Cluster's node URLs; empty for a single server (`url`).
+    pub cluster: Vec<String>,
     pub prefix: String,
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
@@ -135,15 +149,56 @@ impl std::fmt::Debug for TlsOptions {
 }
 
 enum Connection {
-    /// Not connected yet: the manager is made on first use, inside Tokio.
+    /// Not connected yet: the connection is made on first use, inside Tokio.
     Idle,
-    Open(ConnectionManager),
+    Open(Conn),
     Closed,
+}
+
+/// One server's reconnecting multiplexed connection, or a cluster's.
+#[derive(Clone)]
+pub enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
 }
 
 struct Shared {
     options: RedisOptions,
-    client: Client,
+    /// The server as error messages name it (no password).
+    display: String,
+    /// The server, or for a cluster one client per node URL given (for pub/sub).
+    clients: Vec<Client>,
+    cluster: Option<ClusterClient>,
+    /// Held while a cluster connection is being made, so only one is.
+    connecting: tokio::sync::Mutex<()>,
     connection: Mutex<Connection>,
     acquire: Script,
     release: Script,
@@ -162,22 +217,9 @@ impl RedisStore {
     /// Parse the URL now (a bad one is the caller's mistake, reported at once);
     /// the connection itself opens on the first operation.
     pub fn new(options: RedisOptions, on_released: Option<OnReleased>) -> Result<Self, String> {
-        let url = options.url.as_str();
-        let bad_url = |e: RedisError| {
-            format!(
-                "url {:?} is not a Redis URL this store can use: {e}",
-                redacted(url)
-            )
-        };
-        let client = match &options.tls {
-            None => Client::open(url).map_err(bad_url)?,
+        let certificates = match &options.tls {
+            None => None,
             Some(tls) => {
-                if !url.starts_with("rediss://") {
-                    return Err(format!(
-                        "options.tls needs a rediss:// url, got {:?}",
-                        redacted(url)
-                    ));
-                }
                 let client_tls = match (&tls.cert, &tls.key) {
                     (Some(cert), Some(key)) => Some(ClientTlsConfig {
                         client_cert: cert.clone(),
@@ -186,18 +228,52 @@ impl RedisStore {
                     (None, None) => None,
                     _ => return Err("options.tls.cert and options.tls.key go together".into()),
                 };
-                let certificates = TlsCertificates {
+                Some(TlsCertificates {
                     client_tls,
                     root_cert: tls.ca.clone(),
-                };
-                Client::build_with_tls(url, certificates)
-                    .map_err(|e| format!("options.tls: {e}"))?
+                })
             }
+        };
+        let urls: Vec<&str> = if options.cluster.is_empty() {
+            vec![options.url.as_str()]
+        } else {
+            options.cluster.iter().map(String::as_str).collect()
+        };
+        let mut clients = Vec::with_capacity(urls.len());
+        for url in &urls {
+            clients.push(open_client(url, certificates.as_ref())?);
+        }
+        let cluster = if options.cluster.is_empty() {
+            None
+        } else {
+            let mut builder = ClusterClient::builder(urls.iter().copied())
+                .connection_timeout(options.connect_timeout)
+                .response_timeout(options.command_timeout)
+                .retries(3)
+                .min_retry_wait(20)
+                .max_retry_wait(500);
+            if let Some(certificates) = certificates {
+                builder = builder.certs(certificates);
+            }
+            Some(
+                builder
+                    .build()
+                    .map_err(|e| format!("options.cluster: {e}"))?,
+            )
+        };
+        let display = if options.cluster.is_empty() {
+            redacted(&options.url)
+        } else {
+            let nodes: Vec<String> = options.cluster.iter().map(|u| redacted(u)).collect();
+            format!("the Redis Cluster at {}", nodes.join(", "))
         };
         Ok(Self {
             shared: Arc::new(Shared {
                 options,
-                client,
+                display,
+                clients,
+                cluster,
+                connecting: tokio::sync::Mutex::new(()),
                 connection: Mutex::new(Connection::Idle),
                 acquire: Script::new(ACQUIRE),
                 release: Script::new(RELEASE),
@@ -239,7 +315,7 @@ impl RedisStore {
             let (sender, inbox) = mpsc::unbounded_channel();
             let options = &self.shared.options;
             task = Some(subscriber(
-                self.shared.client.clone(),
+                self.shared.clients.clone(),
                 options.prefix.clone(),
                 options.connect_timeout,
                 inbox,
@@ -263,23 +339,26 @@ impl RedisStore {
     fn op<T, F, Fut>(&self, name: &'static str, run: F) -> Op<T>
     where
         T: Send + 'static,
-        F: FnOnce(ConnectionManager, Arc<Shared>) -> Fut + Send + 'static,
+        F: FnOnce(Conn, Arc<Shared>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = redis::RedisResult<T>> + Send,
     {
         let shared = Arc::clone(&self.shared);
         Op::Pending(Box::pin(async move {
             let options = &shared.options;
             let bound = options.command_timeout + options.connect_timeout;
-            let manager = shared.manager(name)?;
-            let outcome = tokio::time::timeout(bound, run(manager, Arc::clone(&shared))).await;
-            match outcome {
-                Ok(Ok(value)) => Ok(value),
-                Ok(Err(e)) => Err(shared.failure(name, &e)),
+            let attempt = async {
+                let conn = shared.connection(name).await?;
+                run(conn, Arc::clone(&shared))
+                    .await
+                    .map_err(|e| shared.failure(name, &e))
+            };
+            match tokio::time::timeout(bound, attempt).await {
+                Ok(outcome) => outcome,
                 Err(_) => Err(StoreError::Backend(BackendError {
                     code: "ERR_LOCK_STORE_TIMEOUT",
                     message: format!(
                         "RedisLockStore.{name}: no answer from {} within {} ms",
-                        redacted(&options.url),
+                        shared.display,
                         bound.as_millis()
                     ),
                 })),
@@ -292,7 +371,7 @@ impl RedisStore {
 /// Re-connects (and re-subscribes) after the connection drops; ends when the
 /// store is closed or dropped.
 async fn subscriber(
-    client: Client,
+    clients: Vec<Client>,
     prefix: String,
     connect_timeout: Duration,
     mut inbox: mpsc::UnboundedReceiver<Watch>,
@@ -306,7 +385,12 @@ async fn subscriber(
             channels.remove(&name);
         }
     };
+    // A cluster broadcasts PUBLISH to every node: any one will do, the next
+    // one if it goes away.
+    let mut next = 0;
     loop {
+        let client = &clients[next % clients.len()];
+        next += 1;
         let connected = tokio::time::timeout(connect_timeout, client.get_async_pubsub()).await;
         let Ok(Ok(pubsub)) = connected else {
             // Not reachable now: keep track of what is wanted, and try again soon.
@@ -352,17 +436,49 @@ async fn subscriber(
 }
 
 impl Shared {
-    fn manager(&self, name: &'static str) -> StoreResult<ConnectionManager> {
-        let closed = || {
-            StoreError::Backend(BackendError {
-                code: "ERR_LOCK_STORE_CLOSED",
-                message: format!("RedisLockStore.{name}: the store is closed"),
-            })
+    fn closed(name: &'static str) -> StoreError {
+        StoreError::Backend(BackendError {
+            code: "ERR_LOCK_STORE_CLOSED",
+            message: format!("RedisLockStore.{name}: the store is closed"),
+        })
+    }
+
+    /// The open connection, made on first use. A single server's opens lazily
+    /// and reconnects by itself; a cluster's is made here (the slot map read)
+    /// and, should that fail, tried again by the next operation.
+    async fn connection(&self, name: &'static str) -> StoreResult<Conn> {
+        if let Some(open) = self.open_or_single(name)? {
+            return Ok(open);
+        }
+        let Some(cluster) = &self.cluster else {
+            return Err(Self::closed(name));
         };
-        let mut connection = self.connection.lock().map_err(|_| closed())?;
+        let _one_at_a_time = self.connecting.lock().await;
+        if let Some(open) = self.open_or_single(name)? {
+            return Ok(open);
+        }
+        let conn = cluster
+            .get_async_connection()
+            .await
+            .map_err(|e| self.failure(name, &e))?;
+        let mut connection = self.connection.lock().map_err(|_| Self::closed(name))?;
         match &*connection {
-            Connection::Open(manager) => Ok(manager.clone()),
-            Connection::Closed => Err(closed()),
+            Connection::Closed => Err(Self::closed(name)),
+            _ => {
+                *connection = Connection::Open(Conn::Cluster(conn.clone()));
+                Ok(Conn::Cluster(conn))
+            }
+        }
+    }
+
+    /// The connection if open; a single server's made now (lazily). None: a
+    /// cluster's still to be made.
+    fn open_or_single(&self, name: &'static str) -> StoreResult<Option<Conn>> {
+        let mut connection = self.connection.lock().map_err(|_| Self::closed(name))?;
+        match &*connection {
+            Connection::Open(conn) => Ok(Some(conn.clone())),
+            Connection::Closed => Err(Self::closed(name)),
+            Connection::Idle if self.cluster.is_some() => Ok(None),
             Connection::Idle => {
                 let config = ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(self.options.connect_timeout))
@@ -372,16 +488,18 @@ impl Shared {
                     .set_number_of_retries(2)
                     .set_min_delay(Duration::from_millis(20))
                     .set_max_delay(Duration::from_millis(500));
-                let manager = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
-                    .map_err(|e| self.failure(name, &e))?;
-                *connection = Connection::Open(manager.clone());
-                Ok(manager)
+                let manager =
+                    ConnectionManager::new_lazy_with_config(self.clients[0].clone(), config)
+                        .map_err(|e| self.failure(name, &e))?;
+                let conn = Conn::Single(manager);
+                *connection = Connection::Open(conn.clone());
+                Ok(Some(conn))
             }
         }
     }
 
     fn failure(&self, name: &'static str, e: &RedisError) -> StoreError {
-        let url = redacted(&self.options.url);
+        let url = &self.display;
         let (code, what) = if e.kind() == ErrorKind::AuthenticationFailed
             || e.code()
                 .is_some_and(|c| c == "WRONGPASS" || c == "NOAUTH" || c == "NOPERM")
@@ -398,6 +516,29 @@ impl Shared {
             code,
             message: format!("RedisLockStore.{name}: {what} {url}: {e}"),
         })
+    }
+}
+
+/// A client for one URL, with the TLS certificates if given (a URL that is
+/// not `rediss://` then is a mistake).
+fn open_client(url: &str, certificates: Option<&TlsCertificates>) -> Result<Client, String> {
+    match certificates {
+        None => Client::open(url).map_err(|e| {
+            format!(
+                "url {:?} is not a Redis URL this store can use: {e}",
+                redacted(url)
+            )
+        }),
+        Some(certificates) => {
+            if !url.starts_with("rediss://") {
+                return Err(format!(
+                    "options.tls needs a rediss:// url, got {:?}",
+                    redacted(url)
+                ));
+            }
+            Client::build_with_tls(url, certificates.clone())
+                .map_err(|e| format!("options.tls: {e}"))
+        }
     }
 }
 
@@ -533,6 +674,7 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             command_timeout: Duration::from_secs(1),
             tls: None,
+            cluster: Vec::new(),
         };
         let err = RedisStore::new(options, None).err().expect("refused");
         assert!(err.contains("not a Redis URL"), "{err}");
@@ -548,6 +690,7 @@ mod tests {
                     connect_timeout: Duration::from_secs(1),
                     command_timeout: Duration::from_secs(1),
                     tls: Some(tls),
+                    cluster: Vec::new(),
                 },
                 None,
             )
@@ -595,6 +738,7 @@ mod tests {
                 connect_timeout: Duration::from_millis(200),
                 command_timeout: Duration::from_millis(200),
                 tls: None,
+                cluster: Vec::new(),
             },
             None,
         )

@@ -1,0 +1,128 @@
+// RedisLockStore on a Redis Cluster this file creates (3 masters, 3 replicas,
+// redis-server --cluster-enabled + redis-cli --cluster create): the lock API
+// over keys spread across the masters, exclusion between clients, announced
+// releases, fencing tokens, verifyLockStore, and a master killed mid-run with
+// its replica taking over.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { lock, setLockStore, RedisLockStore, verifyLockStore } from '@shaferllc/keel/core'
+import { startCluster, uniqueKey } from './helpers/servers.mjs'
+
+let cluster
+const stores = []
+const store = (options = {}) => {
+  const s = new RedisLockStore({ cluster: cluster.urls, connectTimeout: 2_000, commandTimeout: 2_000, ...options })
+  stores.push(s)
+  return s
+}
+before(async () => {
+  cluster = await startCluster()
+})
+after(async () => {
+  for (const s of stores) await s.close()
+  await cluster?.close()
+})
+
+test('options: a list of node URLs, or { cluster }; malformed ones are TypeErrors', () => {
+  assert.ok(new RedisLockStore(['redis://127.0.0.1:1', 'redis://127.0.0.1:2']))
+  assert.ok(new RedisLockStore({ cluster: ['redis://127.0.0.1:1'], prefix: 'locks:' }))
+  for (const [options, message] of [
+    [{ cluster: [] }, /options\.cluster must list at least one node URL/],
+    [{ cluster: 'redis://x' }, /options\.cluster must be an array of node URLs/],
+    [{ cluster: [6379] }, /options\.cluster must be an array of node URLs/],
+    [{ url: 'redis://a', cluster: ['redis://b'] }, /not both/],
+    [{ cluster: ['http://x'] }, /not a Redis URL/],
+  ]) {
+    assert.throws(() => new RedisLockStore(options), (e) => e instanceof TypeError && message.test(e.message))
+  }
+})
+
+test('the lock API over keys spread across every master; two clients exclude each other', async () => {
+  const a = setLockStore(store())
+  const b = store()
+  const keys = Array.from({ length: 30 }, (_, i) => uniqueKey(`spread-${i}`))
+  const masters = new Set(keys.map((k) => cluster.masterOf(k).port))
+  assert.equal(masters.size, 3, 'the keys land on all three masters')
+  for (const key of keys) {
+    const l = lock(key, 5_000)
+    assert.equal(await l.acquire(), true)
+    assert.equal(await b.acquire(key, 'other client', 5_000), false)
+    assert.equal(await b.isLocked(key), true)
+    const left = await b.remainingTime(key)
+    assert.ok(left > 4_000 && left <= 5_000, `remaining ${left}`)
+    await l.extend(10_000)
+    assert.ok((await a.remainingTime(key)) > 5_000)
+    assert.equal(await l.release(), true)
+    assert.equal(await b.isLocked(key), false)
+  }
+  // Hash-tagged keys share a slot, and so a master.
+  const [ran, value] = await lock('{tenant-7}:invoice').run(async () => {
+    assert.equal(await b.acquire('{tenant-7}:invoice', 'other', 1_000), false)
+    return 'tagged'
+  })
+  assert.deepEqual([ran, value], [true, 'tagged'])
+})
+
+test('fencing tokens grow per key on the cluster; verifyLockStore passes', async () => {
+  setLockStore(store())
+  const key = uniqueKey('fenced')
+  const tokens = []
+  for (let i = 0; i < 5; i++) tokens.push((await lock(key).run(async (l) => l.fencingToken))[1])
+  assert.ok(tokens.every((t, i) => typeof t === 'number' && (i === 0 || t > tokens[i - 1])), tokens.join(' '))
+  const report = await verifyLockStore(store())
+  assert.equal(report.ok, true, JSON.stringify(report, null, 2))
+})
+
+test('a release by another client is announced across the cluster: a waiter is woken long before its poll', async () => {
+  const holder = store()
+  setLockStore(store())
+  const key = uniqueKey('wake')
+  assert.equal(await holder.acquire(key, 'holder', 30_000), true)
+  const started = Date.now()
+  const waiting = lock(key, 5_000).acquire({ timeout: 20_000, retryDelay: 60_000 })
+  await sleep(500) // the waiter subscribes meanwhile
+  assert.equal(await holder.release(key, 'holder'), true)
+  assert.equal(await waiting, true)
+  const took = Date.now() - started
+  assert.ok(took < 10_000, `woken after ${took} ms; the poll alone would take 60000`)
+})
+
+test("a master killed mid-run: its replica takes over, a replicated lock survives, the same store goes on", async () => {
+  const a = store()
+  const b = store()
+  const key = uniqueKey('failover')
+  setLockStore(a)
+  const held = lock(key, 60_000)
+  assert.equal(await held.acquire(), true)
+  const before = held.fencingToken
+  // Replication is asynchronous: wait until the replica has the lock.
+  const owner = JSON.parse(held.serialize()).owner
+  await cluster.replicated(key, owner)
+  const killed = await cluster.killMasterOf(key)
+  // During the failover operations fail with a store error (or succeed once
+  // the replica is promoted); none hangs past its bound, none takes the lock.
+  const started = Date.now()
+  const during = await b.acquire(key, 'intruder', 60_000).then(
+    (got) => ({ got }),
+    (error) => ({ error }),
+  )
+  if (during.error) assert.match(during.error.code, /^ERR_LOCK_STORE_/, during.error.message)
+  else assert.equal(during.got, false, 'the replicated lock is still held')
+  assert.ok(Date.now() - started < 10_000)
+  const promoted = await cluster.failedOver(key, killed)
+  assert.notEqual(promoted, killed, 'a replica was promoted')
+  // Eventually the promoted replica answers for the same stores.
+  let held2
+  for (let i = 0; i < 50; i++) {
+    held2 = await b.isLocked(key).catch(() => undefined)
+    if (held2 !== undefined) break
+    await sleep(200)
+  }
+  assert.equal(held2, true, 'the lock reached the replica before the crash, and survived it')
+  assert.equal(await b.acquire(key, 'intruder', 60_000), false)
+  assert.equal(await held.release(), true, "the holder's release works on the new master")
+  const after = await lock(key).run(async (l) => l.fencingToken)
+  assert.equal(after[0], true)
+  assert.ok(after[1] > before, `token ${after[1]} after ${before}`)
+})
