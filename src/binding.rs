@@ -12,6 +12,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::lock;
+use crate::pump::{Pump, Settle};
 use crate::store::js::{self, Checked, JsMethod, JsSettle, JsStore};
 use crate::store::redis::OnReleased;
 use crate::store::{
@@ -89,6 +90,8 @@ pub struct StoreHandle {
     tag: u64,
     store: Arc<dyn LockStore>,
     kind: Kind,
+    /// Settles the promises of this store's Tokio-driven operations (Redis).
+    pump: Option<Pump>,
 }
 
 /// What a handle's store is, for the calls only one kind answers.
@@ -196,12 +199,24 @@ where
         // The future yields the store's own result, so the error is turned into
         // a JS value back on the JS thread, where a store's original error
         // object can be handed back as the same object.
-        Op::Pending(future) => env
-            .spawn_future_with_callback(
-                async move { Ok(contain_panics(future).await) },
-                |env, result| result.map_err(|e| js_error(env, e)),
-            )
-            .map(Either::B),
+        Op::Pending(future) => match &handle.pump {
+            Some(pump) => {
+                let promise = pump.promise(env, async move {
+                    let result = contain_panics(future).await;
+                    Box::new(move |env: &Env| match result {
+                        Ok(value) => unsafe { T::to_napi_value(env.raw(), value) },
+                        Err(e) => Err(js_error(env, e)),
+                    }) as Settle
+                })?;
+                Ok(Either::B(PromiseRaw::new(env.raw(), promise)))
+            }
+            None => env
+                .spawn_future_with_callback(
+                    async move { Ok(contain_panics(future).await) },
+                    |env, result| result.map_err(|e| js_error(env, e)),
+                )
+                .map(Either::B),
+        },
         Op::Js(pending) => match &handle.kind {
             Kind::Js(js) => Ok(Either::B(PromiseRaw::new(
                 env.raw(),
@@ -291,6 +306,7 @@ pub fn create_memory_store() -> NewHandle {
         tag: HANDLE_TAG,
         store: memory.clone(),
         kind: Kind::Memory(memory),
+        pump: None,
     })
 }
 
@@ -361,6 +377,7 @@ pub fn create_redis_store(
         tag: HANDLE_TAG,
         store: redis.clone(),
         kind: Kind::Redis(redis),
+        pump: Some(Pump::new(env)?),
     }))
 }
 
@@ -400,6 +417,7 @@ pub fn create_js_store(
         tag: HANDLE_TAG,
         store: js.clone(),
         kind: Kind::Js(js),
+        pump: None,
     }))
 }
 

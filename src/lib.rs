@@ -19,11 +19,13 @@
 //! Layout: [`lock`] is the algorithm (acquire with timeout and retry, the
 //! serialized form), [`store`] the seam with one file per backend, [`owner`]
 //! the tokens, and `binding` the napi surface, the only module JavaScript
-//! sees.
+//! sees (with `pump`, which settles its promises from Tokio in batches).
 
 #[cfg(not(test))]
 mod binding;
 pub mod lock;
 pub mod owner;
+#[cfg(not(test))]
+mod pump;
 pub mod store;
 pub mod text;

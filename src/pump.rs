@@ -1,0 +1,225 @@
+//! Settling the promises of Tokio-driven operations on the JS thread, in
+//! batches, through one threadsafe function per store.
+//!
+//! napi-rs's `spawn_future_with_callback` makes a threadsafe function (and so
+//! a libuv async handle) for every promise, opened and closed on the JS
+//! thread: a few microseconds per Redis command, paid on the one thread every
+//! lock shares. Here a store keeps one. A finished operation queues its result
+//! and signals only when the queue was empty; the JS thread then settles every
+//! queued promise in one turn. The threadsafe function is referenced (keeps
+//! the event loop alive) only while some operation is in flight, as a pending
+//! promise must; an idle store lets the process exit.
+//!
+//! Teardown: when a worker's environment goes away, Node finalizes the
+//! threadsafe function; later completions find it closing and are dropped,
+//! with their promises (which nobody can observe any more).
+
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::*;
+use napi::sys;
+
+/// Turns an operation's outcome into the JS value that resolves (Ok) or
+/// rejects (Err) its promise. Runs on the JS thread.
+pub type Settle = Box<dyn FnOnce(&Env) -> std::result::Result<sys::napi_value, Error> + Send>;
+
+struct Done {
+    deferred: Deferred,
+    settle: Settle,
+}
+
+struct Deferred(sys::napi_deferred);
+// A napi_deferred is only used on the JS thread (in `drain`); it merely
+// travels through Tokio.
+unsafe impl Send for Deferred {}
+
+/// What the threadsafe function's callback reaches through its context.
+struct Queue {
+    state: Mutex<State>,
+    /// Operations started and not yet settled (JS thread only).
+    in_flight: AtomicUsize,
+}
+
+struct State {
+    done: Vec<Done>,
+    /// Null once Node has finalized it: it must never be called after that,
+    /// so it is read and called under this lock, and nulled under it too.
+    tsfn: Tsfn,
+}
+
+struct Tsfn(sys::napi_threadsafe_function);
+// napi_call_threadsafe_function may be called from any thread.
+unsafe impl Send for Tsfn {}
+
+pub struct Pump {
+    queue: Arc<Queue>,
+}
+
+impl Pump {
+    /// Made on the JS thread of the environment whose promises it settles.
+    pub fn new(env: &Env) -> Result<Self> {
+        let queue = Arc::new(Queue {
+            state: Mutex::new(State {
+                done: Vec::new(),
+                tsfn: Tsfn(ptr::null_mut()),
+            }),
+            in_flight: AtomicUsize::new(0),
+        });
+        let context = Arc::into_raw(Arc::clone(&queue)) as *mut c_void;
+        let mut name = ptr::null_mut();
+        let mut tsfn = ptr::null_mut();
+        let created = unsafe {
+            sys::napi_create_string_utf8(env.raw(), c"keel-lock:settle".as_ptr(), 16, &mut name)
+                == sys::Status::napi_ok
+                && sys::napi_create_threadsafe_function(
+                    env.raw(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    name,
+                    0,
+                    1,
+                    context,
+                    Some(finalize),
+                    context,
+                    Some(drain),
+                    &mut tsfn,
+                ) == sys::Status::napi_ok
+        };
+        if !created {
+            // The context's reference goes with the function that never was.
+            drop(unsafe { Arc::from_raw(context as *const Queue) });
+            return Err(Error::new(
+                Status::GenericFailure,
+                "could not make the threadsafe function that settles promises",
+            ));
+        }
+        // Idle until an operation is in flight.
+        unsafe { sys::napi_unref_threadsafe_function(env.raw(), tsfn) };
+        if let Ok(mut state) = queue.state.lock() {
+            state.tsfn = Tsfn(tsfn);
+        }
+        Ok(Pump { queue })
+    }
+
+    fn tsfn(&self) -> sys::napi_threadsafe_function {
+        self.queue
+            .state
+            .lock()
+            .map_or(ptr::null_mut(), |state| state.tsfn.0)
+    }
+
+    /// A promise settled by what `future` yields, through this pump. Call on the JS thread.
+    pub fn promise<F>(&self, env: &Env, future: F) -> Result<sys::napi_value>
+    where
+        F: std::future::Future<Output = Settle> + Send + 'static,
+    {
+        let tsfn = self.tsfn();
+        if tsfn.is_null() {
+            return Err(Error::new(
+                Status::Closing,
+                "the environment is shutting down",
+            ));
+        }
+        let mut deferred = ptr::null_mut();
+        let mut promise = ptr::null_mut();
+        check_status!(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
+        let queue = Arc::clone(&self.queue);
+        if queue.in_flight.fetch_add(1, Ordering::AcqRel) == 0 {
+            unsafe { sys::napi_ref_threadsafe_function(env.raw(), tsfn) };
+        }
+        let deferred = Deferred(deferred);
+        napi::bindgen_prelude::spawn(async move {
+            let settle = future.await;
+            queue.complete(Done { deferred, settle });
+        });
+        Ok(promise)
+    }
+}
+
+impl Queue {
+    /// From any thread: queue a finished operation; wake the JS thread if it
+    /// is not already due to drain the queue.
+    fn complete(&self, done: Done) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        if state.tsfn.0.is_null() {
+            return; // the environment is gone, and so is whoever awaited this
+        }
+        state.done.push(done);
+        if state.done.len() == 1 {
+            // Fails only while the environment is being torn down.
+            unsafe {
+                sys::napi_call_threadsafe_function(
+                    state.tsfn.0,
+                    ptr::null_mut(),
+                    sys::ThreadsafeFunctionCallMode::nonblocking,
+                )
+            };
+        }
+    }
+}
+
+/// On the JS thread: settle everything queued.
+unsafe extern "C" fn drain(
+    env: sys::napi_env,
+    _js_callback: sys::napi_value,
+    context: *mut c_void,
+    _data: *mut c_void,
+) {
+    // Null while the environment is torn down: nothing can be settled then.
+    if env.is_null() || context.is_null() {
+        return;
+    }
+    let queue = unsafe { &*(context as *const Queue) };
+    let (batch, tsfn) = match queue.state.lock() {
+        Ok(mut state) => (std::mem::take(&mut state.done), state.tsfn.0),
+        Err(_) => return,
+    };
+    let settled = batch.len();
+    let env_ref = Env::from_raw(env);
+    for Done { deferred, settle } in batch {
+        // A panic here must not unwind into Node.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| settle(&env_ref)));
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Error::new(
+                Status::GenericFailure,
+                "internal error while settling a lock store operation",
+            )),
+        };
+        unsafe {
+            match outcome {
+                Ok(value) => sys::napi_resolve_deferred(env, deferred.0, value),
+                Err(error) => {
+                    let value = JsError::from(error).into_value(env);
+                    sys::napi_reject_deferred(env, deferred.0, value)
+                }
+            }
+        };
+    }
+    if settled > 0 && queue.in_flight.fetch_sub(settled, Ordering::AcqRel) == settled {
+        unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
+    }
+}
+
+/// Node is finalizing the threadsafe function: no call may reach it after
+/// this, and the queue it kept is let go.
+unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    if data.is_null() {
+        return;
+    }
+    let queue = unsafe { Arc::from_raw(data as *const Queue) };
+    let stale = match queue.state.lock() {
+        Ok(mut state) => {
+            state.tsfn = Tsfn(ptr::null_mut());
+            std::mem::take(&mut state.done)
+        }
+        Err(_) => Vec::new(),
+    };
+    drop(stale);
+    drop(queue);
+}
