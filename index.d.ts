@@ -286,7 +286,10 @@ export declare class RedisLockStore implements LockStore {
   extend(key: string, owner: string, ttlMs: number): Promise<boolean>
   isLocked(key: string): Promise<boolean>
   remainingTime(key: string): Promise<number | null>
-  /** Close the connection; later operations reject with `ERR_LOCK_STORE_CLOSED`. */
+  /**
+   * Close the connection; later operations reject with `ERR_LOCK_STORE_CLOSED`.
+   * A store lives until it is closed; once closed it can be garbage-collected.
+   */
   close(): Promise<void>
 }
 

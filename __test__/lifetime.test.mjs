@@ -40,3 +40,46 @@ test('a Rust panic becomes a JS error, in a call and in a Tokio-driven operation
   assert.equal(out.code, 'ERR_LOCK_INTERNAL')
   assert.match(out.message, /deliberate panic on Tokio/)
 })
+
+test('RedisLockStores made, closed and collected by the thousand, some with commands in flight: no crash, no hang', () => {
+  // Each store settles its promises through one threadsafe function, handed
+  // back to Node when the store is collected (at once, or after its last
+  // command in flight). close() lets go of the release callback, which refers
+  // to the store, so a closed store can be collected. A mistake on that path
+  // is a crash or a hang, not a wrong value.
+  const script = `
+    const { RedisLockStore } = require('@shaferllc/keel/core');
+    (async () => {
+      let answered = 0;
+      for (let round = 0; round < 20; round++) {
+        const inFlight = [];
+        for (let i = 0; i < 50; i++) {
+          const store = new RedisLockStore({ url: process.env.REDIS_URL, commandTimeout: 5000 });
+          await store.isLocked('warm:' + i);
+          // Closed at once: the command gets its answer, or (if Tokio had not
+          // picked it up yet) ERR_LOCK_STORE_CLOSED; either way it settles.
+          const answer = store.isLocked('collected:' + i).then(
+            () => answered++,
+            (e) => { if (e.code !== 'ERR_LOCK_STORE_CLOSED') throw e; answered++ },
+          );
+          store.close();
+          // Half are collected while their command is in flight.
+          if (i % 2) await answer; else inFlight.push(answer);
+        }
+        global.gc();
+        await Promise.all(inFlight);
+        global.gc();
+        await new Promise((r) => setImmediate(r));
+      }
+      global.gc();
+      console.log(answered);
+    })();`
+  const r = spawnSync(process.execPath, ['--expose-gc', '-e', script], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: { ...process.env, REDIS_URL: redis.url },
+  })
+  assert.equal(r.signal, null, `the process died of ${r.signal}:\n${r.stderr}`)
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout.trim(), '1000')
+})

@@ -45,9 +45,12 @@ struct Queue {
 
 struct State {
     done: Vec<Done>,
-    /// Null once Node has finalized it: it must never be called after that,
-    /// so it is read and called under this lock, and nulled under it too.
+    /// Null once Node has finalized it (or we released it): it must never be
+    /// called after that, so it is read and called under this lock, and
+    /// nulled under it too.
     tsfn: Tsfn,
+    /// The store is gone: release the function once nothing is in flight.
+    orphaned: bool,
 }
 
 struct Tsfn(sys::napi_threadsafe_function);
@@ -65,6 +68,7 @@ impl Pump {
             state: Mutex::new(State {
                 done: Vec::new(),
                 tsfn: Tsfn(ptr::null_mut()),
+                orphaned: false,
             }),
             in_flight: AtomicUsize::new(0),
         });
@@ -126,16 +130,76 @@ impl Pump {
         let mut deferred = ptr::null_mut();
         let mut promise = ptr::null_mut();
         check_status!(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
-        let queue = Arc::clone(&self.queue);
-        if queue.in_flight.fetch_add(1, Ordering::AcqRel) == 0 {
-            unsafe { sys::napi_ref_threadsafe_function(env.raw(), tsfn) };
-        }
-        let deferred = Deferred(deferred);
+        let mut task = Task {
+            queue: Arc::clone(&self.queue),
+            deferred: Some(Deferred(deferred)),
+        };
         napi::bindgen_prelude::spawn(async move {
             let settle = future.await;
-            queue.complete(Done { deferred, settle });
+            task.finish(settle);
         });
+        // Counted once it is surely running (spawn may panic, and a panic is
+        // turned into a JS error): `drain` cannot run meanwhile, as this is
+        // the JS thread.
+        if self.queue.in_flight.fetch_add(1, Ordering::AcqRel) == 0 {
+            unsafe { sys::napi_ref_threadsafe_function(env.raw(), tsfn) };
+        }
         Ok(promise)
+    }
+}
+
+impl Drop for Pump {
+    /// The store is gone (its handle was collected): let the threadsafe
+    /// function go now, or once the operations still in flight are settled.
+    fn drop(&mut self) {
+        let Ok(mut state) = self.queue.state.lock() else {
+            return;
+        };
+        state.orphaned = true;
+        if self.queue.in_flight.load(Ordering::Acquire) == 0 {
+            release(&mut state);
+        }
+    }
+}
+
+/// Under the state lock: hand the threadsafe function back to Node (which
+/// then finalizes it), and never touch it again.
+fn release(state: &mut State) {
+    if !state.tsfn.0.is_null() {
+        unsafe {
+            sys::napi_release_threadsafe_function(
+                state.tsfn.0,
+                sys::ThreadsafeFunctionReleaseMode::release,
+            )
+        };
+        state.tsfn = Tsfn(ptr::null_mut());
+    }
+}
+
+/// One operation's way back: it settles its promise, even if its future is
+/// dropped without finishing (a panic while dropping it, a runtime shutting
+/// down), so the promise is never left pending and the count never stuck.
+struct Task {
+    queue: Arc<Queue>,
+    deferred: Option<Deferred>,
+}
+
+impl Task {
+    fn finish(&mut self, settle: Settle) {
+        if let Some(deferred) = self.deferred.take() {
+            self.queue.complete(Done { deferred, settle });
+        }
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.finish(Box::new(|_| {
+            Err(Error::new(
+                Status::GenericFailure,
+                "a lock store operation was abandoned before it finished",
+            ))
+        }));
     }
 }
 
@@ -174,6 +238,8 @@ unsafe extern "C" fn drain(
     if env.is_null() || context.is_null() {
         return;
     }
+    // (Checked first: after `finalize`, Node calls this with a null env and
+    // a context that may be gone.)
     let queue = unsafe { &*(context as *const Queue) };
     let (batch, tsfn) = match queue.state.lock() {
         Ok(mut state) => (std::mem::take(&mut state.done), state.tsfn.0),
@@ -191,18 +257,61 @@ unsafe extern "C" fn drain(
                 "internal error while settling a lock store operation",
             )),
         };
-        unsafe {
-            match outcome {
-                Ok(value) => sys::napi_resolve_deferred(env, deferred.0, value),
-                Err(error) => {
-                    let value = JsError::from(error).into_value(env);
-                    sys::napi_reject_deferred(env, deferred.0, value)
-                }
-            }
-        };
+        unsafe { settle_deferred(env, deferred.0, outcome) };
     }
     if settled > 0 && queue.in_flight.fetch_sub(settled, Ordering::AcqRel) == settled {
         unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
+        if let Ok(mut state) = queue.state.lock() {
+            if state.orphaned {
+                release(&mut state);
+            }
+        }
+    }
+}
+
+/// Resolve or reject one promise. An exception left pending by making the
+/// value would make napi refuse: it is cleared and the promise rejected with
+/// it, so no promise is stranded.
+unsafe fn settle_deferred(
+    env: sys::napi_env,
+    deferred: sys::napi_deferred,
+    outcome: std::result::Result<sys::napi_value, Error>,
+) {
+    let status = unsafe {
+        match outcome {
+            Ok(value) => sys::napi_resolve_deferred(env, deferred, value),
+            Err(error) => {
+                let value = JsError::from(error).into_value(env);
+                if value.is_null() {
+                    sys::Status::napi_generic_failure
+                } else {
+                    sys::napi_reject_deferred(env, deferred, value)
+                }
+            }
+        }
+    };
+    if status == sys::Status::napi_ok {
+        return;
+    }
+    let mut reason = ptr::null_mut();
+    let mut pending = false;
+    unsafe {
+        sys::napi_is_exception_pending(env, &mut pending);
+        if pending {
+            sys::napi_get_and_clear_last_exception(env, &mut reason);
+        }
+        if reason.is_null() {
+            let mut message = ptr::null_mut();
+            let text = c"a lock store operation's result could not be delivered";
+            sys::napi_create_string_utf8(
+                env,
+                text.as_ptr(),
+                text.count_bytes() as isize,
+                &mut message,
+            );
+            sys::napi_create_error(env, ptr::null_mut(), message, &mut reason);
+        }
+        sys::napi_reject_deferred(env, deferred, reason);
     }
 }
 

@@ -204,7 +204,8 @@ struct Shared {
     release: Script,
     extend: Script,
     tokens: Mutex<HashMap<String, u64>>,
-    on_released: Option<OnReleased>,
+    /// Taken by `close()`: it holds the JS callback, which holds the store.
+    on_released: Mutex<Option<OnReleased>>,
     /// The subscriber task's inbox, once it runs; dropping it ends the task.
     watcher: Mutex<Option<mpsc::UnboundedSender<Watch>>>,
 }
@@ -279,14 +280,16 @@ impl RedisStore {
                 release: Script::new(RELEASE),
                 extend: Script::new(EXTEND),
                 tokens: Mutex::new(HashMap::new()),
-                on_released,
+                on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
             }),
         })
     }
 
     /// Drop the connection. Operations after this fail with a "closed" error;
-    /// ones already sent finish on the connection they hold.
+    /// ones already sent finish on the connection they hold. The release
+    /// callback goes too: it refers to the JS store, which can then be
+    /// collected with everything it holds.
     pub fn close(&self) {
         if let Ok(mut connection) = self.shared.connection.lock() {
             *connection = Connection::Closed;
@@ -294,12 +297,15 @@ impl RedisStore {
         if let Ok(mut watcher) = self.shared.watcher.lock() {
             *watcher = None;
         }
+        if let Ok(mut on_released) = self.shared.on_released.lock() {
+            *on_released = None;
+        }
     }
 
     /// Follow (or stop following) announced releases of `key`. The first call
     /// returns the subscriber task for the caller to spawn on Tokio.
     pub fn watch(&self, key: &str, on: bool) -> Option<impl Future<Output = ()> + Send + 'static> {
-        let on_released = self.shared.on_released.clone()?;
+        let on_released = self.shared.on_released.lock().ok()?.clone()?;
         let Ok(mut watcher) = self.shared.watcher.lock() else {
             return None;
         };
