@@ -90,9 +90,9 @@ function checkMs(where, value, name, zeroOk) {
   return value
 }
 
-const NO_OPTIONS = [0, DEFAULT_RETRY_DELAY_MS, false]
+const NO_OPTIONS = [0, DEFAULT_RETRY_DELAY_MS]
 
-/** [timeout, retryDelay, autoExtend] */
+/** [timeout, retryDelay], with options.autoExtend checked (run() and acquire() act on it). */
 function readOptions(where, options) {
   if (options === undefined || options === null) return NO_OPTIONS
   if (typeof options !== 'object') {
@@ -107,7 +107,6 @@ function readOptions(where, options) {
   return [
     timeout === undefined ? 0 : checkMs(where, timeout, 'options.timeout', true),
     retryDelay === undefined ? DEFAULT_RETRY_DELAY_MS : checkMs(where, retryDelay, 'options.retryDelay', true),
-    autoExtend === true,
   ]
 }
 
@@ -622,13 +621,6 @@ class Lock {
   }
 
   /**
-   * Aborts, with a LockNotHeldError as its reason, as soon as this hold is
-   * known to be lost: extend() or autoExtend found it gone, isExpired() said
-   * so, or its TTL passed without an extension (also after an event-loop
-   * stall). A handle that holds nothing gives an aborted signal. Release is
-   * not a loss: the signal of a hold you released is left as it was.
-   */
-  /**
    * The current hold's fencing token: a number that only grows, per key,
    * across every process using the store (MemoryLockStore, RedisLockStore,
    * and JS stores that implement `fencingToken(key, owner)`); null when this
@@ -643,6 +635,13 @@ class Lock {
     return this.#kind === MEMORY ? native.fencingToken(this.#handle, this.#key, owner) : null
   }
 
+  /**
+   * Aborts, with a LockNotHeldError as its reason, as soon as this hold is
+   * known to be lost: extend() or autoExtend found it gone, isExpired() said
+   * so, or its TTL passed without an extension (also after an event-loop
+   * stall). A handle that holds nothing gives an aborted signal. Release is
+   * not a loss: the signal of a hold you released is left as it was.
+   */
   get signal() {
     const owner = this.#owner
     const extra = this.#extras()
@@ -780,7 +779,6 @@ class Lock {
     if (timeout === 0) return owner.then((o) => (o === null ? null : this.#took(o, sent)))
     // The first attempt counts against the timeout too, even if the store never answers it.
     // (performance.now, like setTimeout, follows fake timers when a test installs them.)
-    const started = sent
     const attempt = attemptStarted(this.#handle, this.#key)
     return new Promise((resolve, reject) => {
       let gaveUp = false
@@ -795,7 +793,7 @@ class Lock {
           attemptEnded(this.#handle, this.#key, attempt)
           cancel(deadline)
           if (o !== null) return resolve(this.#took(o, sent))
-          const left = Math.max(0, timeout - (performance.now() - started))
+          const left = Math.max(0, timeout - (performance.now() - sent))
           resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again) : null)
         },
         (error) => {
@@ -817,7 +815,7 @@ class Lock {
   }
 
   #took(owner, since) {
-    if (this.#extra !== undefined) this.#endHold()
+    this.#endHold()
     this.#owner = owner
     this.#lost = false
     if (this.#kind === MEMORY) return owner
@@ -949,7 +947,7 @@ class Lock {
     // returns false instead of sending a second delete.
     if (this.#owner === owner) {
       this.#owner = null
-      if (this.#extra !== undefined) this.#endHold()
+      this.#endHold()
     }
     let released
     try {

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { lock, restoreLock, setLockStore, MemoryLockStore, RedisLockStore } from '@shaferllc/keel/core'
 import { startRedis, uniqueKey } from './helpers/servers.mjs'
+import { jsStoreOver } from './helpers/stores.mjs'
 
 const exec = promisify(execFile)
 const servers = []
@@ -104,7 +105,7 @@ test('a JS store opts in with fencingToken(key, owner); without it the token is 
   const memory = new MemoryLockStore()
   const counters = new Map()
   const given = new Map()
-  const base = {
+  const base = jsStoreOver(memory, {
     acquire: async (k, o, t) => {
       const ok = await memory.acquire(k, o, t)
       if (ok) {
@@ -113,11 +114,7 @@ test('a JS store opts in with fencingToken(key, owner); without it the token is 
       }
       return ok
     },
-    release: (k, o) => memory.release(k, o),
-    extend: (k, o, t) => memory.extend(k, o, t),
-    isLocked: (k) => memory.isLocked(k),
-    remainingTime: (k) => memory.remainingTime(k),
-  }
+  })
   setLockStore(base)
   assert.deepEqual(await lock('plain').run(async (l) => l.fencingToken), [true, null])
 

@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { lock, setLockStore, MemoryLockStore, RedisLockStore, LockNotHeldError } from '@shaferllc/keel/core'
+import { jsStoreOver } from './helpers/stores.mjs'
 
 const unhandled = []
 process.on('unhandledRejection', (reason) => unhandled.push(reason))
@@ -61,13 +62,7 @@ test('an acquire that rejects, then a give-back that rejects too: one error, to 
 test('run(): a release that throws or rejects after the callback becomes a warning, never a rejection', async () => {
   for (const release of [failing('release rejected'), () => { throw new Error('release threw') }]) {
     const memory = new MemoryLockStore()
-    setLockStore({
-      acquire: (k, o, t) => memory.acquire(k, o, t),
-      release,
-      extend: (k, o, t) => memory.extend(k, o, t),
-      isLocked: (k) => memory.isLocked(k),
-      remainingTime: (k) => memory.remainingTime(k),
-    })
+    setLockStore(jsStoreOver(memory, { release }))
     assert.deepEqual(await lock('r', 1_000).run(async () => 'result'), [true, 'result'])
     await assert.rejects(lock('s', 1_000).run(async () => { throw new Error('callback error') }), /callback error/)
   }
@@ -97,13 +92,11 @@ test('a queue whose head fails: that caller gets the error, the next waiter carr
   let calls = 0
   const memory = new MemoryLockStore()
   await memory.acquire('q', 'someone', 60)
-  setLockStore({
-    acquire: (k, o, t) => (++calls === 3 ? Promise.reject(new Error('an attempt failed')) : memory.acquire(k, o, t)),
-    release: (k, o) => memory.release(k, o),
-    extend: (k, o, t) => memory.extend(k, o, t),
-    isLocked: (k) => memory.isLocked(k),
-    remainingTime: (k) => memory.remainingTime(k),
-  })
+  setLockStore(
+    jsStoreOver(memory, {
+      acquire: (k, o, t) => (++calls === 3 ? Promise.reject(new Error('an attempt failed')) : memory.acquire(k, o, t)),
+    }),
+  )
   const first = lock('q').acquire({ timeout: 2_000, retryDelay: 10 })
   const second = lock('q').acquire({ timeout: 2_000, retryDelay: 10 })
   // Both try at once; whichever makes the failing third call gets its error.

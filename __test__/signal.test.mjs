@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { lock, setLockStore, MemoryLockStore, RedisLockStore, LockNotHeldError } from '@shaferllc/keel/core'
 import { startRedis, uniqueKey } from './helpers/servers.mjs'
+import { jsStoreOver } from './helpers/stores.mjs'
 
 const exec = promisify(execFile)
 const server = await startRedis()
@@ -132,13 +133,7 @@ for (const [name, make] of Object.entries(stores)) {
     // in Redis by deleting the key behind the lock's back.
     const memory = make()
     const forgetful = name === 'memory'
-      ? {
-          acquire: (k, o, t) => memory.acquire(k, o, t),
-          release: (k, o) => memory.release(k, o),
-          extend: async (k, o, t) => (forgotten ? false : memory.extend(k, o, t)),
-          isLocked: (k) => memory.isLocked(k),
-          remainingTime: (k) => memory.remainingTime(k),
-        }
+      ? jsStoreOver(memory, { extend: async (k, o, t) => (forgotten ? false : memory.extend(k, o, t)) })
       : memory
     let forgotten = false
     setLockStore(forgetful)
@@ -194,15 +189,13 @@ test('the signal is the channel: work given l.signal stops when the lock is lost
     assert.ok(took < 1_000, `stopped after ${took} ms`)
     // autoExtend against a store whose extend fails: the failure is the signal, not a rejection.
     const memory = new MemoryLockStore()
-    setLockStore({
-      acquire: (k, o, t) => memory.acquire(k, o, t),
-      release: (k, o) => memory.release(k, o),
-      extend: async () => {
-        throw new Error('store down')
-      },
-      isLocked: (k) => memory.isLocked(k),
-      remainingTime: (k) => memory.remainingTime(k),
-    })
+    setLockStore(
+      jsStoreOver(memory, {
+        extend: async () => {
+          throw new Error('store down')
+        },
+      }),
+    )
     const l = lock('flaky', 150)
     assert.equal(await l.acquire({ autoExtend: true }), true)
     await abortedAt(l.signal, performance.now(), 2_000)

@@ -40,3 +40,18 @@ export async function openStore(kind = process.env.KEEL_TEST_STORE) {
       throw new Error(`KEEL_TEST_STORE must be one of ${Object.keys(STORES).join(', ')}, got ${kind}`)
   }
 }
+
+/**
+ * A JS store (so the lock calls its methods, not the addon's) that passes
+ * each call on to `inner`, except the methods given in `overrides`.
+ */
+export function jsStoreOver(inner, overrides = {}) {
+  return {
+    acquire: (k, o, t) => inner.acquire(k, o, t),
+    release: (k, o) => inner.release(k, o),
+    extend: (k, o, t) => inner.extend(k, o, t),
+    isLocked: (k) => inner.isLocked(k),
+    remainingTime: (k) => inner.remainingTime(k),
+    ...overrides,
+  }
+}
