@@ -84,7 +84,9 @@ export type RunResult<T> = [ran: true, result: T] | [ran: false, result: undefin
 /**
  * A lock on one key. Create it with {@link lock} or {@link restoreLock}; one
  * handle can be acquired, released and acquired again, each acquisition with
- * a fresh owner token.
+ * a fresh owner token. A handle speaks for its latest acquisition (`release`,
+ * `extend`, `signal`, `fencingToken`, `isExpired`, `serialize`); the handle
+ * {@link Lock.run} gives its callback speaks for that run's acquisition only.
  */
 export declare class Lock {
   private constructor()
@@ -119,8 +121,11 @@ export declare class Lock {
 
   /**
    * Take the lock, run `fn`, and always release it, even when `fn` throws (its
-   * own error propagates, after the release). `fn` receives this lock, so it
-   * can `extend()` it. If the store fails the release itself, `fn`'s outcome
+   * own error propagates, after the release). `fn` receives a `Lock` bound to
+   * this acquisition alone, so it can `extend()` it: once that acquisition is
+   * lost, its `extend()` rejects and its `release()` resolves `false`, even if
+   * this handle has acquired again meanwhile (this handle speaks for its
+   * latest acquisition). If the store fails the release itself, `fn`'s outcome
    * still wins (its error, or `[true, result]`) and a `LockReleaseWarning`
    * process warning reports the failure; the lock then lapses at its TTL.
    *
@@ -256,8 +261,12 @@ export interface RedisTlsOptions {
 
 /**
  * The codes on errors a native store rejects with, so callers can branch on
- * them: the server could not be reached, did not answer in time, refused the
- * credentials, answered with an error, or the store was closed.
+ * them: the server could not be reached (or did not answer as Redis), did not
+ * answer in time, refused the credentials, answered with an error, the store
+ * was closed, or an internal error in the addon (a bug: please report it).
+ * A waiter with time left takes `ERR_LOCK_STORE_CONNECTION` and
+ * `ERR_LOCK_STORE_TIMEOUT` as "not yet" and tries again (a JS store's errors
+ * with these codes too).
  */
 export type LockStoreErrorCode =
   | 'ERR_LOCK_STORE_CONNECTION'
@@ -265,6 +274,7 @@ export type LockStoreErrorCode =
   | 'ERR_LOCK_STORE_AUTH'
   | 'ERR_LOCK_STORE_REDIS'
   | 'ERR_LOCK_STORE_CLOSED'
+  | 'ERR_LOCK_INTERNAL'
 
 /**
  * A store on a Redis server, spoken to natively over one multiplexed
@@ -295,9 +305,9 @@ export declare class RedisLockStore implements LockStore {
 
 /** Thrown by {@link Lock.extend} when the lock has expired, was released, or was never acquired. */
 export declare class LockNotHeldError extends Error {
-  constructor(key: string)
+  constructor(key?: string)
   readonly name: 'LockNotHeldError'
-  /** The key of the lock that is not held. */
+  /** The key of the lock that is not held (`''` when it was made without one). */
   readonly key: string
 }
 
@@ -347,7 +357,15 @@ declare global {
   interface SymbolConstructor {
     readonly asyncDispose: unique symbol
   }
-  // Node's (or the DOM's) AbortSignal, merged with theirs where they are loaded.
-  // eslint-disable-next-line @typescript-eslint/no-empty-interface
-  interface AbortSignal {}
+  // Node's (or the DOM's) AbortSignal: what this package's API relies on,
+  // declared the way both declare it, so it merges with theirs where they are
+  // loaded and stands alone where neither is.
+  interface AbortSignal {
+    /** Whether the signal has aborted (for {@link Lock.signal}: the hold is known lost). */
+    readonly aborted: boolean
+    /** Why it aborted: for {@link Lock.signal}, a {@link LockNotHeldError}. */
+    readonly reason: any
+    /** Throws {@link AbortSignal.reason} if the signal has aborted. */
+    throwIfAborted(): void
+  }
 }

@@ -100,6 +100,9 @@ function readOptions(where, options) {
       `${where}: options must be an object like { timeout, retryDelay, autoExtend }, got ${describe(options)}`,
     )
   }
+  for (const name in options) {
+    if (name !== 'timeout' && name !== 'retryDelay' && name !== 'autoExtend') unknownOption(where, name)
+  }
   const { timeout, retryDelay, autoExtend } = options
   if (autoExtend !== undefined && typeof autoExtend !== 'boolean') {
     throw new TypeError(`${where}: options.autoExtend must be true or false, got ${describe(autoExtend)}`)
@@ -109,6 +112,19 @@ function readOptions(where, options) {
     retryDelay === undefined ? DEFAULT_RETRY_DELAY_MS : checkMs(where, retryDelay, 'options.retryDelay', true),
   ]
 }
+
+/** A misspelt option must not fall back to a default silently (`timeot` would mean "don't wait"). */
+function unknownOption(where, name) {
+  throw new TypeError(`${where}: unknown option ${JSON.stringify(name)} (known: timeout, retryDelay, autoExtend)`)
+}
+
+/**
+ * Errors that say the store could not be reached or did not answer in time:
+ * a waiter with time left takes them as "not yet" and tries again. (Native
+ * stores set these codes; a JS store may set them too.)
+ */
+const isUnreachable = (error) =>
+  error?.code === 'ERR_LOCK_STORE_CONNECTION' || error?.code === 'ERR_LOCK_STORE_TIMEOUT'
 
 function checkStore(where, store) {
   if (store === null || (typeof store !== 'object' && typeof store !== 'function')) {
@@ -130,12 +146,14 @@ const isThenable = (v) => v !== null && typeof v === 'object' && typeof v.then =
 /* --------------------------------- errors ---------------------------------- */
 
 class LockNotHeldError extends Error {
-  /** @param {string} key */
+  /** @param {string} [key] */
   constructor(key) {
-    const shown = key.length > 200 ? `${key.slice(0, 200)}…` : key
-    super(`Lock "${shown}" is not held by this owner: it expired, was released, or was never acquired`)
-    /** The key of the lock that is not held. */
-    this.key = key
+    const text = key === undefined ? '' : String(key)
+    const shown = text.length > 200 ? `${text.slice(0, 200)}…` : text
+    const which = key === undefined ? 'The lock' : `Lock "${shown}"`
+    super(`${which} is not held by this owner: it expired, was released, or was never acquired`)
+    /** The key of the lock that is not held ('' when none was given). */
+    this.key = text
   }
 }
 Object.defineProperty(LockNotHeldError.prototype, 'name', {
@@ -332,13 +350,39 @@ function jsStoreHandle(store) {
     // synchronous store settles without a promise); a thenable that is not a
     // native promise is adopted into one, which is what Rust can await.
     const adopt = (returned) => (isThenable(returned) && !isPromise(returned) ? Promise.resolve(returned) : returned)
+    // A throw, of anything (not only an Error), is the same as a rejection
+    // with that value; a method replaced by a non-function is named.
+    const failed = (m, error) =>
+      Promise.reject(
+        typeof store[m] === 'function'
+          ? error
+          : new TypeError(`LockStore.${m} must be a function, but the store's ${m} is ${describe(store[m])}`),
+      )
     // One wrapper per arity, so the method gets exactly the interface's arguments.
     const bridge = (m) =>
       m === 'release'
-        ? (key, owner) => adopt(store[m](key, owner))
+        ? (key, owner) => {
+            try {
+              return adopt(store[m](key, owner))
+            } catch (error) {
+              return failed(m, error)
+            }
+          }
         : m === 'acquire' || m === 'extend'
-          ? (key, owner, ttlMs) => adopt(store[m](key, owner, ttlMs))
-          : (key) => adopt(store[m](key))
+          ? (key, owner, ttlMs) => {
+              try {
+                return adopt(store[m](key, owner, ttlMs))
+              } catch (error) {
+                return failed(m, error)
+              }
+            }
+          : (key) => {
+              try {
+                return adopt(store[m](key))
+              } catch (error) {
+                return failed(m, error)
+              }
+            }
     // A promise a method returned is settled here on the JS thread, its value
     // checked by the addon (checkReply). `key` and `owner` come with an
     // acquire: if it fails, the token it may have left is given back (safe:
@@ -403,7 +447,7 @@ function waitersOf(handle, key) {
 /** Arrival order: taken when acquire is called, before any store round trip. */
 let nextTicket = 0
 
-function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attempt) {
+function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attempt, failed) {
   let byKey = queues.get(handle)
   if (byKey === undefined) queues.set(handle, (byKey = new Map()))
   let queue = byKey.get(key)
@@ -424,6 +468,9 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attemp
       late: false,
       poll: undefined,
       deadline: undefined,
+      // The error of the last attempt, if the store could not be reached: what
+      // the waiter rejects with if its time runs out before one gets through.
+      failed,
     }
     waiter.deadline = timer(() => giveUp(handle, key, queue, waiter), timeout)
     // Callers whose first attempts were answered out of order still queue in
@@ -499,30 +546,43 @@ function tryHead(handle, key, queue) {
   waiter.again = false
   // When the attempt that may take the lock started: its TTL runs from no later.
   waiter.attempt.since = performance.now()
-  let owner
+  let grant
   try {
-    owner = native.acquire(handle, key, waiter.ttlMs)
+    grant = native.acquire(handle, key, waiter.ttlMs)
   } catch (error) {
-    return leave(handle, key, queue, waiter, () => waiter.reject(error), true)
+    return failedTry(handle, key, queue, waiter, error)
   }
-  if (isThenable(owner)) {
-    owner.then(
-      (o) => afterTry(handle, key, queue, waiter, o),
-      (error) => waiter.late || leave(handle, key, queue, waiter, () => waiter.reject(error), true),
+  if (isThenable(grant)) {
+    grant.then(
+      (g) => afterTry(handle, key, queue, waiter, g),
+      (error) => waiter.late || failedTry(handle, key, queue, waiter, error),
     )
   } else {
-    afterTry(handle, key, queue, waiter, owner)
+    afterTry(handle, key, queue, waiter, grant)
   }
 }
 
-function afterTry(handle, key, queue, waiter, owner) {
+function afterTry(handle, key, queue, waiter, grant) {
   waiter.trying = false
   // It gave up while this attempt was in flight: whatever it took goes back.
-  if (waiter.late) return owner === null ? undefined : giveBackUnwanted(handle, key, owner)
+  if (waiter.late) return grant === null ? undefined : giveBackUnwanted(handle, key, grant)
+  waiter.failed = undefined
   // Taken: the next waiter polls later, as the lock has just been taken again.
-  if (owner !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(owner), false)
+  if (grant !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(grant), false)
   if (waiter.again) return tryHead(handle, key, queue)
   waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, waiter.retryDelay))
+}
+
+/**
+ * The attempt failed. A store that could not be reached is "not yet": the
+ * waiter tries again after retryDelay until its timeout (then rejects with
+ * this error). Any other failure rejects it now.
+ */
+function failedTry(handle, key, queue, waiter, error) {
+  waiter.trying = false
+  if (!isUnreachable(error)) return leave(handle, key, queue, waiter, () => waiter.reject(error), true)
+  waiter.failed = error
+  waiter.poll = timer(() => tryHead(handle, key, queue), waiter.retryDelay)
 }
 
 /**
@@ -540,18 +600,20 @@ function giveUp(handle, key, queue, waiter) {
   // On time even if the store has not answered an attempt in flight (it may
   // never): that attempt's result is dealt with when it comes.
   waiter.late = true
-  leave(handle, key, queue, waiter, () => waiter.resolve(null), true)
+  const settle = waiter.failed === undefined ? () => waiter.resolve(null) : () => waiter.reject(waiter.failed)
+  leave(handle, key, queue, waiter, settle, true)
 }
 
 /**
  * A token nobody will use (an attempt that answered after its caller gave up,
  * or an acquire that failed midway and may have left it): released at once
  * (only that token is deleted), and the next waiter woken. Errors are dropped.
+ * `grant` is an owner token, or what native.acquire resolved with.
  */
-function giveBackUnwanted(handle, key, owner) {
+function giveBackUnwanted(handle, key, grant) {
   const after = (released) => released && wake(handle, key)
   try {
-    const released = native.release(handle, key, owner)
+    const released = native.release(handle, key, typeof grant === 'string' ? grant : grant[0])
     if (isThenable(released)) released.then(after, noop)
     else after(released)
   } catch {}
@@ -582,30 +644,67 @@ const kindOf = (handle) => (inMemory.has(handle) ? MEMORY : announcing.has(handl
 
 const kCreate = Symbol('Lock.create')
 
+/**
+ * One acquisition: its owner token, and what is known about it. Every Lock
+ * handle that speaks for this acquisition (the handle that took it, and the
+ * one run() gives its callback) shares this object, so an extension through
+ * either moves both, and a later acquisition through the same handle never
+ * changes it.
+ */
+class Hold {
+  constructor(owner, since, token) {
+    this.owner = owner
+    /** True while it is ours by what we know; false once released or lost. */
+    this.held = true
+    /** We held it and know we lost it (a release is not a loss). */
+    this.lost = false
+    // Outside memory (where the store answers "until when?" at once), a hold
+    // lasts heldFor (default: the TTL) from `since`: performance.now() when
+    // its acquire or last extension was sent, never later than the store's start.
+    this.since = since
+    /** The fencing token the store handed over with the acquisition, if it did. */
+    this.token = token
+    /**
+     * What only some holds need, made on first need so a plain run() pays for
+     * none of it: { heldFor, controller, expiry, renewal, ended }: a hold
+     * length other than the TTL, the signal's AbortController (it costs µs),
+     * the timers of its expiry and of autoExtend, and the aborted controller a
+     * released hold's handle gives out.
+     */
+    this.extra = undefined
+  }
+}
+
+const extras = (hold) =>
+  (hold.extra ??= { heldFor: undefined, controller: undefined, expiry: undefined, renewal: undefined, ended: undefined })
+
+/** A hold restored from serialize(): it started elsewhere, at a time unknown here. */
+function restoredHold(owner) {
+  const hold = new Hold(owner, 0, undefined)
+  // Until an extension dates it, its signal aborts only on a loss the store reports.
+  extras(hold).heldFor = Infinity
+  return hold
+}
+
+/** Stop the hold's timers (its signal is left as it was). */
+function endTimers(hold) {
+  const extra = hold.extra
+  if (extra === undefined) return
+  cancel(extra.expiry)
+  cancel(extra.renewal)
+}
+
 class Lock {
   #key
   #ttlMs
   #store
   #handle
-  /** The owner token while this handle holds the lock, else null. */
-  #owner
-  /** We held the lock and know we lost it. */
-  #lost = false
   /** MEMORY, REDIS or JS_STORE: what the store can do for signal and fencingToken. */
   #kind
-  // Outside memory (where the store answers "until when?" at once), a hold
-  // lasts heldFor (default: the TTL) from #since: performance.now() when its
-  // acquire or last extension was sent, never later than the store's start.
-  #since = 0
-  /**
-   * What only some holds need, made on first need so a plain run() pays for
-   * none of it: { token, heldFor, controller, expiry, renewal }: the fencing
-   * token, a hold length other than the TTL, the signal's AbortController (it
-   * costs µs), and the timers of its expiry and of autoExtend.
-   */
-  #extra = undefined
+  /** The latest acquisition made (or restored) through this handle, held or not; null before any. */
+  #hold
 
-  constructor(token, key, ttlMs, store, handle, owner, kind) {
+  constructor(token, key, ttlMs, store, handle, kind, hold) {
     if (token !== kCreate) {
       throw new TypeError('Lock cannot be constructed directly: use lock(key, ttlMs) or restoreLock(serialized)')
     }
@@ -613,11 +712,8 @@ class Lock {
     this.#ttlMs = ttlMs
     this.#store = store
     this.#handle = handle
-    this.#owner = owner
     this.#kind = kind
-    // A restored hold started in another process at a time unknown here: until
-    // an extension dates it, its signal aborts only on a loss the store reports.
-    if (owner !== null) this.#extras().heldFor = Infinity
+    this.#hold = hold
   }
 
   /**
@@ -627,12 +723,11 @@ class Lock {
    * handle holds nothing or the store gives none.
    */
   get fencingToken() {
-    const owner = this.#owner
-    if (owner === null) return null
-    const token = this.#extra?.token
-    if (token !== undefined) return token
+    const hold = this.#hold
+    if (hold === null || !hold.held) return null
+    if (hold.token !== undefined) return hold.token
     // The in-memory store keeps it with the hold; Redis and JS stores gave theirs on acquire.
-    return this.#kind === MEMORY ? native.fencingToken(this.#handle, this.#key, owner) : null
+    return this.#kind === MEMORY ? native.fencingToken(this.#handle, this.#key, hold.owner) : null
   }
 
   /**
@@ -643,16 +738,23 @@ class Lock {
    * not a loss: the signal of a hold you released is left as it was.
    */
   get signal() {
-    const owner = this.#owner
-    const extra = this.#extras()
-    if (extra.controller === undefined) {
-      extra.controller = new AbortController()
-      if (owner === null) extra.controller.abort(new LockNotHeldError(this.#key))
-      else this.#watchExpiry(owner)
-    } else if (owner !== null && !extra.controller.signal.aborted && this.#left(owner) <= 0) {
-      this.#markLost(owner)
+    const hold = (this.#hold ??= nothingHeld())
+    const extra = extras(hold)
+    if (hold.held) {
+      if (extra.controller === undefined) {
+        extra.controller = new AbortController()
+        this.#watchExpiry(hold)
+      } else if (!extra.controller.signal.aborted && this.#left(hold) <= 0) {
+        this.#markLost(hold)
+      }
+      return extra.controller.signal
     }
-    return extra.controller.signal
+    if (hold.lost && extra.controller !== undefined) return extra.controller.signal
+    if (extra.ended === undefined) {
+      extra.ended = new AbortController()
+      extra.ended.abort(new LockNotHeldError(this.#key))
+    }
+    return extra.ended.signal
   }
 
   /** The key this lock guards. */
@@ -672,25 +774,25 @@ class Lock {
 
   async run(fn, options) {
     if (typeof fn !== 'function') throw new TypeError(`Lock.run: fn must be a function, got ${describe(fn)}`)
-    // The owner this call took is the one it gives back, even if the handle is
-    // reused meanwhile: a second acquisition on the same handle after this
-    // one's TTL ran out must not be released by this call. (The store calls
-    // are awaited only when they return a promise: the in-memory path pays no
-    // extra turns of the microtask queue.)
-    let owner = this.#take(options)
-    if (isThenable(owner)) owner = await owner
-    if (owner === null) return [false, undefined]
-    if (options?.autoExtend === true) this.#renewLater(owner)
+    // The hold this call took is the one it gives back and the one fn's handle
+    // speaks for, even if this handle is used by another run() meanwhile.
+    // (The store calls are awaited only when they return a promise: the
+    // in-memory path pays no extra turns of the microtask queue.)
+    let hold = this.#take('Lock.run', options)
+    if (isThenable(hold)) hold = await hold
+    if (hold === null) return [false, undefined]
+    if (options?.autoExtend === true) this.#renewLater(hold)
+    const own = new Lock(kCreate, this.#key, this.#ttlMs, this.#store, this.#handle, this.#kind, hold)
     let result
     try {
-      result = await fn(this)
+      result = await fn(own)
     } catch (error) {
-      const giving = this.#giveBackQuietly(owner, true)
+      const giving = this.#giveBackQuietly(hold, true)
       if (giving !== undefined) await giving
       throw error
     }
     // fn has run: its result is not thrown away because the release failed.
-    const giving = this.#giveBackQuietly(owner, false)
+    const giving = this.#giveBackQuietly(hold, false)
     if (giving !== undefined) await giving
     return [true, result]
   }
@@ -700,9 +802,9 @@ class Lock {
   }
 
   async acquire(options) {
-    const owner = await this.#take(options)
-    if (owner === null) return false
-    if (options?.autoExtend === true) this.#renewLater(owner)
+    const hold = await this.#take('Lock.acquire', options)
+    if (hold === null) return false
+    if (options?.autoExtend === true) this.#renewLater(hold)
     return true
   }
 
@@ -711,9 +813,9 @@ class Lock {
   }
 
   async release() {
-    const owner = this.#owner
-    if (owner === null) return false
-    return this.#giveBack(owner)
+    const hold = this.#hold
+    if (hold === null || !hold.held) return false
+    return this.#giveBack(hold)
   }
 
   /**
@@ -721,21 +823,21 @@ class Lock {
    * if this handle holds it, also when the scope is left by a throw.
    */
   async [Symbol.asyncDispose]() {
-    if (this.#owner !== null) await this.release()
+    if (this.#hold?.held) await this.release()
   }
 
   async extend(ttlMs) {
     const ttl = ttlMs === undefined ? this.#ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
-    const owner = this.#owner
-    if (owner === null) throw new LockNotHeldError(this.#key)
+    const hold = this.#hold
+    if (hold === null || !hold.held) throw new LockNotHeldError(this.#key)
     const sent = this.#kind === MEMORY ? 0 : performance.now()
-    let extended = native.extend(this.#handle, this.#key, owner, ttl)
+    let extended = native.extend(this.#handle, this.#key, hold.owner, ttl)
     if (isThenable(extended)) extended = await extended
     if (!extended) {
-      this.#markLost(owner)
+      this.#markLost(hold)
       throw new LockNotHeldError(this.#key)
     }
-    this.#extended(owner, sent, ttl)
+    this.#extended(hold, sent, ttl)
   }
 
   async isLocked() {
@@ -743,13 +845,14 @@ class Lock {
   }
 
   async isExpired() {
-    const owner = this.#owner
-    if (owner === null) return this.#lost
+    const hold = this.#hold
+    if (hold === null) return false
+    if (!hold.held) return hold.lost
     // Stores that can tell whose lock it is answer exactly; others can only
     // say whether anyone holds the key.
-    const held = native.holds(this.#handle, this.#key, owner) ?? native.isLocked(this.#handle, this.#key)
+    const held = native.holds(this.#handle, this.#key, hold.owner) ?? native.isLocked(this.#handle, this.#key)
     if (await held) return false
-    this.#markLost(owner)
+    this.#markLost(hold)
     return true
   }
 
@@ -758,25 +861,26 @@ class Lock {
   }
 
   serialize() {
-    return JSON.stringify({ key: this.#key, ttlMs: this.#ttlMs, owner: this.#owner ?? undefined })
+    const hold = this.#hold
+    return JSON.stringify({ key: this.#key, ttlMs: this.#ttlMs, owner: hold?.held ? hold.owner : undefined })
   }
 
   /**
-   * Acquire for a fresh owner: the owner, or null if the lock stayed held;
+   * Acquire for a fresh owner: the new Hold, or null if the lock stayed held;
    * or a promise of that when the store (or the wait) has to be awaited.
    */
-  #take(options) {
-    const [timeout, retryDelay] = readOptions('Lock.acquire', options)
+  #take(where, options) {
+    const [timeout, retryDelay] = readOptions(where, options)
     const ticket = nextTicket++
     // With waiters queued in this thread, a newcomer queues behind them.
     if (waitersOf(this.#handle, this.#key) !== undefined) return this.#wait(timeout, retryDelay, ticket)
-    const owner = native.acquire(this.#handle, this.#key, this.#ttlMs)
-    if (!isThenable(owner)) {
-      if (owner === null) return this.#wait(timeout, retryDelay, ticket)
-      return this.#took(owner, this.#kind === MEMORY ? 0 : performance.now())
+    const grant = native.acquire(this.#handle, this.#key, this.#ttlMs)
+    if (!isThenable(grant)) {
+      if (grant === null) return this.#wait(timeout, retryDelay, ticket)
+      return this.#took(grant, this.#kind === MEMORY ? 0 : performance.now())
     }
     const sent = performance.now()
-    if (timeout === 0) return owner.then((o) => (o === null ? null : this.#took(o, sent)))
+    if (timeout === 0) return grant.then((g) => (g === null ? null : this.#took(g, sent)))
     // The first attempt counts against the timeout too, even if the store never answers it.
     // (performance.now, like setTimeout, follows fake timers when a test installs them.)
     const attempt = attemptStarted(this.#handle, this.#key)
@@ -787,64 +891,50 @@ class Lock {
         attemptEnded(this.#handle, this.#key, attempt)
         resolve(null)
       }, timeout)
-      owner.then(
-        (o) => {
-          if (gaveUp) return o === null ? undefined : giveBackUnwanted(this.#handle, this.#key, o)
-          attemptEnded(this.#handle, this.#key, attempt)
-          cancel(deadline)
-          if (o !== null) return resolve(this.#took(o, sent))
-          const left = Math.max(0, timeout - (performance.now() - sent))
+      const settled = () => {
+        attemptEnded(this.#handle, this.#key, attempt)
+        cancel(deadline)
+        return Math.max(0, timeout - (performance.now() - sent))
+      }
+      grant.then(
+        (g) => {
+          if (gaveUp) return g === null ? undefined : giveBackUnwanted(this.#handle, this.#key, g)
+          const left = settled()
+          if (g !== null) return resolve(this.#took(g, sent))
           resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again) : null)
         },
         (error) => {
           if (gaveUp) return
-          attemptEnded(this.#handle, this.#key, attempt)
-          cancel(deadline)
+          const left = settled()
+          // The store could not be reached: with time left, that is "not yet".
+          if (left > 0 && isUnreachable(error)) return resolve(this.#wait(left, retryDelay, ticket, false, error))
           reject(error)
         },
       )
     })
   }
 
-  #wait(timeout, retryDelay, ticket, tryNow = false) {
+  #wait(timeout, retryDelay, ticket, tryNow = false, failed = undefined) {
     if (timeout === 0) return null
     const attempt = { since: 0 }
-    return enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay, ticket, tryNow, attempt).then((o) =>
-      o === null ? null : this.#took(o, attempt.since),
-    )
+    const waiting = enqueue(this.#handle, this.#key, this.#ttlMs, timeout, retryDelay, ticket, tryNow, attempt, failed)
+    return waiting.then((g) => (g === null ? null : this.#took(g, attempt.since)))
   }
 
-  #took(owner, since) {
-    this.#endHold()
-    this.#owner = owner
-    this.#lost = false
-    if (this.#kind === MEMORY) return owner
-    this.#since = since
-    // In memory the token is looked up when read; Redis hands it out once, now.
-    if (this.#kind === REDIS) {
-      const token = native.fencingToken(this.#handle, this.#key, owner)
-      if (token !== null) this.#extras().token = token
-    } else if (typeof this.#store.fencingToken === 'function') {
-      return this.#fenced(owner)
-    }
-    return owner
-  }
-
-  #extras() {
-    return (this.#extra ??= {
-      token: undefined,
-      heldFor: undefined,
-      controller: undefined,
-      expiry: undefined,
-      renewal: undefined,
-    })
+  /** A grant the store gave: the owner token, or [owner, fencing token] from RedisLockStore. */
+  #took(grant, since) {
+    if (typeof grant !== 'string') return (this.#hold = new Hold(grant[0], since, grant[1]))
+    const hold = new Hold(grant, since, undefined)
+    this.#hold = hold
+    if (this.#kind === JS_STORE && typeof this.#store.fencingToken === 'function') return this.#fenced(hold)
+    return hold
   }
 
   /** A JS store's own fencing token for this acquisition; if it fails, the acquisition is given back. */
-  #fenced(owner) {
+  #fenced(hold) {
     const fail = (error) => {
-      this.#markLost(owner)
-      giveBackUnwanted(this.#handle, this.#key, owner)
+      this.#markLost(hold)
+      giveBackUnwanted(this.#handle, this.#key, hold.owner)
       throw error
     }
     const accept = (token) => {
@@ -859,81 +949,72 @@ class Lock {
           ),
         )
       }
-      if (this.#owner === owner) this.#extras().token = token
-      return owner
+      hold.token = token
+      return hold
     }
     let token
     try {
-      token = this.#store.fencingToken(this.#key, owner)
+      token = this.#store.fencingToken(this.#key, hold.owner)
     } catch (error) {
       fail(error)
     }
     return isThenable(token) ? Promise.resolve(token).then(accept, fail) : accept(token)
   }
 
-  /** Forget the previous hold's timers, token and signal (its signal object is left as it was). */
-  #endHold() {
-    const extra = this.#extra
-    if (extra === undefined) return
-    cancel(extra.expiry)
-    cancel(extra.renewal)
-    this.#extra = undefined
-  }
-
-  /** ms this hold has left by what we know; <= 0 once it lapsed (or was found gone). */
-  #left(owner) {
+  /** ms `hold` has left by what we know; <= 0 once it lapsed (or was found gone). */
+  #left(hold) {
     if (this.#kind === MEMORY) {
-      if (!native.holds(this.#handle, this.#key, owner)) return 0
+      if (!native.holds(this.#handle, this.#key, hold.owner)) return 0
       return native.remainingTime(this.#handle, this.#key) ?? 0
     }
     // (A restored hold's length is Infinity: its start is unknown until an extension dates it.)
-    return this.#since + (this.#extra?.heldFor ?? this.#ttlMs) - performance.now()
+    return hold.since + (hold.extra?.heldFor ?? this.#ttlMs) - performance.now()
   }
 
-  #extended(owner, sent, ttl) {
-    if (this.#owner !== owner) return
-    this.#since = sent
-    const extra = this.#extra
-    if (ttl !== this.#ttlMs || extra?.heldFor !== undefined) this.#extras().heldFor = ttl
-    if (extra?.controller !== undefined) this.#watchExpiry(owner)
+  #extended(hold, sent, ttl) {
+    if (!hold.held) return
+    hold.since = sent
+    const extra = hold.extra
+    if (ttl !== this.#ttlMs || extra?.heldFor !== undefined) extras(hold).heldFor = ttl
+    if (extra?.controller !== undefined) this.#watchExpiry(hold)
   }
 
   /** Abort the signal when the hold's time is up (re-armed by each extension). */
-  #watchExpiry(owner) {
-    const extra = this.#extras()
+  #watchExpiry(hold) {
+    const extra = extras(hold)
     cancel(extra.expiry)
-    const left = this.#left(owner)
-    if (left <= 0) return this.#markLost(owner)
+    const left = this.#left(hold)
+    if (left <= 0) return this.#markLost(hold)
     if (left === Infinity) return
     // The in-memory store counts whole ms: a timer a hair early looks again.
-    extra.expiry = timer(() => this.#owner === owner && this.#watchExpiry(owner), Math.max(1, Math.ceil(left)), true)
+    extra.expiry = timer(() => hold.held && this.#watchExpiry(hold), Math.max(1, Math.ceil(left)), true)
   }
 
   /** autoExtend: extend every third of the TTL while held; a failure aborts the signal. */
-  #renewLater(owner) {
-    if (this.#owner !== owner) return
-    const extra = this.#extras()
+  #renewLater(hold) {
+    if (!hold.held) return
+    const extra = extras(hold)
     cancel(extra.renewal)
-    extra.renewal = timer(() => this.#renew(owner), Math.max(1, Math.floor(this.#ttlMs / 3)), true)
+    extra.renewal = timer(() => this.#renew(hold), Math.max(1, Math.floor(this.#ttlMs / 3)), true)
   }
 
-  #renew(owner) {
-    if (this.#owner !== owner) return
+  #renew(hold) {
+    if (!hold.held) return
     // Woken after the hold ran out (a stalled event loop): it may have been
     // someone else's meanwhile, even if an extension would still succeed.
-    if (this.#left(owner) <= 0) return this.#markLost(owner)
+    if (this.#left(hold) <= 0) return this.#markLost(hold)
     const sent = this.#kind === MEMORY ? 0 : performance.now()
     const after = (extended) => {
-      if (this.#owner !== owner) return
-      if (!extended) return this.#markLost(owner)
-      this.#extended(owner, sent, this.#ttlMs)
-      this.#renewLater(owner)
+      if (!hold.held) return
+      if (!extended) return this.#markLost(hold)
+      this.#extended(hold, sent, this.#ttlMs)
+      this.#renewLater(hold)
     }
     // A store that fails is asked again next time; the expiry still counts down.
-    const retry = () => this.#renewLater(owner)
+    const retry = () => this.#renewLater(hold)
     let extended
     try {
-      extended = native.extend(this.#handle, this.#key, owner, this.#ttlMs)
+      extended = native.extend(this.#handle, this.#key, hold.owner, this.#ttlMs)
     } catch {
       return retry()
     }
@@ -941,39 +1022,32 @@ class Lock {
     else after(extended)
   }
 
-  /** Give back `owner`'s hold: whether the store released it, now or as a promise. */
-  #giveBack(owner) {
-    // Cleared before the store call, so a second release() racing this one
+  /** Give `hold` back: whether the store released it, now or as a promise. */
+  #giveBack(hold) {
+    // Marked before the store call, so a second release() racing this one
     // returns false instead of sending a second delete.
-    if (this.#owner === owner) {
-      this.#owner = null
-      this.#endHold()
-    }
+    hold.held = false
+    endTimers(hold)
     let released
     try {
-      released = native.release(this.#handle, this.#key, owner)
+      released = native.release(this.#handle, this.#key, hold.owner)
     } catch (error) {
-      this.#stillHeld(owner)
+      stillHeld(hold)
       throw error
     }
-    if (!isThenable(released)) return this.#released(released)
+    if (!isThenable(released)) return this.#released(hold, released)
     return released.then(
-      (r) => this.#released(r),
+      (r) => this.#released(hold, r),
       (error) => {
-        this.#stillHeld(owner)
+        stillHeld(hold)
         throw error
       },
     )
   }
 
-  /** The store did not answer: we may still hold it, so a retry must be possible. */
-  #stillHeld(owner) {
-    if (this.#owner === null) this.#owner = owner
-  }
-
-  #released(released) {
+  #released(hold, released) {
     if (released) wake(this.#handle, this.#key)
-    else if (this.#owner === null) this.#lost = true
+    else if (!hold.held) hold.lost = true
     return released
   }
 
@@ -983,10 +1057,13 @@ class Lock {
    * warning; the lock then lapses at its TTL. Returns undefined, or a promise
    * that never rejects.
    */
-  #giveBackQuietly(owner, fnFailed) {
+  #giveBackQuietly(hold, fnFailed) {
+    // Released inside fn already: nothing to give back. (A hold found lost is
+    // still released: by our clock it lapsed, but the store may still have it.)
+    if (!hold.held && !hold.lost) return undefined
     let released
     try {
-      released = this.#giveBack(owner)
+      released = this.#giveBack(hold)
     } catch (releaseError) {
       return this.#warnRelease(releaseError, fnFailed)
     }
@@ -1002,18 +1079,26 @@ class Lock {
     )
   }
 
-  #markLost(owner) {
-    if (this.#owner !== owner) return
-    this.#owner = null
-    this.#lost = true
-    const controller = this.#extra?.controller
-    this.#endHold()
-    // The aborted signal stays this handle's until it holds again.
-    if (controller !== undefined) {
-      this.#extras().controller = controller
-      controller.abort(new LockNotHeldError(this.#key))
-    }
+  #markLost(hold) {
+    if (!hold.held) return
+    hold.held = false
+    hold.lost = true
+    endTimers(hold)
+    // The aborted signal stays this hold's.
+    hold.extra?.controller?.abort(new LockNotHeldError(this.#key))
   }
+}
+
+/** The store did not answer a release: we may still hold it, so a retry must be possible. */
+function stillHeld(hold) {
+  if (!hold.lost) hold.held = true
+}
+
+/** What a handle that never held anything speaks for. */
+function nothingHeld() {
+  const hold = new Hold(null, 0, undefined)
+  hold.held = false
+  return hold
 }
 
 Object.defineProperty(Lock.prototype, Symbol.toStringTag, { value: 'Lock' })
@@ -1027,7 +1112,7 @@ let currentKind = kindOf(currentHandle)
 function lock(key, ttlMs) {
   checkKey('lock', key)
   const ttl = ttlMs === undefined ? DEFAULT_TTL_MS : checkMs('lock', ttlMs, 'ttlMs', false)
-  return new Lock(kCreate, key, ttl, currentStore, currentHandle, null, currentKind)
+  return new Lock(kCreate, key, ttl, currentStore, currentHandle, currentKind, null)
 }
 
 function restoreLock(serialized) {
@@ -1038,11 +1123,30 @@ function restoreLock(serialized) {
     throw new TypeError('restoreLock: serialized must be well-formed Unicode, but it contains a lone surrogate')
   }
   const fields = native.parseSerialized(serialized)
-  if (typeof fields === 'string') throw new TypeError(fields)
+  if (typeof fields === 'string') {
+    checkLoneSurrogates(serialized)
+    throw new TypeError(fields)
+  }
   const { key, ttlMs, owner } = fields
   checkKey('restoreLock', key, 'serialized key')
   if (owner != null) checkKey('restoreLock', owner, 'serialized owner')
-  return new Lock(kCreate, key, ttlMs, currentStore, currentHandle, owner ?? null, currentKind)
+  return new Lock(kCreate, key, ttlMs, currentStore, currentHandle, currentKind, owner == null ? null : restoredHold(owner))
+}
+
+/**
+ * JSON may escape a lone surrogate (`"\ud800"`), which the addon's parser
+ * refuses as invalid JSON: when the text is valid JSON after all, the
+ * TypeError says which field holds one.
+ */
+function checkLoneSurrogates(serialized) {
+  let parsed
+  try {
+    parsed = JSON.parse(serialized)
+  } catch {
+    return
+  }
+  if (typeof parsed?.key === 'string') checkKey('restoreLock', parsed.key, 'serialized key')
+  if (typeof parsed?.owner === 'string') checkKey('restoreLock', parsed.owner, 'serialized owner')
 }
 
 function setLockStore(store) {

@@ -49,11 +49,14 @@ test('concurrent run() calls on one key: exactly one runs', async () => {
   assert.equal(outcomes.filter(([ran]) => ran).length, 1)
 })
 
-test('run() passes the lock to the callback, so extend() works from inside', async () => {
+test('run() passes the callback a lock for its acquisition, so extend() works from inside', async () => {
   const l = lock('import', 60_000)
   const [ran] = await l.run(async (held) => {
-    assert.equal(held, l)
     assert.ok(held instanceof Lock)
+    assert.equal(held.key, l.key)
+    assert.equal(held.ttlMs, l.ttlMs)
+    assert.equal(held.store, l.store)
+    assert.equal(held.serialize(), l.serialize(), 'the same acquisition as the handle that took it')
     await held.extend()
     await held.extend(120_000)
     const left = await held.getRemainingTime()

@@ -74,6 +74,39 @@ test('fencing tokens grow per key on the cluster; verifyLockStore passes', async
   assert.equal(report.ok, true, JSON.stringify(report, null, 2))
 })
 
+test('fencing counters stay bounded on the cluster: at most one per hash slot in use, each in its slot', async () => {
+  const prefix = `${uniqueKey('bounded')}:`
+  setLockStore(store({ prefix }))
+  const keys = Array.from({ length: 400 }, (_, i) => `invoice:${i}`)
+  const last = new Map()
+  for (let round = 0; round < 2; round++) {
+    await Promise.all(
+      keys.map((key) =>
+        lock(key).run(async (l) => {
+          assert.ok(l.fencingToken > (last.get(key) ?? 0), `${key}: tokens grow`)
+          last.set(key, l.fencingToken)
+        }),
+      ),
+    )
+  }
+  const left = cluster.keys(`${prefix}*`)
+  const slots = new Set(cluster.slotsOf(keys.map((k) => `${prefix}${k}`)))
+  assert.ok(left.length > 0 && left.length <= slots.size, `${left.length} keys left for ${slots.size} slots`)
+  for (const counter of left) assert.match(counter, /:keel:fencing-counter:\{\d+\}$/)
+  assert.equal(new Set(cluster.slotsOf(left)).size, left.length, 'one counter per slot')
+})
+
+test('every node kills the store connections (CLIENT KILL): the next run() works and releases', async () => {
+  const s = setLockStore(store())
+  const key = uniqueKey('killed')
+  assert.deepEqual(await lock(key).run(() => 1), [true, 1])
+  for (let i = 0; i < 2; i++) {
+    cluster.killClients()
+    assert.deepEqual(await lock(key).run(() => 2), [true, 2])
+    assert.equal(await s.isLocked(key), false)
+  }
+})
+
 test('a release by another client is announced across the cluster: a waiter is woken long before its poll', async () => {
   const holder = store()
   setLockStore(store())

@@ -111,6 +111,21 @@ for (const [kind, label] of Object.entries({ memory: 'MemoryLockStore', ...STORE
     for (const l of locks) assert.equal(await l.release(), true)
   })
 
+  test(`${label}: a fractional TTL is held for whole milliseconds, rounded up`, async () => {
+    await use(kind)
+    const key = uniqueKey('fraction')
+    const l = lock(key, 1_500.5)
+    assert.equal(await l.acquire(), true)
+    assert.equal(await lock(key).acquireImmediately(), false)
+    const left = await l.getRemainingTime()
+    assert.ok(left > 1_000 && left <= 1_501, `remaining ${left}`)
+    await l.extend(2_500.2)
+    assert.ok((await l.getRemainingTime()) > 2_000)
+    assert.deepEqual(await lock(key, 0.5).run(() => 'ran'), [false, undefined])
+    assert.equal(await l.release(), true)
+    assert.deepEqual(await lock(key, 0.5).run(() => 'ran'), [true, 'ran'])
+  })
+
   test(`${label}: a serialized lock restored in the same process acts as the same owner`, async () => {
     await use(kind)
     const key = uniqueKey('import')

@@ -25,11 +25,15 @@ test('errors thrown by extend() are LockNotHeldError instances with name, key, m
   assert.equal(cjs.LockNotHeldError, LockNotHeldError, 'one class for import and require')
 })
 
-test('LockNotHeldError can be constructed and caught by users', () => {
+test('LockNotHeldError can be constructed (with or without a key) and caught by users', () => {
   const e = new LockNotHeldError('k')
   assert.equal(e.name, 'LockNotHeldError')
   assert.equal(e.key, 'k')
   assert.ok(e instanceof Error)
+  const bare = new LockNotHeldError()
+  assert.equal(bare.key, '')
+  assert.equal(bare.name, 'LockNotHeldError')
+  assert.match(bare.message, /^The lock is not held by this owner/)
 })
 
 test('a very long key is shortened in the message but kept whole in .key', async () => {

@@ -136,3 +136,61 @@ test('a JS store opts in with fencingToken(key, owner); without it the token is 
     assert.equal(await memory.isLocked('bad'), false, 'given back')
   }
 })
+
+test('Redis: every acquisition carries its token, under load and a stalled JS thread, with direct store calls mixed in', async () => {
+  const server = await redisServer()
+  const store = setLockStore(new RedisLockStore(server.url))
+  try {
+    const handles = Array.from({ length: 5_000 }, (_, i) => lock(`many:${i}`, 60_000))
+    const taken = handles.map((h) => h.acquire())
+    // Direct acquires nobody asks a token of, in the same batches.
+    const direct = Array.from({ length: 5_000 }, (_, i) => store.acquire(`direct:${i}`, `owner-${i}`, 60_000))
+    const stallUntil = Date.now() + 100
+    while (Date.now() < stallUntil); // replies pile up while the JS thread is busy
+    assert.ok((await Promise.all(taken)).every(Boolean))
+    assert.ok((await Promise.all(direct)).every(Boolean))
+    const tokens = handles.map((h) => h.fencingToken)
+    assert.equal(tokens.filter((t) => t === null).length, 0, 'no hold without its token')
+    assert.equal(new Set(tokens).size, tokens.length, 'one token per acquisition')
+    await Promise.all(handles.map((h) => h.release()))
+  } finally {
+    await store.close()
+  }
+})
+
+test('Redis: what stays once every lock is released is one counter, however many keys were locked', async () => {
+  const server = await redisServer()
+  const store = setLockStore(new RedisLockStore(server.url))
+  const inspect = new Redis(server.url)
+  try {
+    const tokens = new Map()
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 2_000; i += 200) {
+        await Promise.all(
+          Array.from({ length: 200 }, (_, j) =>
+            lock(`invoice:${i + j}`).run(async (l) => {
+              const before = tokens.get(l.key) ?? 0
+              assert.ok(l.fencingToken > before, `${l.key}: ${l.fencingToken} > ${before}`)
+              tokens.set(l.key, l.fencingToken)
+            }),
+          ),
+        )
+      }
+    }
+    assert.equal(tokens.size, 2_000)
+    assert.deepEqual(await inspect.keys('*'), ['keel:fencing-counter'])
+    assert.equal(await inspect.ttl('keel:fencing-counter'), -1, 'the counter never expires')
+    // A huge key leaves nothing of its size behind.
+    const huge = `k${'x'.repeat(1_000_000)}`
+    await lock(huge).run(() => {})
+    assert.equal(await inspect.dbsize(), 1)
+    // A prefixed store keeps its counter under its prefix.
+    const prefixed = setLockStore(new RedisLockStore({ url: server.url, prefix: 'app:' }))
+    await lock('p').run(() => {})
+    await prefixed.close()
+    assert.deepEqual((await inspect.keys('*')).sort(), ['app:keel:fencing-counter', 'keel:fencing-counter'])
+  } finally {
+    inspect.disconnect()
+    await store.close()
+  }
+})

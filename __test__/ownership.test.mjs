@@ -1,7 +1,11 @@
-// Owner tokens: fresh, random and unguessable for every acquisition.
+// Owner tokens: fresh, random and unguessable for every acquisition; and
+// each acquisition acted on only through the handles that speak for it.
 import { test, beforeEach } from 'node:test'
 import assert from 'node:assert/strict'
-import { lock, setLockStore, MemoryLockStore } from '@shaferllc/keel/core'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { lock, setLockStore, MemoryLockStore, RedisLockStore, LockNotHeldError } from '@shaferllc/keel/core'
+import { startRedis } from './helpers/servers.mjs'
+import { jsStoreOver } from './helpers/stores.mjs'
 
 beforeEach(() => setLockStore(new MemoryLockStore()))
 
@@ -53,3 +57,59 @@ test('tokens passed to a store are the ones serialize() reports', async () => {
   assert.deepEqual(owners, [JSON.parse(l.serialize()).owner])
   await l.release()
 })
+
+// One handle, two run()s: each callback's lock speaks for its own acquisition.
+for (const [name, open] of Object.entries({
+  MemoryLockStore: async () => ({ store: new MemoryLockStore(), close() {} }),
+  RedisLockStore: async () => {
+    const server = await startRedis()
+    const store = new RedisLockStore(server.url)
+    return { store, close: async () => (await store.close(), await server.close()) }
+  },
+  'a JS store': async () => ({ store: jsStoreOver(new MemoryLockStore()), close() {} }),
+})) {
+  test(`${name}: a run()'s callback lock acts on its own acquisition, not on a later one through the same handle`, async () => {
+    const { store, close } = await open()
+    try {
+      setLockStore(store)
+      const h = lock('job', 100)
+      let bInside = false
+      const a = h.run(async (l) => {
+        const token = l.fencingToken
+        const signal = l.signal
+        assert.notEqual(l, h, 'the callback gets a handle of its own')
+        await sleep(250) // A's hold lapses; B takes the lock through the same handle
+        assert.ok(bInside)
+        assert.equal(l.fencingToken, null, "A's hold is gone: no token, and never B's")
+        await assert.rejects(l.extend(), LockNotHeldError)
+        assert.equal(signal.aborted, true)
+        assert.ok(signal.reason instanceof LockNotHeldError)
+        assert.equal(await l.release(), false, "A's release does not free B's hold")
+        assert.equal(await l.isExpired(), true)
+        assert.equal(await lock('job').acquire(), false, 'a third worker still finds the lock held by B')
+        return token
+      })
+      await sleep(20)
+      const b = h.run(
+        async (l) => {
+          bInside = true
+          const token = l.fencingToken
+          assert.equal(h.fencingToken, token, 'the shared handle speaks for its latest acquisition')
+          await sleep(400)
+          assert.equal(l.signal.aborted, false, "B's autoExtend kept B's hold")
+          assert.equal(l.fencingToken, token)
+          return token
+        },
+        { timeout: 1_000, autoExtend: true },
+      )
+      const [[ranA, tokenA], [ranB, tokenB]] = await Promise.all([a, b])
+      assert.equal(ranA, true)
+      assert.equal(ranB, true)
+      if (name !== 'a JS store') assert.ok(tokenB > tokenA, `${tokenB} > ${tokenA}`)
+      assert.equal(await lock('job').isLocked(), false, "B's run() released B's hold")
+      assert.equal(h.fencingToken, null)
+    } finally {
+      await close()
+    }
+  })
+}

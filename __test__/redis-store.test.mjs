@@ -1,13 +1,15 @@
 // RedisLockStore against a redis-server this file starts: options, the data
 // it writes, one pipelined connection, script reloading, credentials,
-// timeouts, and reconnecting after the server comes back.
+// timeouts, reconnecting after the server comes back, and commands sent
+// again when the server closed the connection under them.
 
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { lock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
-import { startRedis, uniqueKey } from './helpers/servers.mjs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { startProxy, startRedis, uniqueKey } from './helpers/servers.mjs'
 import { eventually } from './helpers/eventually.mjs'
 
 const server = await startRedis()
@@ -154,7 +156,7 @@ test('an unreachable server is an error with code ERR_LOCK_STORE_CONNECTION, not
   setLockStore(s)
   await assert.rejects(lock('k').acquire(), {
     code: 'ERR_LOCK_STORE_CONNECTION',
-    message: /RedisLockStore\.acquire: could not reach redis:\/\/127\.0\.0\.1:1/,
+    message: /RedisLockStore\.acquire: could not connect to redis:\/\/127\.0\.0\.1:1/,
   })
   await assert.rejects(s.isLocked('k'), { code: 'ERR_LOCK_STORE_CONNECTION' })
   assert.ok(Date.now() - started < 3_000)
@@ -246,5 +248,172 @@ test('after the server restarts, the same store reconnects on its own', async ()
   } finally {
     await s.close()
     await restarting.close()
+  }
+})
+
+// A connection the server closed is replaced and the command sent again.
+
+/** run() once, with the lock free afterwards: the release went through too. */
+async function runOnce(s, key) {
+  setLockStore(s)
+  assert.deepEqual(await lock(key).run(() => 'ok'), [true, 'ok'])
+  assert.equal(await inspect.exists(key), 0, 'released')
+}
+
+test('the server closes idle connections (its timeout setting): the next run() works and releases', async () => {
+  const idle = await startRedis({ args: ['--timeout', '1'] })
+  const s = new RedisLockStore({ url: idle.url, commandTimeout: 2_000 })
+  const admin = new Redis(idle.url)
+  try {
+    const key = uniqueKey('idle')
+    setLockStore(s)
+    assert.deepEqual(await lock(key).run(() => 'ok'), [true, 'ok'])
+    const clients = async () => (await admin.client('LIST')).trim().split('\n').length
+    const before = await clients()
+    await sleep(3_500) // the server closes the store's idle connection
+    assert.ok((await clients()) < before, 'the server closed the idle connection')
+    assert.deepEqual(await lock(key).run(() => 'ok'), [true, 'ok'])
+    assert.equal(await admin.exists(key), 0, 'released')
+  } finally {
+    admin.disconnect()
+    await s.close()
+    await idle.close()
+  }
+})
+
+test('CLIENT KILL of the store connection: the next operation of each kind works', async () => {
+  const s = store({ commandTimeout: 2_000 })
+  const key = uniqueKey('killed')
+  const kill = async () => {
+    const killed = await inspect.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+    assert.ok(killed >= 1, 'a connection was killed')
+  }
+  await runOnce(s, key)
+  await kill()
+  await runOnce(s, key)
+  for (const op of [
+    () => s.acquire(key, 'o', 5_000),
+    () => s.extend(key, 'o', 5_000),
+    () => s.isLocked(key),
+    () => s.remainingTime(key),
+    () => s.release(key, 'o'),
+  ]) {
+    await kill()
+    assert.notEqual(await op(), null)
+  }
+  assert.equal(await inspect.exists(key), 0)
+})
+
+test('after a restart, the first operation works: no error for the connection the restart closed', async () => {
+  const restarting = await startRedis()
+  const s = new RedisLockStore({ url: restarting.url, commandTimeout: 2_000, connectTimeout: 1_000 })
+  try {
+    setLockStore(s)
+    assert.deepEqual(await lock('a').run(() => 1), [true, 1])
+    await restarting.stop()
+    await restarting.start()
+    assert.deepEqual(await lock('a').run(() => 2), [true, 2])
+  } finally {
+    await s.close()
+    await restarting.close()
+  }
+})
+
+test('an acquire whose reply was lost after it ran finds its own lock, token and all', async () => {
+  const proxy = await startProxy(server.port)
+  const s = store({ url: proxy.url, commandTimeout: 2_000 })
+  try {
+    setLockStore(s)
+    await lock(uniqueKey('warm')).run(() => {}) // the connection is open and the scripts loaded
+    const key = uniqueKey('lost-reply')
+    const l = lock(key, 10_000)
+    proxy.loseNextReply()
+    const connections = proxy.connections
+    assert.equal(await l.acquire(), true, 'the acquire that ran is ours')
+    assert.ok(proxy.connections > connections, 'sent again on a new connection')
+    assert.equal(typeof l.fencingToken, 'number')
+    assert.equal(await inspect.get(key), JSON.parse(l.serialize()).owner)
+    assert.equal(await lock(key).acquire(), false)
+    // A release whose reply is lost: sent again, it finds nothing of ours left; the lock is free either way.
+    proxy.loseNextReply()
+    await l.release()
+    assert.equal(await inspect.exists(key), 0)
+  } finally {
+    await proxy.close()
+  }
+})
+
+test('a waiter with time left rides out a server that is down, and takes the lock once it is back', async () => {
+  const flaky = await startRedis()
+  const s = new RedisLockStore({ url: flaky.url, commandTimeout: 500, connectTimeout: 300 })
+  try {
+    setLockStore(s)
+    await flaky.stop()
+    const started = Date.now()
+    const waiting = lock('w').acquire({ timeout: 10_000, retryDelay: 50 })
+    await sleep(1_500)
+    await flaky.start()
+    assert.equal(await waiting, true)
+    assert.ok(Date.now() - started < 5_000, `took ${Date.now() - started} ms`)
+    // With the server down until the timeout passes, the waiter rejects with the last error.
+    await flaky.stop()
+    const gaveUp = Date.now()
+    await assert.rejects(lock('x').acquire({ timeout: 1_200, retryDelay: 50 }), { code: /ERR_LOCK_STORE_(CONNECTION|TIMEOUT)/ })
+    const waited = Date.now() - gaveUp
+    assert.ok(waited >= 1_150 && waited < 3_000, `gave up after ${waited} ms`)
+    // Without a timeout there is no waiting: the error comes at once.
+    await assert.rejects(lock('y').acquire(), { code: /ERR_LOCK_STORE_(CONNECTION|TIMEOUT)/ })
+  } finally {
+    await s.close()
+    await flaky.close()
+  }
+})
+
+test('?db=N in the URL is honoured; a second database, unknown parameters and #fragments are TypeErrors', async () => {
+  const key = uniqueKey('db4')
+  const s = store(`${server.url}?db=4`)
+  assert.equal(await s.acquire(key, 'o', 5_000), true)
+  const db4 = new Redis(`${server.url}/4`)
+  try {
+    assert.equal(await db4.get(key), 'o')
+    assert.equal(await inspect.exists(key), 0, 'not in database 0')
+  } finally {
+    db4.disconnect()
+  }
+  assert.equal(await store(`${server.url}/4?db=4`).isLocked(key), true)
+  for (const [url, message] of [
+    [`${server.url}/0?db=4`, /names two databases, \/0 and \?db=4/],
+    [`${server.url}?db=four`, /\?db= must be a database number/],
+    [`${server.url}?protocol=resp3`, /the parameter "protocol", which this store does not know/],
+    ['rediss://u:secret@127.0.0.1#insecure', /has a #fragment/],
+  ]) {
+    assert.throws(
+      () => new RedisLockStore(url),
+      (e) => e instanceof TypeError && message.test(e.message) && !e.message.includes('secret'),
+      url,
+    )
+  }
+})
+
+test('a server that is not Redis: the error says it did not answer as Redis, not that it was unreachable', async () => {
+  const { createServer } = await import('node:net')
+  const speakers = {
+    'closes at once': (socket) => socket.destroy(),
+    'answers HTTP': (socket) => socket.once('data', () => socket.end('HTTP/1.1 400 Bad Request\r\n\r\n')),
+  }
+  for (const [what, serve] of Object.entries(speakers)) {
+    const fake = createServer(serve)
+    await new Promise((resolve) => fake.listen(0, '127.0.0.1', resolve))
+    const s = new RedisLockStore({ url: `redis://127.0.0.1:${fake.address().port}`, connectTimeout: 1_000, commandTimeout: 1_000 })
+    try {
+      await assert.rejects(s.isLocked('k'), (e) => {
+        assert.equal(e.code, 'ERR_LOCK_STORE_CONNECTION', what)
+        assert.match(e.message, /accepted the connection but did not answer as a Redis server/, what)
+        return true
+      })
+    } finally {
+      await s.close()
+      await new Promise((resolve) => fake.close(resolve))
+    }
   }
 })

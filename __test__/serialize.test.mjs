@@ -97,3 +97,18 @@ test('restoreLock refuses a raw lone surrogate instead of silently changing the 
   assert.throws(() => restoreLock('{"key":"\ud800","ttlMs":5}'), TypeError)
   assert.throws(() => restoreLock(`{"key":"k","ttlMs":5,"owner":"\udc00"}`), TypeError)
 })
+
+test('valid JSON whose key or owner escapes a lone surrogate: the error names the field, not the JSON', () => {
+  for (const [text, field] of [
+    ['{"key":"\\ud800","ttlMs":1}', 'serialized key'],
+    ['{"key":"k","ttlMs":1,"owner":"\\udc00"}', 'serialized owner'],
+  ]) {
+    JSON.parse(text) // valid JSON
+    assert.throws(
+      () => restoreLock(text),
+      (e) => e instanceof TypeError && e.message === `restoreLock: ${field} must be well-formed Unicode, but it contains a lone surrogate`,
+      text,
+    )
+  }
+  assert.throws(() => restoreLock('{"key":"k",'), /not valid JSON/)
+})

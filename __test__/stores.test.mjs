@@ -4,6 +4,7 @@ import { test, beforeEach } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { lock, restoreLock, setLockStore, getLockStore, MemoryLockStore } from '@shaferllc/keel/core'
+import { jsStoreOver } from './helpers/stores.mjs'
 
 beforeEach(() => setLockStore(new MemoryLockStore()))
 
@@ -185,6 +186,74 @@ test('a JS store method that throws or rejects fails the operation with that sam
     await assert.rejects(lock('k').acquire(), (e) => e === boom)
     await assert.rejects(lock('k').run(() => assert.fail('fn must not run')), (e) => e === boom)
   }
+})
+
+test('whatever a JS store method throws (a string, a number, null, a plain object) comes out as that same value', async () => {
+  const thrown = ['store down', 42, null, undefined, { code: 'E_STORE', detail: 'x' }, Symbol('s')]
+  for (const value of thrown) {
+    const shown = typeof value === 'symbol' ? value.toString() : JSON.stringify(value)
+    const same = (e) => (Object.is(e, value) ? true : assert.fail(`${shown}: got ${String(e)}`))
+    for (const throwing of [true, false]) {
+      const fail = throwing
+        ? () => {
+            throw value
+          }
+        : () => Promise.reject(value)
+      for (const method of ['acquire', 'release', 'extend', 'isLocked', 'remainingTime']) {
+        const store = jsStoreOver(new MemoryLockStore(), { [method]: fail })
+        setLockStore(store)
+        const l = lock('k')
+        const call = {
+          acquire: () => l.acquire(),
+          release: async () => (await l.acquire(), l.release()),
+          extend: async () => (await l.acquire(), l.extend()),
+          isLocked: () => l.isLocked(),
+          remainingTime: () => l.getRemainingTime(),
+        }[method]
+        await assert.rejects(call(), same, `${method} ${throwing ? 'throws' : 'rejects'} ${shown}`)
+      }
+      // Through the lock: run() with a failing acquire, and release().
+      setLockStore(jsStoreOver(new MemoryLockStore(), { acquire: fail }))
+      await assert.rejects(lock('k').run(() => assert.fail('fn must not run')), same, `run() ${shown}`)
+      setLockStore(jsStoreOver(new MemoryLockStore(), { release: fail }))
+      const l = lock('k')
+      await l.acquire()
+      await assert.rejects(l.release(), same, `release() ${shown}`)
+    }
+  }
+})
+
+test('a store method replaced by something that is not a function is a TypeError naming it', async () => {
+  const store = jsStoreOver(new MemoryLockStore())
+  setLockStore(store)
+  for (const [method, call] of [
+    ['acquire', () => lock('k').acquire()],
+    ['isLocked', () => lock('k').isLocked()],
+    ['remainingTime', () => lock('k').getRemainingTime()],
+  ]) {
+    const saved = store[method]
+    store[method] = 'not a method'
+    await assert.rejects(call(), (e) => {
+      assert.ok(e instanceof TypeError, String(e))
+      assert.match(e.message, new RegExp(`LockStore\\.${method} must be a function, but the store's ${method} is a string`))
+      return true
+    })
+    store[method] = saved
+  }
+})
+
+test('a JS store receives whole milliseconds, rounded up, as the native stores count them', async () => {
+  const store = new MapStore()
+  setLockStore(store)
+  const l = lock('k', 1.5)
+  await l.acquire()
+  await l.extend(2_000.25)
+  await l.release()
+  assert.deepEqual(
+    store.calls.filter(([m]) => m === 'acquire' || m === 'extend').map((c) => c[3]),
+    [2, 2_001],
+  )
+  assert.equal(l.ttlMs, 1.5, 'the lock keeps the TTL it was given')
 })
 
 test('a JS store method resolving the wrong type is a TypeError naming the method', async () => {

@@ -62,6 +62,18 @@ test('timeout and retryDelay must be finite non-negative numbers', async () => {
   setLockStore(new MemoryLockStore())
 })
 
+test('a misspelt option is a TypeError naming it, not a silent default', async () => {
+  const store = setLockStore(recordingStore())
+  const l = lock('k')
+  for (const options of [{ timeot: 1_000 }, { timeout: 5, retrydelay: 5 }, { autoextend: true }, { signal: null }]) {
+    const name = Object.keys(options).find((k) => !['timeout', 'retryDelay', 'autoExtend'].includes(k))
+    await assert.rejects(l.run(() => {}, options), error(TypeError, 'Lock.run', `unknown option "${name}"`, 'timeout, retryDelay, autoExtend'))
+    await assert.rejects(l.acquire(options), error(TypeError, 'Lock.acquire', `unknown option "${name}"`))
+  }
+  assert.deepEqual(store.calls, [], 'no store call was made')
+  setLockStore(new MemoryLockStore())
+})
+
 test('run() needs a function, checked before the lock is taken', async () => {
   const store = setLockStore(recordingStore())
   for (const fn of [undefined, null, 'fn', 42, {}]) {

@@ -5,6 +5,10 @@
 // target/bench-reference/). "idle" is the current package with nobody reading
 // signal or fencingToken; the "reads" rows read them inside every run().
 // Rounds are interleaved; figures are medians of per-round ratios.
+//
+// `-- --against <commit>` measures against that commit instead (built the
+// same way), to check that a change costs nothing it should not; nothing is
+// written then.
 
 import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -16,7 +20,10 @@ import { sequential, distinctKeys, median } from './scenarios.mjs'
 import { startRedis } from '../__test__/helpers/servers.mjs'
 
 /** The last commit before Lock.signal, autoExtend and fencing tokens. */
-const REFERENCE = '21103d3'
+const FEATURES_REFERENCE = '21103d3'
+const against = process.argv.indexOf('--against')
+const REFERENCE = against === -1 ? FEATURES_REFERENCE : process.argv[against + 1]
+if (!REFERENCE) throw new Error('--against needs a commit')
 const root = fileURLToPath(new URL('..', import.meta.url))
 const quick = process.argv.includes('--quick')
 const settings = quick ? { rounds: 2, ms: 300 } : { rounds: 7, ms: 1_000 }
@@ -96,7 +103,7 @@ for (const [backend, make] of Object.entries(backends)) {
 await server.close()
 
 console.table(rows)
-if (!quick) {
+if (!quick && REFERENCE === FEATURES_REFERENCE) {
   writeFileSync(
     new URL('./features.json', import.meta.url),
     `${JSON.stringify({ reference: REFERENCE, when: new Date().toISOString(), settings, rows }, null, 2)}\n`,

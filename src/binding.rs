@@ -83,6 +83,28 @@ impl ToNapiValue for SmallStr {
     }
 }
 
+/// An acquisition as JS receives it: the owner token alone (a string is the
+/// cheapest value to hand over), or `[owner, token]` when the store gave a
+/// fencing token with its reply.
+impl ToNapiValue for lock::Grant {
+    unsafe fn to_napi_value(
+        env: napi::sys::napi_env,
+        value: Self,
+    ) -> Result<napi::sys::napi_value> {
+        let owner = unsafe { SmallStr::to_napi_value(env, value.owner)? };
+        let Some(token) = value.token else {
+            return Ok(owner);
+        };
+        let mut pair = std::ptr::null_mut();
+        check_status!(unsafe { napi::sys::napi_create_array_with_length(env, 2, &mut pair) })?;
+        // Tokens count acquisitions: far below 2^53, exact as a JS number.
+        let token = unsafe { f64::to_napi_value(env, token as f64)? };
+        check_status!(unsafe { napi::sys::napi_set_element(env, pair, 0, owner) })?;
+        check_status!(unsafe { napi::sys::napi_set_element(env, pair, 1, token) })?;
+        Ok(pair)
+    }
+}
+
 /// A store as JS holds it: an opaque handle inside the store object.
 #[repr(C)]
 pub struct StoreHandle {
@@ -448,14 +470,15 @@ pub fn memory_store_size(handle: Handle) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
-/// One attempt for a fresh owner: the owner token, or null if the lock is held.
+/// One attempt for a fresh owner: the owner token (or `[owner, fencing
+/// token]`), or null if the lock is held.
 #[napi(catch_unwind)]
 pub fn acquire<'env>(
     env: &'env Env,
     handle: Handle,
     key: SmallStr,
     ttl_ms: f64,
-) -> Result<Settled<'env, Option<SmallStr>>> {
+) -> Result<Settled<'env, Option<lock::Grant>>> {
     to_js(env, &handle, lock::acquire(&handle.store, &key, ttl_ms))
 }
 
@@ -521,8 +544,9 @@ pub fn holds<'env>(
         .transpose()
 }
 
-/// The fencing token of `owner`'s acquisition of `key`, or null when the
-/// store gives none. RedisLockStore hands each token out once.
+/// The fencing token of `owner`'s acquisition of `key`, from what the store
+/// keeps with the hold (MemoryLockStore), or null. (RedisLockStore hands its
+/// tokens over with the acquire's reply instead.)
 #[napi(catch_unwind)]
 pub fn fencing_token(handle: Handle, key: SmallStr, owner: SmallStr) -> Option<f64> {
     handle.store.fencing_token(&key, &owner)

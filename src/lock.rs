@@ -27,30 +27,57 @@ pub const DEFAULT_RETRY_DELAY_MS: f64 = 50.0;
 /// number holds exactly, so every store sees the same value the caller gave.
 pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
 
-/// Try once to take `key` for a fresh owner. Resolves to the owner token when
+/// What one acquisition took: the owner token, and the fencing token when
+/// the store handed one back with its reply.
+#[derive(Debug)]
+pub struct Grant {
+    pub owner: SmallStr,
+    pub token: Option<u64>,
+}
+
+/// Try once to take `key` for a fresh owner. Resolves to the grant when
 /// acquired, `None` when the lock is held.
-pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<SmallStr>> {
+pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<Grant>> {
     let owner = owner::mint();
+    let untokened = |owner| Some(Grant { owner, token: None });
+    if let Some(fenced) = store.acquire_fenced(key, &owner, ttl_ms) {
+        return settle_in_background(store, key, owner, fenced, |owner, token| {
+            token.map(|token| Grant {
+                owner,
+                token: Some(token),
+            })
+        });
+    }
     match store.acquire(key, &owner, ttl_ms) {
-        Op::Ready(Ok(true)) => Op::Ready(Ok(Some(owner))),
+        Op::Ready(Ok(true)) => Op::Ready(Ok(untokened(owner))),
         Op::Ready(Ok(false)) => Op::Ready(Ok(None)),
         // Settled (and, if it fails, given back) on the JS thread.
         Op::Js(pending) => Op::Js(pending.taking(key.to_owned(), owner.to_string())),
-        attempt => {
-            let store = Arc::clone(store);
-            let key = key.to_owned();
-            Op::Pending(Box::pin(async move {
-                match attempt.settle().await {
-                    Ok(true) => Ok(Some(owner)),
-                    Ok(false) => Ok(None),
-                    Err(e) => {
-                        give_back_in_background(store, key, owner);
-                        Err(e)
-                    }
-                }
-            }))
-        }
+        attempt => settle_in_background(store, key, owner, attempt, |owner, taken| {
+            taken.then_some(Grant { owner, token: None })
+        }),
     }
+}
+
+/// `attempt`'s outcome, read by `took`; if it fails, the owner is given back.
+fn settle_in_background<T: Send + 'static>(
+    store: &Arc<dyn LockStore>,
+    key: &str,
+    owner: SmallStr,
+    attempt: Op<T>,
+    took: fn(SmallStr, T) -> Option<Grant>,
+) -> Op<Option<Grant>> {
+    let store = Arc::clone(store);
+    let key = key.to_owned();
+    Op::Pending(Box::pin(async move {
+        match attempt.settle().await {
+            Ok(answer) => Ok(took(owner, answer)),
+            Err(e) => {
+                give_back_in_background(store, key, owner);
+                Err(e)
+            }
+        }
+    }))
 }
 
 /// After a failed acquire we cannot know whether the store took our token
@@ -135,9 +162,9 @@ mod tests {
     fn each_acquisition_mints_a_new_owner() {
         let store = memory();
         let a = ready(acquire(&store, "k", 1000.0)).unwrap();
-        assert!(ready(store.release("k", &a)));
+        assert!(ready(store.release("k", &a.owner)));
         let b = ready(acquire(&store, "k", 1000.0)).unwrap();
-        assert_ne!(a, b);
+        assert_ne!(a.owner, b.owner);
     }
 
     #[test]

@@ -183,10 +183,10 @@ function id(flag) {
 }
 
 /** Runs redis-cli with `args`; its output, or a failure that says what it printed. */
-function redisCli(args) {
+function redisCli(args, input = undefined) {
   const bin = which('redis-cli', ['/usr/bin', '/usr/local/bin'])
   if (!bin) throw new Error('redis-cli is not installed: the cluster tests need it (Debian package "redis-tools").')
-  const r = spawnSync(bin, args, { encoding: 'utf8', timeout: 30_000 })
+  const r = spawnSync(bin, args, { encoding: 'utf8', timeout: 30_000, input })
   if (r.status !== 0) throw new Error(`redis-cli ${args.join(' ')} failed:\n${r.stdout}${r.stderr}`)
   return r.stdout
 }
@@ -222,9 +222,30 @@ export async function startCluster({ masters = 3 } = {}) {
   const cluster = {
     nodes,
     urls: nodes.map((n) => n.url),
+    /** `key`'s hash slot, as the cluster computes it. */
+    slotOf(key) {
+      return cluster.slotsOf([key])[0]
+    },
+    /** The hash slots of `keys` (plain text without spaces), asked in one go. */
+    slotsOf(keys) {
+      const input = keys.map((k) => `CLUSTER KEYSLOT ${k}\n`).join('')
+      return redisCli(['-p', String(cluster.live()[0].port)], input).trim().split('\n').map(Number)
+    },
+    /** CLIENT KILL every client connection on every live node. */
+    killClients() {
+      for (const node of cluster.live()) redisCli(['-p', String(node.port), 'CLIENT', 'KILL', 'TYPE', 'normal'])
+    },
+    /** The keys matching `pattern` on the live masters (replicas hold copies). */
+    keys(pattern) {
+      return cluster
+        .live()
+        .filter((node) => redisCli(['-p', String(node.port), 'ROLE']).startsWith('master'))
+        .flatMap((node) => redisCli(['-p', String(node.port), '--scan', '--pattern', pattern]).trim().split('\n'))
+        .filter(Boolean)
+    },
     /** The node that is master of `key`'s slot, by asking a live node. */
     masterOf(key) {
-      const slot = Number(redisCli(['-p', String(cluster.live()[0].port), 'CLUSTER', 'KEYSLOT', key]).trim())
+      const slot = cluster.slotOf(key)
       for (const line of redisCli(['-p', String(cluster.live()[0].port), 'CLUSTER', 'NODES']).trim().split('\n')) {
         const [, address, flags, , , , , state, ...slots] = line.split(' ')
         if (!flags.includes('master') || flags.includes('fail') || state !== 'connected') continue
@@ -297,4 +318,54 @@ export async function startCluster({ masters = 3 } = {}) {
   }
   await cluster.ready()
   return cluster
+}
+
+/**
+ * A TCP proxy in front of `port`, for faults a real server does not make on
+ * demand: `loseNextReply()` lets the next command through to the server but
+ * cuts the client's connection instead of passing the reply on (the command
+ * ran; its answer is lost); `cutClients()` closes every client connection
+ * now. `connections` counts the client connections accepted.
+ */
+export async function startProxy(port) {
+  const sockets = new Set()
+  let loseReply = false
+  const proxy = {
+    port: 0,
+    url: '',
+    connections: 0,
+    loseNextReply() {
+      loseReply = true
+    },
+    cutClients() {
+      for (const s of sockets) s.destroy()
+    },
+    close: () => new Promise((resolve) => (proxy.cutClients(), listener.close(resolve))),
+  }
+  const listener = createServer((client) => {
+    proxy.connections++
+    const upstream = connect(port, '127.0.0.1')
+    sockets.add(client)
+    sockets.add(upstream)
+    const drop = () => {
+      client.destroy()
+      upstream.destroy()
+      sockets.delete(client)
+      sockets.delete(upstream)
+    }
+    client.on('data', (d) => upstream.write(d))
+    upstream.on('data', (d) => {
+      if (!loseReply) return client.write(d)
+      loseReply = false
+      drop()
+    })
+    for (const s of [client, upstream]) {
+      s.on('error', drop)
+      s.on('close', drop)
+    }
+  })
+  await new Promise((resolve, reject) => listener.once('error', reject).listen(0, '127.0.0.1', resolve))
+  proxy.port = listener.address().port
+  proxy.url = `redis://127.0.0.1:${proxy.port}`
+  return proxy
 }

@@ -145,7 +145,10 @@ export async function redisStore(): Promise<void> {
   const closed: Promise<void> = store.close()
   await closed
   const code: LockStoreErrorCode = 'ERR_LOCK_STORE_TIMEOUT'
-  void code
+  const internal: LockStoreErrorCode = 'ERR_LOCK_INTERNAL'
+  // @ts-expect-error not a code the stores use
+  const unknownCode: LockStoreErrorCode = 'ERR_LOCK_STORE_NOPE'
+  void [code, internal, unknownCode]
   new RedisLockStore()
   // @ts-expect-error a port is not a URL
   new RedisLockStore(6379)
@@ -183,6 +186,13 @@ export async function signals(): Promise<void> {
   await l.acquire({ autoExtend: 'yes' })
   // @ts-expect-error signal is read-only
   l.signal = new AbortController().signal
+  const aborted: boolean = l.signal.aborted
+  l.signal.throwIfAborted()
+  const error = new LockNotHeldError()
+  const key: string = error.key
+  void [aborted, key]
+  // @ts-expect-error run() options are checked: a misspelt one is an error
+  await l.run(() => 1, { timeot: 1_000 })
 }
 
 export async function verifying(): Promise<void> {

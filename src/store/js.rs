@@ -347,6 +347,13 @@ fn milliseconds(reply: Reply) -> std::result::Result<Option<f64>, Reply> {
     }
 }
 
+/// A store gets whole milliseconds, rounded up, as the native stores count
+/// them: `SET ... PX 1.5` is an error in Redis, and a SQL column of integers
+/// may refuse (or truncate) a fraction.
+fn whole_ms(ttl_ms: f64) -> f64 {
+    ttl_ms.ceil()
+}
+
 fn args(key: &str, owner: Option<&str>, ttl_ms: Option<f64>) -> Call {
     Call {
         key: key.to_owned(),
@@ -357,7 +364,7 @@ fn args(key: &str, owner: Option<&str>, ttl_ms: Option<f64>) -> Call {
 
 impl LockStore for JsStore {
     fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        let a = args(key, Some(owner), Some(ttl_ms));
+        let a = args(key, Some(owner), Some(whole_ms(ttl_ms)));
         self.call(&self.acquire, a, boolean, "a boolean")
     }
 
@@ -367,7 +374,7 @@ impl LockStore for JsStore {
     }
 
     fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        let a = args(key, Some(owner), Some(ttl_ms));
+        let a = args(key, Some(owner), Some(whole_ms(ttl_ms)));
         self.call(&self.extend, a, boolean, "a boolean")
     }
 

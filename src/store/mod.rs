@@ -153,10 +153,17 @@ pub trait LockStore: Send + Sync + 'static {
     fn holds(&self, _key: &str, _owner: &str) -> Option<Op<bool>> {
         None
     }
+    /// `acquire`, answered with the fencing token the acquisition was given
+    /// (`Some(token)` when taken, `None` when held): for stores that make
+    /// tokens in the acquire itself and hand them back with its reply. Others
+    /// return `None` here and answer [`LockStore::fencing_token`] instead.
+    fn acquire_fenced(&self, _key: &str, _owner: &str, _ttl_ms: f64) -> Option<Op<Option<u64>>> {
+        None
+    }
     /// The fencing token `owner`'s acquisition of `key` was given: a number that
     /// only grows, per key, across every client of the store. `None` when the
     /// store has none for it (not held, or a store without fencing). Answered
-    /// at once: a store that fences decides the token as part of its acquire.
+    /// at once, from what the store keeps with the hold.
     fn fencing_token(&self, _key: &str, _owner: &str) -> Option<f64> {
         None
     }

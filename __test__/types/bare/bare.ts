@@ -1,5 +1,6 @@
-// Our types alone: no @types/node, no lib "esnext.disposable". A project that
-// has neither still type-checks against index.d.ts (Symbol.asyncDispose included).
+// Our types alone: no @types/node, no lib "esnext.disposable", no DOM. A project
+// that has none of them still type-checks against index.d.ts (Symbol.asyncDispose
+// and Lock.signal included).
 import { lock, setLockStore, type LockStore } from '@shaferllc/keel/core'
 
 class MapStore implements LockStore {
@@ -28,7 +29,12 @@ export async function bare(): Promise<void> {
   const l = lock('k')
   const disposed: Promise<void> = l[Symbol.asyncDispose]()
   await disposed
-  const [ran, n] = await l.run(async () => 1)
+  const [ran, n] = await l.run(async (held) => {
+    // What the package's own API hands out compiles without @types/node or the DOM lib.
+    if (held.signal.aborted) throw held.signal.reason
+    held.signal.throwIfAborted()
+    return 1
+  })
   const sum: number = ran ? (n ?? 0) + 1 : 0
   void sum
 }

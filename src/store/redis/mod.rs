@@ -6,17 +6,27 @@
 //! lock's TTL. Redis owns the clock that decides expiry.
 //!
 //! - acquire: `SET key owner PX ttl NX`, atomic set-if-absent on the server,
-//!   and in the same script `INCR` of the key's fencing counter, whose new
-//!   value is the acquisition's fencing token. The counter (`{key}:keel-fence`,
-//!   in the key's hash slot) has no expiry, so tokens keep growing after a lock
-//!   lapses and, with persistence on, after the server restarts.
+//!   and in the same script `INCR` of a fencing counter, whose new value is
+//!   the acquisition's fencing token, handed back with the reply. One counter
+//!   serves every key (`keel:fencing-counter`; on a Cluster one per hash slot
+//!   in use, each in its slot), so what stays in Redis is bounded however
+//!   many keys were ever locked, and a key's tokens still only grow. It has
+//!   no expiry: tokens keep growing after a lock lapses and, with persistence
+//!   on, after the server restarts. The script also answers "taken" when the
+//!   key already holds this very owner, so an acquire sent again after its
+//!   reply was lost finds its own lock instead of a stranger's.
 //! - release / extend: a Lua script that compares the stored owner before it
 //!   deletes or re-expires, so the check and the act cannot be split by
 //!   another client. Scripts go as EVALSHA and are reloaded on NOSCRIPT.
 //!
 //! One multiplexed connection carries every command (concurrent commands are
 //! pipelined on it); it is opened on first use and re-opened on its own after
-//! the server comes back.
+//! the server comes back. A command that finds the connection dead (the
+//! server closed an idle client, was restarted, or the client was killed) is
+//! sent again on a fresh one, which every operation here allows: acquire and
+//! extend repeat safely, as said above; a release sent twice deletes nothing
+//! that is not ours (if the first went through, the second answers "not
+//! held"), and reads are reads.
 //!
 //! A release announces itself: the release script publishes the key on
 //! `keel:released:<key>`. While this process has waiters for a key, a second
@@ -41,7 +51,7 @@
 //! that ask for one. Certificates are parsed when the store is made, so a
 //! bad PEM is the caller's error at once, not a failure on first use.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -51,12 +61,14 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{
-    Client, ClientTlsConfig, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Script,
-    TlsCertificates, Value,
+    Client, ClientTlsConfig, Cmd, ConnectionAddr, ErrorKind, Pipeline, RedisError, RedisFuture,
+    Script, TlsCertificates, Value,
 };
 use tokio::sync::mpsc;
 
 use super::{BackendError, LockStore, Op, StoreError, StoreResult};
+
+pub mod fencing;
 
 /// Compare-and-delete: only the holder's own token deletes the key; the
 /// release is announced on the channel in ARGV[2].
@@ -80,34 +92,15 @@ pub type OnReleased = Arc<dyn Fn(String) + Send + Sync>;
 /// A request to the subscriber task: follow (or stop following) a channel.
 type Watch = (String, bool);
 
-/// Set-if-absent, and if set, the next fencing token for the key (KEYS[2]).
+/// Set-if-absent (or find the key already ours: this acquire, sent before,
+/// whose reply was lost), and then the next fencing token from the counter
+/// in KEYS[2].
 const ACQUIRE: &str = r#"
-if redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2], "NX") then
+if redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2], "NX") or redis.call("get", KEYS[1]) == ARGV[1] then
   return redis.call("incr", KEYS[2])
 end
 return false
 "#;
-
-/// Where `full_key`'s fencing counter lives: in the same hash slot, so the
-/// acquire script touches one slot (as Redis Cluster requires). A key with a
-/// hash tag keeps it (the first `{...}` decides the slot); one without gets
-/// braces around it whole. (A key with a `}` but no tag, like `a}b`, cannot be
-/// matched that way: on a cluster its acquire fails with CROSSSLOT.)
-fn fence_key(full_key: &str) -> String {
-    let tagged = full_key
-        .find('{')
-        .is_some_and(|open| full_key[open + 1..].find('}').is_some_and(|len| len > 0));
-    if tagged {
-        format!("{full_key}:keel-fence")
-    } else {
-        format!("{{{full_key}}}:keel-fence")
-    }
-}
-
-/// Fencing tokens of acquisitions whose caller has not picked them up yet, by
-/// owner token (unique per acquisition). Taken out when read or released;
-/// bounded, as a caller that never comes for its token must not grow it forever.
-const UNCLAIMED_TOKENS_MAX: usize = 4096;
 
 /// Compare-and-extend, same idea.
 const EXTEND: &str = r#"
@@ -203,7 +196,6 @@ struct Shared {
     acquire: Script,
     release: Script,
     extend: Script,
-    tokens: Mutex<HashMap<String, u64>>,
     /// Taken by `close()`: it holds the JS callback, which holds the store.
     on_released: Mutex<Option<OnReleased>>,
     /// The subscriber task's inbox, once it runs; dropping it ends the task.
@@ -235,11 +227,15 @@ impl RedisStore {
                 })
             }
         };
-        let urls: Vec<&str> = if options.cluster.is_empty() {
-            vec![options.url.as_str()]
+        let given = if options.cluster.is_empty() {
+            std::slice::from_ref(&options.url)
         } else {
-            options.cluster.iter().map(String::as_str).collect()
+            options.cluster.as_slice()
         };
+        let urls = given
+            .iter()
+            .map(|url| checked_url(url))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut clients = Vec::with_capacity(urls.len());
         for url in &urls {
             clients.push(open_client(url, certificates.as_ref())?);
@@ -247,7 +243,7 @@ impl RedisStore {
         let cluster = if options.cluster.is_empty() {
             None
         } else {
-            let mut builder = ClusterClient::builder(urls.iter().copied())
+            let mut builder = ClusterClient::builder(urls.iter().map(String::as_str))
                 .connection_timeout(options.connect_timeout)
                 .response_timeout(options.command_timeout)
                 .retries(3)
@@ -279,7 +275,6 @@ impl RedisStore {
                 acquire: Script::new(ACQUIRE),
                 release: Script::new(RELEASE),
                 extend: Script::new(EXTEND),
-                tokens: Mutex::new(HashMap::new()),
                 on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
             }),
@@ -341,11 +336,13 @@ impl RedisStore {
         full
     }
 
-    /// Run one operation against the connection, within the store's time bounds.
+    /// Run one operation against the connection, within the store's time
+    /// bounds. A command that finds the connection dead is sent again on a
+    /// fresh one (see the module doc for why each operation here may be).
     fn op<T, F, Fut>(&self, name: &'static str, run: F) -> Op<T>
     where
         T: Send + 'static,
-        F: FnOnce(Conn, Arc<Shared>) -> Fut + Send + 'static,
+        F: Fn(Conn, Arc<Shared>) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = redis::RedisResult<T>> + Send,
     {
         let shared = Arc::clone(&self.shared);
@@ -353,10 +350,15 @@ impl RedisStore {
             let options = &shared.options;
             let bound = options.command_timeout + options.connect_timeout;
             let attempt = async {
-                let conn = shared.connection(name).await?;
-                run(conn, Arc::clone(&shared))
-                    .await
-                    .map_err(|e| shared.failure(name, &e))
+                let mut resent = 0;
+                loop {
+                    let conn = shared.connection(name).await?;
+                    match run(conn, Arc::clone(&shared)).await {
+                        Ok(value) => return Ok(value),
+                        Err(e) if resent < RESENDS && found_dead(&e) => resent += 1,
+                        Err(e) => return Err(shared.diagnose(name, &e).await),
+                    }
+                }
             };
             match tokio::time::timeout(bound, attempt).await {
                 Ok(outcome) => outcome,
@@ -371,7 +373,43 @@ impl RedisStore {
             }
         }))
     }
+
+    /// The acquire script for `full_key`: set-if-absent and the fencing token.
+    fn acquire_script(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
+        let full_key = self.key(key);
+        let counter = if self.shared.cluster.is_some() {
+            fencing::cluster_counter(&self.shared.options.prefix, &full_key)
+        } else {
+            self.key(fencing::COUNTER)
+        };
+        let (owner, ttl) = (owner.to_owned(), whole_ms(ttl_ms));
+        self.op("acquire", move |mut conn, shared| {
+            let (full_key, counter, owner) = (full_key.clone(), counter.clone(), owner.clone());
+            async move {
+                shared
+                    .acquire
+                    .key(&full_key)
+                    .key(&counter)
+                    .arg(&owner)
+                    .arg(ttl)
+                    .invoke_async(&mut conn)
+                    .await
+            }
+        })
+    }
 }
+
+/// Whether `e` says the connection died under the command (not that the
+/// server refused a new one): then it is sent again on a fresh connection.
+fn found_dead(e: &RedisError) -> bool {
+    (e.is_connection_dropped() && !e.is_connection_refusal())
+        || e.kind() == ErrorKind::ClusterConnectionNotFound
+}
+
+/// How many times a command that found the connection dead is sent again.
+/// The first resend covers a connection the server closed while idle; a
+/// second, a server that was restarting.
+const RESENDS: u32 = 2;
 
 /// Follows the channels it is told to and reports each announced release.
 /// Re-connects (and re-subscribes) after the connection drops; ends when the
@@ -504,6 +542,35 @@ impl Shared {
         }
     }
 
+    /// The error a failed command becomes. A server that accepts connections
+    /// and then drops them is looked at closer: if it does not answer a
+    /// `PING` as Redis would, the error says so, instead of blaming the network.
+    async fn diagnose(&self, name: &'static str, e: &RedisError) -> StoreError {
+        let not_redis = if e.kind() == ErrorKind::Parse {
+            true
+        } else if e.is_connection_dropped() && !e.is_connection_refusal() {
+            match self.clients[0].get_connection_info().addr() {
+                ConnectionAddr::Tcp(host, port) if self.cluster.is_none() => {
+                    let within = self.options.connect_timeout.min(Duration::from_secs(1));
+                    speaks_redis(host, *port, within).await == Some(false)
+                }
+                _ => false,
+            }
+        } else {
+            false
+        };
+        if !not_redis {
+            return self.failure(name, e);
+        }
+        StoreError::Backend(BackendError {
+            code: "ERR_LOCK_STORE_CONNECTION",
+            message: format!(
+                "RedisLockStore.{name}: {} accepted the connection but did not answer as a Redis server (is this the right host and port?)",
+                self.display
+            ),
+        })
+    }
+
     fn failure(&self, name: &'static str, e: &RedisError) -> StoreError {
         let url = &self.display;
         let (code, what) = if e.kind() == ErrorKind::AuthenticationFailed
@@ -513,7 +580,11 @@ impl Shared {
             ("ERR_LOCK_STORE_AUTH", "was refused by")
         } else if e.is_timeout() {
             ("ERR_LOCK_STORE_TIMEOUT", "timed out talking to")
-        } else if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {
+        } else if e.is_connection_refusal() {
+            ("ERR_LOCK_STORE_CONNECTION", "could not connect to")
+        } else if found_dead(e) {
+            ("ERR_LOCK_STORE_CONNECTION", "lost the connection to")
+        } else if e.is_io_error() {
             ("ERR_LOCK_STORE_CONNECTION", "could not reach")
         } else {
             ("ERR_LOCK_STORE_REDIS", "got an error from")
@@ -523,6 +594,76 @@ impl Shared {
             message: format!("RedisLockStore.{name}: {what} {url}: {e}"),
         })
     }
+}
+
+/// Whether the server at `host:port` answers `PING` the way Redis does (a
+/// simple string or an error reply, such as `-NOAUTH`); `None` when it cannot
+/// be reached at all, so nothing can be said.
+async fn speaks_redis(host: &str, port: u16, within: Duration) -> Option<bool> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::time::timeout(within, tokio::net::TcpStream::connect((host, port)))
+        .await
+        .ok()?
+        .ok()?;
+    let answer = async {
+        stream.write_all(b"PING\r\n").await?;
+        let mut first = [0u8; 1];
+        let read = stream.read(&mut first).await?;
+        Ok::<_, std::io::Error>(read == 1 && (first[0] == b'+' || first[0] == b'-'))
+    };
+    // Connected, but closed, silent or speaking something else: not Redis.
+    Some(matches!(
+        tokio::time::timeout(within, answer).await,
+        Ok(Ok(true))
+    ))
+}
+
+/// `url` as the redis crate should read it. That crate ignores URL parts it
+/// does not know, which would put a lock somewhere else than its user meant
+/// (`?db=4` on a TCP URL: database 0), and it reads `#insecure` as "skip the
+/// certificate check". Here `?db=N` is honoured (moved into the path, where
+/// the crate reads it), and anything else unknown is refused.
+fn checked_url(raw: &str) -> Result<String, String> {
+    // Not parsable, or a unix socket (whose `?db=` the crate reads itself):
+    // left to the redis crate.
+    let Ok(mut url) = url::Url::parse(raw) else {
+        return Ok(raw.to_owned());
+    };
+    if !matches!(url.scheme(), "redis" | "rediss" | "valkey" | "valkeys") {
+        return Ok(raw.to_owned());
+    }
+    let shown = redacted(raw);
+    if url.fragment().is_some() {
+        return Err(format!(
+            "url {shown:?} has a #fragment; none is allowed (a server's certificate is always checked)"
+        ));
+    }
+    let mut db = None;
+    for (name, value) in url.query_pairs() {
+        if name != "db" {
+            return Err(format!(
+                "url {shown:?} has the parameter {name:?}, which this store does not know (the only one is ?db=N)"
+            ));
+        }
+        db = Some(value.into_owned());
+    }
+    let Some(db) = db else {
+        return Ok(raw.to_owned());
+    };
+    if db.parse::<u16>().is_err() {
+        return Err(format!(
+            "url {shown:?}: ?db= must be a database number, got {db:?}"
+        ));
+    }
+    let path = url.path().trim_matches('/').to_owned();
+    if !path.is_empty() && path != db {
+        return Err(format!(
+            "url {shown:?} names two databases, /{path} and ?db={db}: give one"
+        ));
+    }
+    url.set_path(&db);
+    url.set_query(None);
+    Ok(url.to_string())
 }
 
 /// A client for one URL, with the TLS certificates if given (a URL that is
@@ -570,90 +711,80 @@ fn whole_ms(ttl_ms: f64) -> u64 {
 
 impl LockStore for RedisStore {
     fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        let (key, owner, ttl) = (self.key(key), owner.to_owned(), whole_ms(ttl_ms));
-        self.op("acquire", move |mut conn, shared| async move {
-            let token: Option<u64> = shared
-                .acquire
-                .key(&key)
-                .key(fence_key(&key))
-                .arg(&owner)
-                .arg(ttl)
-                .invoke_async(&mut conn)
-                .await?;
-            let Some(token) = token else {
-                return Ok(false);
-            };
-            if let Ok(mut tokens) = shared.tokens.lock() {
-                if tokens.len() >= UNCLAIMED_TOKENS_MAX {
-                    tokens.clear();
-                }
-                tokens.insert(owner, token);
-            }
-            Ok(true)
-        })
+        let taken = self.acquire_script(key, owner, ttl_ms);
+        Op::Pending(Box::pin(async move { Ok(taken.settle().await?.is_some()) }))
+    }
+
+    fn acquire_fenced(&self, key: &str, owner: &str, ttl_ms: f64) -> Option<Op<Option<u64>>> {
+        Some(self.acquire_script(key, owner, ttl_ms))
     }
 
     fn release(&self, key: &str, owner: &str) -> Op<bool> {
-        if let Ok(mut tokens) = self.shared.tokens.lock() {
-            tokens.remove(owner);
-        }
         let (key, owner) = (self.key(key), owner.to_owned());
-        self.op("release", move |mut conn, shared| async move {
-            let deleted: i64 = shared
-                .release
-                .key(&key)
-                .arg(&owner)
-                .arg(channel(&key))
-                .invoke_async(&mut conn)
-                .await?;
-            Ok(deleted == 1)
+        self.op("release", move |mut conn, shared| {
+            let (key, owner) = (key.clone(), owner.clone());
+            async move {
+                let deleted: i64 = shared
+                    .release
+                    .key(&key)
+                    .arg(&owner)
+                    .arg(channel(&key))
+                    .invoke_async(&mut conn)
+                    .await?;
+                Ok(deleted == 1)
+            }
         })
     }
 
     fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let (key, owner, ttl) = (self.key(key), owner.to_owned(), whole_ms(ttl_ms));
-        self.op("extend", move |mut conn, shared| async move {
-            let extended: i64 = shared
-                .extend
-                .key(&key)
-                .arg(&owner)
-                .arg(ttl)
-                .invoke_async(&mut conn)
-                .await?;
-            Ok(extended == 1)
+        self.op("extend", move |mut conn, shared| {
+            let (key, owner) = (key.clone(), owner.clone());
+            async move {
+                let extended: i64 = shared
+                    .extend
+                    .key(&key)
+                    .arg(&owner)
+                    .arg(ttl)
+                    .invoke_async(&mut conn)
+                    .await?;
+                Ok(extended == 1)
+            }
         })
     }
 
     fn is_locked(&self, key: &str) -> Op<bool> {
-        let key = self.key(key);
-        self.op("isLocked", move |mut conn, _| async move {
-            let exists: i64 = redis::cmd("EXISTS")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await?;
-            Ok(exists == 1)
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(self.key(key));
+        self.op("isLocked", move |mut conn, _| {
+            let exists = exists.clone();
+            async move { Ok(exists.query_async::<i64>(&mut conn).await? == 1) }
         })
     }
 
     fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
-        let key = self.key(key);
-        self.op("remainingTime", move |mut conn, _| async move {
-            // -2: no such key; -1: a key without expiry, which no lock writes.
-            let ms: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut conn).await?;
-            Ok((ms >= 0).then_some(ms as f64))
+        let mut pttl = redis::cmd("PTTL");
+        pttl.arg(self.key(key));
+        self.op("remainingTime", move |mut conn, _| {
+            let pttl = pttl.clone();
+            async move {
+                // -2: no such key; -1: a key without expiry, which no lock writes.
+                let ms: i64 = pttl.query_async(&mut conn).await?;
+                Ok((ms >= 0).then_some(ms as f64))
+            }
         })
     }
 
-    fn fencing_token(&self, _key: &str, owner: &str) -> Option<f64> {
-        let mut tokens = self.shared.tokens.lock().ok()?;
-        tokens.remove(owner).map(|t| t as f64)
-    }
-
     fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
-        let (key, owner) = (self.key(key), owner.to_owned());
-        Some(self.op("isExpired", move |mut conn, _| async move {
-            let value: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut conn).await?;
-            Ok(value.as_deref() == Some(owner.as_str()))
+        let mut get = redis::cmd("GET");
+        get.arg(self.key(key));
+        let owner = owner.to_owned();
+        Some(self.op("isExpired", move |mut conn, _| {
+            let (get, owner) = (get.clone(), owner.clone());
+            async move {
+                let value: Option<String> = get.query_async(&mut conn).await?;
+                Ok(value.as_deref() == Some(owner.as_str()))
+            }
         }))
     }
 }
@@ -670,6 +801,31 @@ mod tests {
         );
         assert_eq!(redacted("redis://:s3cret@host"), "redis://:***@host");
         assert_eq!(redacted("redis://host:6379"), "redis://host:6379");
+    }
+
+    #[test]
+    fn url_parameters_are_honoured_or_refused() {
+        assert_eq!(checked_url("redis://h:1/?db=4").unwrap(), "redis://h:1/4");
+        assert_eq!(checked_url("redis://h/4?db=4").unwrap(), "redis://h/4");
+        assert_eq!(checked_url("redis://h/2").unwrap(), "redis://h/2");
+        let twice = checked_url("redis://u:secret@h/0?db=4").unwrap_err();
+        assert!(
+            twice.contains("two databases") && !twice.contains("secret"),
+            "{twice}"
+        );
+        assert!(checked_url("redis://h?db=x")
+            .unwrap_err()
+            .contains("database number"));
+        assert!(checked_url("redis://h?protocol=resp3")
+            .unwrap_err()
+            .contains("\"protocol\""));
+        assert!(checked_url("rediss://h#insecure")
+            .unwrap_err()
+            .contains("#fragment"));
+        assert_eq!(
+            checked_url("redis+unix:///tmp/r.sock?db=3").unwrap(),
+            "redis+unix:///tmp/r.sock?db=3"
+        );
     }
 
     #[test]
@@ -719,13 +875,6 @@ mod tests {
         let garbage = with("rediss://localhost", garbage).expect("refused");
         assert!(garbage.contains("options.tls"), "{garbage}");
         assert!(with("rediss://localhost", TlsOptions::default()).is_none());
-    }
-
-    #[test]
-    fn fencing_counters_share_the_lock_keys_hash_slot() {
-        assert_eq!(fence_key("invoice:42"), "{invoice:42}:keel-fence");
-        assert_eq!(fence_key("{tenant}:invoice"), "{tenant}:invoice:keel-fence");
-        assert_eq!(fence_key("x{y}z"), "x{y}z:keel-fence");
     }
 
     #[test]
