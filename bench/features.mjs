@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as current from '@shaferllc/keel/core'
 import { sequential, distinctKeys, median } from './scenarios.mjs'
-import { startRedis } from '../__test__/helpers/servers.mjs'
+import { startRedis } from '../support/servers.mjs'
 
 /** The last commit before Lock.signal, autoExtend and fencing tokens. */
 const FEATURES_REFERENCE = '21103d3'

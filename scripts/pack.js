@@ -48,7 +48,10 @@ for (const platform of platforms) {
   })
 }
 tarballs.main = packStaged('main', (staging) => {
-  for (const file of [...manifest.files, 'README.md']) cpSync(join(root, file), join(staging, file))
+  // What `files` names, copied whole by its first path part (`lib/*.js`: lib/);
+  // npm pack then keeps only what the patterns match.
+  const tops = new Set([...manifest.files, 'README.md'].map((entry) => entry.split('/')[0]))
+  for (const top of tops) cpSync(join(root, top), join(staging, top), { recursive: true })
   const optionalDependencies = Object.fromEntries(
     platforms.map((platform) => [`${manifest.name}-${platform}`, manifest.version]),
   )

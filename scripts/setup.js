@@ -1,16 +1,31 @@
 #!/usr/bin/env node
 'use strict'
-// Makes a fresh clone ready to run: installs the npm dependencies if they are
-// missing, then builds the native addon if it is missing or older than its
-// Rust sources. `npm run demo` and `npm test` both start here.
+// Makes a fresh clone ready for what is asked of it:
+//   node scripts/setup.js demo   the addon, built with cargo; no npm install
+//                                (the demo needs nothing else)
+//   node scripts/setup.js        the npm dependencies, and the addon (bench, soak)
+//   node scripts/setup.js test   those, the Jest and Vitest suites' dependencies,
+//                                the addon built by napi-rs (which regenerates
+//                                lib/native.d.ts, the types lib/ is checked
+//                                against), and the test build with test-only
+//                                exports (target/test-hooks/keel.node)
 
 const { spawnSync } = require('node:child_process')
-const { existsSync, statSync, readdirSync } = require('node:fs')
+const { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } = require('node:fs')
 const { join } = require('node:path')
 
+const mode = process.argv[2] ?? 'default'
+if (!['demo', 'default', 'test'].includes(mode)) {
+  console.error(`setup: unknown mode ${mode} (known: demo, test, or none)`)
+  process.exit(2)
+}
 const root = join(__dirname, '..')
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
+/**
+ * @param {string} cmd
+ * @param {string[]} args
+ */
 function sh(cmd, args) {
   const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' })
   if (r.error) {
@@ -21,6 +36,7 @@ function sh(cmd, args) {
   if (r.status !== 0) process.exit(r.status ?? 1)
 }
 
+/** @param {string} dir the newest modification time of anything in it */
 function newest(dir) {
   let latest = 0
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -30,9 +46,32 @@ function newest(dir) {
   return latest
 }
 
+const sources = () =>
+  Math.max(newest(join(root, 'src')), ...['Cargo.toml', 'Cargo.lock', 'build.rs'].map((f) => statSync(join(root, f)).mtimeMs))
+const fresh = (/** @type {string} */ file) => existsSync(file) && statSync(file).mtimeMs >= sources()
+const binary = join(root, `keel.${process.platform}-${process.arch}-gnu.node`)
+const cdylib = join(root, 'target', 'release', 'libkeel_lock.so')
+
+if (mode === 'demo') {
+  if (!fresh(binary)) {
+    console.error('setup: building the native addon (cargo, release)')
+    sh('cargo', ['build', '--release', '--lib'])
+    copyFileSync(cdylib, binary)
+  }
+  process.exit(0)
+}
+
 if (!existsSync(join(root, 'node_modules', '.package-lock.json'))) {
   console.error('setup: installing npm dependencies (npm ci)')
   sh(npm, ['ci', '--no-audit', '--no-fund'])
+}
+
+if (mode === 'default') {
+  if (!fresh(binary)) {
+    console.error('setup: building the native addon (napi-rs, release)')
+    sh(npm, ['run', '--silent', 'build'])
+  }
+  process.exit(0)
 }
 
 // The Jest and Vitest suites (__test__/frameworks/*) have their own dependencies.
@@ -44,12 +83,16 @@ for (const name of ['jest', 'vitest']) {
   }
 }
 
-const binary = join(root, `keel.${process.platform}-${process.arch}-gnu.node`)
-const sources = Math.max(
-  newest(join(root, 'src')),
-  ...['Cargo.toml', 'Cargo.lock', 'build.rs'].map((f) => statSync(join(root, f)).mtimeMs),
-)
-if (!existsSync(binary) || statSync(binary).mtimeMs < sources) {
-  console.error('setup: building the native addon (cargo, release)')
-  sh(npm, ['run', '--silent', 'build'])
+// The test build first: it and the shipped build share target/release, and
+// the one built last is what napi-rs copies.
+const hooks = join(root, 'target', 'test-hooks', 'keel.node')
+if (!fresh(hooks)) {
+  console.error('setup: building the test build of the addon (cargo, release, --features test-hooks)')
+  sh('cargo', ['build', '--release', '--lib', '--features', 'test-hooks'])
+  mkdirSync(join(root, 'target', 'test-hooks'), { recursive: true })
+  copyFileSync(cdylib, hooks)
 }
+// Always through napi-rs (cargo itself skips what is up to date): it also
+// writes lib/native.d.ts from the Rust signatures, which the type check reads.
+console.error('setup: building the native addon (napi-rs, release)')
+sh(npm, ['run', '--silent', 'build'])

@@ -16,16 +16,18 @@
 //!
 //! And one property of every store: `acquire` is an atomic set-if-absent.
 //!
-//! Layout: [`lock`] is the algorithm (acquire with timeout and retry, the
-//! serialized form), [`store`] the seam with one file per backend, [`owner`]
-//! the tokens, and `binding` the napi surface, the only module JavaScript
-//! sees (with `pump`, which settles its promises from Tokio in batches).
+//! Layout, in reading order (the README's "How it is built" walks the same
+//! tree, the JS side included): [`lock`] is the algorithm (one acquisition
+//! attempt for a fresh owner, the serialized form), [`owner`] the tokens,
+//! [`text`] short strings kept inline; [`store`] the seam, one trait with a
+//! file or folder per backend (`memory.rs`, `redis/`, `js/`); and `napi/` the
+//! surface JavaScript calls (the `#[napi]` functions alone in its `mod.rs`,
+//! beside the handle, the conversions, the errors and the promise pump),
+//! the only module that knows about JS values.
 
-#[cfg(not(test))]
-mod binding;
 pub mod lock;
-pub mod owner;
 #[cfg(not(test))]
-mod pump;
+mod napi;
+pub mod owner;
 pub mod store;
 pub mod text;

@@ -1,26 +1,37 @@
-// The stores the cross-process tests run against, opened the same way in the
-// test process and in its children. Which one, and where its server is, comes
-// from the environment, so a child inherits it:
-//   KEEL_TEST_STORE     redis | ioredis | sqlite | postgres
+// Opening the stores that reach beyond one process, the same way in a test
+// file and in the child processes it starts (child.mjs). Which store, and
+// where its server is, is named by environment variables, so a child opens
+// the same store by inheriting them:
+//   KEEL_TEST_STORE     redis | redis-cluster | ioredis | sqlite | postgres
 //   REDIS_URL           for redis and ioredis
+//   REDIS_CLUSTER_URLS  for redis-cluster: the node URLs, separated by spaces
 //   KEEL_TEST_DATABASE  sqlite:<file> or a postgres:// URL, for the docs' database store
 //   KEEL_TEST_COMMAND_TIMEOUT  RedisLockStore's command and connect timeouts, ms (default 5000)
 
 import { RedisLockStore } from '@shaferllc/keel/core'
 
-export const STORES = {
-  redis: 'RedisLockStore',
-  ioredis: "the docs' ioredis store",
-  sqlite: "the docs' database store on SQLite",
-  postgres: "the docs' database store on PostgreSQL",
+/**
+ * Opens the store `env` names; resolves to `{ store, close(), env }`, where
+ * `close()` lets the process exit and `env` is what a child process needs to
+ * open the same store. `env` is also set on this process: the docs' stores
+ * (fixtures/) read their targets from the environment.
+ */
+export async function openStore(env = process.env) {
+  const named = pick(env)
+  Object.assign(process.env, named)
+  return { ...(await open(named.KEEL_TEST_STORE, named)), env: named }
 }
 
-/** `{ store, close() }` for `kind`; `close()` lets the process exit. */
-export async function openStore(kind = process.env.KEEL_TEST_STORE) {
+async function open(kind, env) {
+  const commandTimeout = Number(env.KEEL_TEST_COMMAND_TIMEOUT ?? 5_000)
   switch (kind) {
     case 'redis': {
-      const commandTimeout = Number(process.env.KEEL_TEST_COMMAND_TIMEOUT ?? 5_000)
-      const store = new RedisLockStore({ url: process.env.REDIS_URL, commandTimeout, connectTimeout: commandTimeout })
+      const store = new RedisLockStore({ url: env.REDIS_URL, commandTimeout, connectTimeout: commandTimeout })
+      return { store, close: () => store.close() }
+    }
+    case 'redis-cluster': {
+      const cluster = env.REDIS_CLUSTER_URLS.split(' ')
+      const store = new RedisLockStore({ cluster, commandTimeout, connectTimeout: commandTimeout })
       return { store, close: () => store.close() }
     }
     case 'ioredis': {
@@ -37,21 +48,13 @@ export async function openStore(kind = process.env.KEEL_TEST_STORE) {
       return { store: databaseLockStore(), close: closeConnections }
     }
     default:
-      throw new Error(`KEEL_TEST_STORE must be one of ${Object.keys(STORES).join(', ')}, got ${kind}`)
+      throw new Error(`KEEL_TEST_STORE must be redis, redis-cluster, ioredis, sqlite or postgres, got ${kind}`)
   }
 }
 
-/**
- * A JS store (so the lock calls its methods, not the addon's) that passes
- * each call on to `inner`, except the methods given in `overrides`.
- */
-export function jsStoreOver(inner, overrides = {}) {
-  return {
-    acquire: (k, o, t) => inner.acquire(k, o, t),
-    release: (k, o) => inner.release(k, o),
-    extend: (k, o, t) => inner.extend(k, o, t),
-    isLocked: (k) => inner.isLocked(k),
-    remainingTime: (k) => inner.remainingTime(k),
-    ...overrides,
-  }
+const VARIABLES = ['KEEL_TEST_STORE', 'REDIS_URL', 'REDIS_CLUSTER_URLS', 'KEEL_TEST_DATABASE', 'KEEL_TEST_COMMAND_TIMEOUT']
+
+/** The variables of `env` that name a store. */
+function pick(env) {
+  return Object.fromEntries(VARIABLES.filter((name) => env[name] !== undefined).map((name) => [name, env[name]]))
 }

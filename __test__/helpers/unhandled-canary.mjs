@@ -1,4 +1,4 @@
-// Run by rejections.test.mjs under `node --test`: a test whose promise
+// Run by runtime/rejections.test.mjs under `node --test`: a test whose promise
 // rejection nobody handles. The run must fail because of it.
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { redisForTests, postgresForTests, uniqueKey } from '../helpers/servers.mjs'
+import { redisForTests, postgresForTests, uniqueKey } from '../../support/servers.mjs'
 import { openStore } from '../helpers/stores.mjs'
 import { runChild } from '../helpers/processes.mjs'
 
@@ -59,8 +59,7 @@ test(`RedisLockStore: 8 processes for ${Math.round(60 * scale)} s`, { timeout: 6
 
 test(`the docs' database store on PostgreSQL: 8 processes for ${Math.round(30 * scale)} s`, { timeout: 600_000 }, async () => {
   const env = { KEEL_TEST_STORE: 'postgres', KEEL_TEST_DATABASE: postgres.url }
-  Object.assign(process.env, env)
-  const s = await openStore('postgres') // creates the table
+  const s = await openStore(env) // creates the table
   await s.close()
   await soak('postgres', 30 * scale, env)
 })

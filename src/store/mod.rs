@@ -96,11 +96,45 @@ pub enum Reply {
     Other(&'static str),
 }
 
+/// The five `LockStore` methods, in the interface's order. JS knows the same
+/// numbering as the exported `StoreMethod` (a JS store's reply is checked
+/// against the method that gave it).
+#[cfg_attr(not(test), napi_derive::napi)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreMethod {
+    Acquire,
+    Release,
+    Extend,
+    IsLocked,
+    RemainingTime,
+}
+
+impl StoreMethod {
+    pub const ALL: [StoreMethod; 5] = [
+        StoreMethod::Acquire,
+        StoreMethod::Release,
+        StoreMethod::Extend,
+        StoreMethod::IsLocked,
+        StoreMethod::RemainingTime,
+    ];
+
+    /// The method's name in the `LockStore` interface.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreMethod::Acquire => "acquire",
+            StoreMethod::Release => "release",
+            StoreMethod::Extend => "extend",
+            StoreMethod::IsLocked => "isLocked",
+            StoreMethod::RemainingTime => "remainingTime",
+        }
+    }
+}
+
 /// A JS value, valid only during the napi call on the JS thread that made it.
 pub struct JsValueRef(pub *mut std::ffi::c_void);
 
-// Never dereferenced off the JS thread: an `Op::Js` is returned to JS within
-// the same call that produced it.
+// SAFETY: never dereferenced off the JS thread: an `Op::Js` is returned to JS
+// within the same call that produced it.
 unsafe impl Send for JsValueRef {}
 
 /// A JS store's promise, to be checked on the JS thread when it settles. For
@@ -108,14 +142,14 @@ unsafe impl Send for JsValueRef {}
 /// owner (or null), and a failure gives the token back.
 pub struct JsPending<T> {
     pub promise: JsValueRef,
-    /// Which `LockStore` method returned it, in the interface's order.
-    pub method: u32,
+    /// Which `LockStore` method returned it.
+    pub method: StoreMethod,
     pub taken: Option<(String, String)>,
     _yields: std::marker::PhantomData<fn() -> T>,
 }
 
 impl<T> JsPending<T> {
-    pub fn new(promise: JsValueRef, method: u32) -> Self {
+    pub fn new(promise: JsValueRef, method: StoreMethod) -> Self {
         JsPending {
             promise,
             method,

@@ -1,0 +1,168 @@
+// rediss://: RedisLockStore over TLS to redis-servers this file starts with
+// a throwaway CA and certificates made here by the openssl CLI. The servers
+// listen on a TLS port only, so a plain connection cannot pass these tests.
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { lock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { startRedis, uniqueKey } from '../../support/servers.mjs'
+
+const dir = mkdtempSync(join(tmpdir(), 'keel-tls-'))
+const file = (name) => join(dir, name)
+
+function openssl(...args) {
+  const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' })
+  if (r.error) {
+    throw new Error(
+      `the openssl CLI is needed to make the test certificates (apt-get install openssl): ${r.error.message}`,
+    )
+  }
+  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')} failed:\n${r.stderr}`)
+}
+
+/** A certificate for `name`, signed by the test CA, with the given extensions. */
+function issue(name, extensions) {
+  writeFileSync(file(`${name}.ext`), extensions)
+  openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${name}`,
+    '-keyout', `${name}.key`, '-out', `${name}.csr`)
+  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
+    '-extfile', `${name}.ext`, '-out', `${name}.crt`)
+  return { cert: readFileSync(file(`${name}.crt`), 'utf8'), key: readFileSync(file(`${name}.key`), 'utf8') }
+}
+
+openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+  '-subj', '/CN=keel test CA', '-addext', 'basicConstraints=critical,CA:TRUE',
+  '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-keyout', 'ca.key', '-out', 'ca.crt')
+const ca = readFileSync(file('ca.crt'), 'utf8')
+// Valid for localhost and 127.0.0.1 only: the servers also listen on 127.0.0.2.
+issue('server', 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n')
+const client = issue('client', 'extendedKeyUsage=clientAuth\n')
+
+const tlsArgs = (authClients) => (port) => [
+  // The TLS port is the server's only port: --port 0 switches the plain one off.
+  '--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '127.0.0.2',
+  '--tls-cert-file', file('server.crt'), '--tls-key-file', file('server.key'), '--tls-ca-cert-file', file('ca.crt'),
+  '--tls-auth-clients', authClients,
+]
+
+let server
+let mutual
+const stores = []
+const store = (options) => {
+  const s = new RedisLockStore({ connectTimeout: 2_000, commandTimeout: 2_000, ...options })
+  stores.push(s)
+  return s
+}
+
+before(async () => {
+  server = await startRedis({ args: tlsArgs('no') })
+  mutual = await startRedis({ args: tlsArgs('yes') })
+})
+
+after(async () => {
+  for (const s of stores) await s.close()
+  await server?.close()
+  await mutual?.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const at = (s, host = '127.0.0.1', scheme = 'rediss') => `${scheme}://${host}:${s.port}`
+
+test('rediss:// with the private CA: locks are taken, held, extended and released over TLS', async () => {
+  const tls = store({ url: at(server), tls: { ca } })
+  setLockStore(tls)
+  const other = store({ url: `rediss://localhost:${server.port}`, tls: { ca: Buffer.from(ca) } })
+  const key = uniqueKey('tls')
+  const l = lock(key, 5_000)
+  assert.equal(await l.acquire(), true)
+  assert.equal(await other.isLocked(key), true, 'a second TLS connection sees the lock')
+  assert.equal(await other.acquire(key, 'someone else', 5_000), false)
+  await l.extend(10_000)
+  const left = await other.remainingTime(key)
+  assert.ok(left > 5_000 && left <= 10_000, `remaining ${left}`)
+  assert.equal(await l.release(), true)
+  assert.equal(await other.isLocked(key), false)
+  setLockStore(other)
+  assert.deepEqual(await lock(key).run(async () => 'ran over TLS'), [true, 'ran over TLS'])
+})
+
+test('over TLS a release is announced: a waiter is woken long before its poll', async () => {
+  const holderStore = store({ url: at(server), tls: { ca } })
+  const waiterStore = store({ url: at(server), tls: { ca } })
+  const key = uniqueKey('tls-wake')
+  // The holder is another client on the server: its release is only seen
+  // through the announcement (or the poll, 60 s away).
+  assert.equal(await holderStore.acquire(key, 'holder', 30_000), true)
+  setLockStore(waiterStore)
+  const started = Date.now()
+  const waiting = lock(key, 5_000).acquire({ timeout: 20_000, retryDelay: 60_000 })
+  setTimeout(() => holderStore.release(key, 'holder'), 300)
+  assert.equal(await waiting, true)
+  const took = Date.now() - started
+  assert.ok(took < 15_000, `woken after ${took} ms; the poll alone would take 60000`)
+})
+
+test('a server certificate from a CA the client does not trust is refused with a clear error', async () => {
+  // Without tls.ca the system's roots decide, and they do not know the test CA.
+  const untrusted = store({ url: at(server) })
+  const key = uniqueKey('untrusted')
+  setLockStore(untrusted)
+  await assert.rejects(lock(key).run(() => assert.fail('ran without the lock')), (e) => {
+    assert.equal(e.code, 'ERR_LOCK_STORE_CONNECTION', e.message)
+    assert.match(e.message, /certificate|UnknownIssuer/i)
+    return true
+  })
+})
+
+test('a certificate for another host name is refused (127.0.0.2 is not in its names)', async () => {
+  const wrongName = store({ url: at(server, '127.0.0.2'), tls: { ca } })
+  await assert.rejects(wrongName.acquire(uniqueKey('name'), 'o', 1_000), (e) => {
+    assert.equal(e.code, 'ERR_LOCK_STORE_CONNECTION', e.message)
+    assert.match(e.message, /certificate|NotValidForName/i)
+    return true
+  })
+})
+
+test('a plain redis:// connection to the TLS port fails within its timeouts, not a hang', async () => {
+  const plain = store({ url: at(server, '127.0.0.1', 'redis'), connectTimeout: 500, commandTimeout: 500 })
+  const started = Date.now()
+  await assert.rejects(plain.acquire(uniqueKey('plain'), 'o', 1_000), (e) => {
+    assert.match(e.code, /^ERR_LOCK_STORE_(CONNECTION|TIMEOUT)$/, e.message)
+    return true
+  })
+  assert.ok(Date.now() - started < 5_000)
+})
+
+test('a server that asks for a client certificate: accepted with tls.cert + tls.key, refused without', async () => {
+  const withCert = store({ url: at(mutual), tls: { ca, cert: client.cert, key: Buffer.from(client.key) } })
+  const key = uniqueKey('mtls')
+  setLockStore(withCert)
+  assert.deepEqual(await lock(key).run(async () => 'mutual'), [true, 'mutual'])
+  const withoutCert = store({ url: at(mutual), tls: { ca } })
+  await assert.rejects(withoutCert.acquire(key, 'o', 1_000), (e) => {
+    assert.match(e.code, /^ERR_LOCK_STORE_(CONNECTION|TIMEOUT)$/, e.message)
+    return true
+  })
+})
+
+test('tls options are checked when the store is made: TypeErrors that name the option', () => {
+  const cases = [
+    [{ url: at(server), tls: 'yes' }, /options\.tls must be an object like \{ ca, cert, key \}, got a string \("yes"\)/],
+    [{ url: at(server), tls: { ca, verify: false } }, /unknown options\.tls field verify \(known: ca, cert, key\)/],
+    [{ url: at(server), tls: { ca: 42 } }, /options\.tls\.ca must be PEM text \(a string or Buffer\), got 42/],
+    [{ url: at(server), tls: { cert: client.cert } }, /options\.tls\.cert and options\.tls\.key go together/],
+    [{ url: at(server, '127.0.0.1', 'redis'), tls: { ca } }, /options\.tls needs a rediss:\/\/ url/],
+    [{ url: at(server), tls: { ca: '-----BEGIN CERTIFICATE-----\nbm9wZQ==\n-----END CERTIFICATE-----\n' } }, /options\.tls/],
+  ]
+  for (const [options, message] of cases) {
+    assert.throws(() => new RedisLockStore(options), (e) => {
+      assert.ok(e instanceof TypeError, `${e.constructor.name}: ${e.message}`)
+      assert.match(e.message, message)
+      return true
+    })
+  }
+})

@@ -1,0 +1,99 @@
+// verifyLockStore catches broken stores: the two classic ones (a get-then-set
+// acquire, a release that deletes without comparing owners), one that ignores
+// the TTL, and stores that throw, answer the wrong types, never answer or lack
+// methods; it reports, it never throws for a failing store. That it passes
+// every correct store is part of the store contract (contract.mjs).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { verifyLockStore, MemoryLockStore } from '@shaferllc/keel/core'
+import { AsyncMapLockStore, jsStoreOver } from '../helpers/js-stores.mjs'
+
+const failed = (report) => report.checks.filter((c) => !c.ok).map((c) => c.name)
+const detail = (report, part) => report.checks.find((c) => c.name.includes(part))?.detail
+
+/**
+ * The shared Map store with a round trip (an await) between each read and
+ * write, like a networked one; `atomicAcquire: false` makes its acquire
+ * get-then-set, `compareOnRelease: false` its release delete whoever holds the key.
+ */
+function mapStore({ atomicAcquire = true, compareOnRelease = true } = {}) {
+  const map = new AsyncMapLockStore()
+  const trip = () => sleep(1)
+  const getThenSet = async (k, owner, ttlMs) => {
+    const seen = map.entry(k) // get ...
+    await trip()
+    if (seen) return false
+    map.held.set(k, { owner, expiresAt: Date.now() + ttlMs }) // ... then set: two callers both win
+    return true
+  }
+  return jsStoreOver(map, {
+    ...(atomicAcquire ? {} : { acquire: getThenSet }),
+    async release(k, owner) {
+      await trip()
+      if (compareOnRelease) return map.release(k, owner)
+      return map.entry(k) !== undefined && map.held.delete(k)
+    },
+    async extend(k, owner, ttlMs) {
+      await trip()
+      return map.extend(k, owner, ttlMs)
+    },
+  })
+}
+
+test('a correct store with round trips passes (the broken ones below differ in one method)', async () => {
+  const report = await verifyLockStore(mapStore())
+  assert.equal(report.ok, true, JSON.stringify(report, null, 2))
+})
+
+test('a get-then-set acquire fails the atomic check, naming how many won', async () => {
+  const report = await verifyLockStore(mapStore({ atomicAcquire: false }))
+  assert.equal(report.ok, false)
+  assert.ok(failed(report).includes('acquire is atomic: of racing owners exactly one wins'), failed(report).join('; '))
+  assert.match(detail(report, 'atomic'), /round 1: (\d+) of 20 racing acquires of one key answered true/)
+})
+
+test('a release that deletes without comparing owners fails the ownership check', async () => {
+  const report = await verifyLockStore(mapStore({ compareOnRelease: false }))
+  assert.equal(report.ok, false)
+  assert.deepEqual(failed(report), [
+    "release acts only for the owner: another owner's release frees nothing",
+    'the TTL is honoured, and isLocked is false once it passed',
+  ])
+  assert.match(detail(report, 'release acts'), /B's release of A's lock answered true/)
+})
+
+test('a store that ignores the TTL, or never lets go, fails the TTL check', async () => {
+  const inner = mapStore()
+  const forever = jsStoreOver(inner, { acquire: (k, o) => inner.acquire(k, o, 3_600_000) })
+  const report = await verifyLockStore(forever)
+  assert.equal(report.ok, false)
+  assert.ok(failed(report).some((n) => n.startsWith('the TTL is honoured')), failed(report).join('; '))
+})
+
+test('it never throws for a failing store: throws, rejects, wrong types, no answer, missing methods', async () => {
+  const throwing = { acquire() { throw new Error('boom') }, release() { throw new Error('boom') }, extend() { throw new Error('boom') }, isLocked() { throw new Error('boom') }, remainingTime() { throw new Error('boom') } }
+  const r1 = await verifyLockStore(throwing)
+  assert.equal(r1.ok, false)
+  assert.match(detail(r1, 'nobody holds'), /isLocked\(".*free"\) failed: boom/)
+
+  const wrongTypes = jsStoreOver(mapStore(), { acquire: async () => 'OK', isLocked: async () => 1 })
+  const r2 = await verifyLockStore(wrongTypes)
+  assert.equal(r2.ok, false)
+  assert.match(detail(r2, 'nobody holds'), /answered 1, not a boolean/)
+  assert.match(detail(r2, 'atomic'), /answered "OK", not a boolean/)
+
+  const silent = jsStoreOver(mapStore(), { isLocked: () => new Promise(() => {}) })
+  const started = Date.now()
+  const r3 = await verifyLockStore(silent, { callTimeout: 100 })
+  assert.equal(r3.ok, false)
+  assert.match(detail(r3, 'nobody holds'), /did not answer within 100 ms/)
+  assert.ok(Date.now() - started < 10_000)
+
+  const r4 = await verifyLockStore({ acquire() {}, release() {} })
+  assert.deepEqual(r4, { ok: false, checks: [{ name: 'has the five LockStore methods', ok: false, detail: 'missing extend, isLocked, remainingTime' }] })
+
+  await assert.rejects(verifyLockStore(null), TypeError)
+  await assert.rejects(verifyLockStore(new MemoryLockStore(), { ttl: 5 }), /unknown option ttl/)
+  await assert.rejects(verifyLockStore(new MemoryLockStore(), { ttlMs: 10 }), RangeError)
+})

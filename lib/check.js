@@ -1,0 +1,113 @@
+'use strict'
+/**
+ * Argument checks: bad input fails at once, before any store is called, with
+ * a TypeError or RangeError that names the argument.
+ */
+
+const { MAX_MS, DEFAULT_RETRY_DELAY_MS, STORE_METHODS } = require('./protocol.js')
+
+/** @param {unknown} value a short description for an error message */
+function describe(value) {
+  if (value === null) return 'null'
+  if (typeof value === 'string') return `a string (${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)})`
+  if (typeof value === 'number') return String(value)
+  if (typeof value === 'function') return 'a function'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`
+}
+
+/**
+ * @param {string} where
+ * @param {unknown} key
+ * @returns {asserts key is string}
+ */
+function checkKey(where, key, name = 'key') {
+  if (typeof key !== 'string') throw new TypeError(`${where}: ${name} must be a string, got ${describe(key)}`)
+  if (!key.isWellFormed()) {
+    throw new TypeError(`${where}: ${name} must be well-formed Unicode, but it contains a lone surrogate`)
+  }
+}
+
+/**
+ * Milliseconds: a finite number in [0, MAX_MS], above 0 unless `zeroOk`.
+ *
+ * @param {string} where
+ * @param {unknown} value
+ * @param {string} name
+ * @param {boolean} zeroOk
+ * @returns {number}
+ */
+function checkMs(where, value, name, zeroOk) {
+  if (typeof value !== 'number') {
+    throw new TypeError(`${where}: ${name} must be a number of milliseconds, got ${describe(value)}`)
+  }
+  if (!(zeroOk ? value >= 0 : value > 0) || value > MAX_MS) {
+    const range = zeroOk ? 'a finite number >= 0' : 'a finite number > 0'
+    throw new RangeError(`${where}: ${name} must be ${range} (at most ${MAX_MS}), got ${value}`)
+  }
+  return value
+}
+
+/** @type {[timeout: number, retryDelay: number]} */
+const NO_OPTIONS = [0, DEFAULT_RETRY_DELAY_MS]
+
+/**
+ * run()'s and acquire()'s options as [timeout, retryDelay], with autoExtend
+ * checked (the caller acts on it). A misspelt option is an error: it must not
+ * fall back to a default silently (`timeot` would mean "don't wait").
+ *
+ * @param {string} where
+ * @param {unknown} options
+ * @returns {[timeout: number, retryDelay: number]}
+ */
+function readOptions(where, options) {
+  if (options === undefined || options === null) return NO_OPTIONS
+  if (typeof options !== 'object') {
+    throw new TypeError(
+      `${where}: options must be an object like { timeout, retryDelay, autoExtend }, got ${describe(options)}`,
+    )
+  }
+  for (const name in options) {
+    if (name !== 'timeout' && name !== 'retryDelay' && name !== 'autoExtend') {
+      throw new TypeError(`${where}: unknown option ${JSON.stringify(name)} (known: timeout, retryDelay, autoExtend)`)
+    }
+  }
+  const { timeout, retryDelay, autoExtend } = /** @type {import('../index').AcquireOptions} */ (options)
+  if (autoExtend !== undefined && typeof autoExtend !== 'boolean') {
+    throw new TypeError(`${where}: options.autoExtend must be true or false, got ${describe(autoExtend)}`)
+  }
+  return [
+    timeout === undefined ? 0 : checkMs(where, timeout, 'options.timeout', true),
+    retryDelay === undefined ? DEFAULT_RETRY_DELAY_MS : checkMs(where, retryDelay, 'options.retryDelay', true),
+  ]
+}
+
+/**
+ * @param {string} where
+ * @param {unknown} store
+ */
+function checkStore(where, store) {
+  if (store === null || (typeof store !== 'object' && typeof store !== 'function')) {
+    throw new TypeError(`${where}: store must be an object with ${STORE_METHODS.join(', ')}, got ${describe(store)}`)
+  }
+  const missing = STORE_METHODS.filter((m) => typeof (/** @type {any} */ (store)[m]) !== 'function')
+  if (missing.length > 0) {
+    throw new TypeError(
+      `${where}: store is missing the LockStore method${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`,
+    )
+  }
+}
+
+/**
+ * What a native call returned: a value, or a promise of one?
+ *
+ * @template T
+ * @param {T} v
+ * @returns {v is Extract<T, PromiseLike<any>>}
+ */
+const isThenable = (v) =>
+  v !== null && typeof v === 'object' && typeof (/** @type {any} */ (v).then) === 'function'
+
+const noop = () => {}
+
+module.exports = { describe, checkKey, checkMs, readOptions, checkStore, isThenable, noop }

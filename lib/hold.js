@@ -1,0 +1,310 @@
+'use strict'
+/**
+ * One acquisition: its owner token and what is known about it. Every Lock
+ * handle that speaks for an acquisition (the handle that took it, and the
+ * one run() gives its callback) shares its Hold, so an extension through
+ * either moves both, and a later acquisition through the same handle never
+ * changes it. What only some holds need (the lost-lock signal, autoExtend's
+ * timer, a hold length other than the TTL) is made on first need, so a
+ * plain run() pays for none of it.
+ */
+
+const { inspect } = require('node:util')
+const native = require('./native.js')
+const { StoreKind } = require('./protocol.js')
+const { describe, isThenable, noop } = require('./check.js')
+const { LockNotHeldError } = require('./errors.js')
+const { timer, cancel } = require('./timers.js')
+const { wake, giveBackUnwanted } = require('./waiting.js')
+
+/**
+ * What a lock is on, shared by a handle, the handles run() makes from it and
+ * their holds: made once per lock() call.
+ *
+ * @typedef {object} Target
+ * @property {string} key
+ * @property {number} ttlMs
+ * @property {import('../index').LockStore} store
+ * @property {object} handle the store's native handle
+ * @property {number} kind the store's StoreKind
+ */
+
+/**
+ * @typedef {object} Extra
+ * @property {number | undefined} heldFor a hold length other than the TTL (Infinity: restored, start unknown)
+ * @property {AbortController | undefined} controller the signal's (it costs µs: made when first read)
+ * @property {import('./timers.js').Timer | undefined} expiry aborts the signal when the time is up
+ * @property {import('./timers.js').Timer | undefined} renewal autoExtend's next extension
+ * @property {AbortController | undefined} ended the aborted one a released hold's handle gives out
+ */
+
+class Hold {
+  /**
+   * @param {Target} target
+   * @param {string} owner
+   * @param {number} since
+   * @param {number | bigint | null | undefined} token
+   */
+  constructor(target, owner, since, token) {
+    this.target = target
+    this.owner = owner
+    /** True while it is ours by what we know; false once released or lost. */
+    this.held = true
+    /** We held it and know we lost it (a release is not a loss). */
+    this.lost = false
+    // Outside memory (where the store answers "until when?" at once), a hold
+    // lasts heldFor (default: the TTL) from `since`: performance.now() when
+    // its acquire or last extension was sent, never later than the store's start.
+    this.since = since
+    /** The fencing token the store handed over with the acquisition, if it did. */
+    this.token = token
+    /** @type {Extra | undefined} */
+    this.extra = undefined
+  }
+
+  /** A hold restored from serialize(): it started elsewhere, at a time unknown here. @param {Target} target @param {string} owner */
+  static restored(target, owner) {
+    const hold = new Hold(target, owner, 0, undefined)
+    // Until an extension dates it, its signal aborts only on a loss the store reports.
+    hold.extras().heldFor = Infinity
+    return hold
+  }
+
+  /** What a handle that never held anything speaks for. @param {Target} target */
+  static nothing(target) {
+    const hold = new Hold(target, '', 0, undefined)
+    hold.held = false
+    return hold
+  }
+
+  extras() {
+    return (this.extra ??= { heldFor: undefined, controller: undefined, expiry: undefined, renewal: undefined, ended: undefined })
+  }
+
+  /** The fencing token, while held: handed over, or (memory) looked up in the store. */
+  fencingToken() {
+    if (!this.held) return null
+    if (this.token !== undefined) return this.token
+    const { kind, handle, key } = this.target
+    return kind === StoreKind.Memory ? native.fencingToken(handle, key, this.owner) : null
+  }
+
+  /**
+   * Aborts, with a LockNotHeldError as its reason, as soon as this hold is
+   * known to be lost. A hold that is not held gives an aborted signal (a
+   * released hold's own signal is left as it was: release is not a loss).
+   */
+  signal() {
+    const extra = this.extras()
+    if (this.held) {
+      if (extra.controller === undefined) {
+        extra.controller = new AbortController()
+        this.watchExpiry()
+      } else if (!extra.controller.signal.aborted && this.left() <= 0) {
+        this.markLost()
+      }
+      return extra.controller.signal
+    }
+    if (this.lost && extra.controller !== undefined) return extra.controller.signal
+    if (extra.ended === undefined) {
+      extra.ended = new AbortController()
+      extra.ended.abort(new LockNotHeldError(this.target.key))
+    }
+    return extra.ended.signal
+  }
+
+  /** ms this hold has left by what we know; <= 0 once it lapsed (or was found gone). */
+  left() {
+    const { kind, handle, key, ttlMs } = this.target
+    if (kind === StoreKind.Memory) {
+      if (!native.holds(handle, key, this.owner)) return 0
+      return /** @type {number | null} */ (native.remainingTime(handle, key)) ?? 0
+    }
+    // (A restored hold's length is Infinity: its start is unknown until an extension dates it.)
+    return this.since + (this.extra?.heldFor ?? ttlMs) - performance.now()
+  }
+
+  /**
+   * The store extended it, by `ttl` from `sent`.
+   *
+   * @param {number} sent
+   * @param {number} ttl
+   */
+  extended(sent, ttl) {
+    if (!this.held) return
+    this.since = sent
+    const extra = this.extra
+    if (ttl !== this.target.ttlMs || extra?.heldFor !== undefined) this.extras().heldFor = ttl
+    if (extra?.controller !== undefined) this.watchExpiry()
+  }
+
+  /** Abort the signal when the hold's time is up (re-armed by each extension). */
+  watchExpiry() {
+    const extra = this.extras()
+    cancel(extra.expiry)
+    const left = this.left()
+    if (left <= 0) return this.markLost()
+    if (left === Infinity) return
+    // The in-memory store counts whole ms: a timer a hair early looks again.
+    extra.expiry = timer(() => this.held && this.watchExpiry(), Math.max(1, Math.ceil(left)), true)
+  }
+
+  /** autoExtend: extend every third of the TTL while held; a failure aborts the signal. */
+  renewLater() {
+    if (!this.held) return
+    const extra = this.extras()
+    cancel(extra.renewal)
+    extra.renewal = timer(() => this.renew(), Math.max(1, Math.floor(this.target.ttlMs / 3)), true)
+  }
+
+  renew() {
+    if (!this.held) return
+    // Woken after the hold ran out (a stalled event loop): it may have been
+    // someone else's meanwhile, even if an extension would still succeed.
+    if (this.left() <= 0) return this.markLost()
+    const { kind, handle, key, ttlMs } = this.target
+    const sent = kind === StoreKind.Memory ? 0 : performance.now()
+    const after = (/** @type {boolean} */ extended) => {
+      if (!this.held) return
+      if (!extended) return this.markLost()
+      this.extended(sent, ttlMs)
+      this.renewLater()
+    }
+    // A store that fails is asked again next time; the expiry still counts down.
+    const retry = () => this.renewLater()
+    let extended
+    try {
+      extended = native.extend(handle, key, this.owner, ttlMs)
+    } catch {
+      return retry()
+    }
+    if (isThenable(extended)) /** @type {Promise<boolean>} */ (extended).then(after, retry)
+    else after(/** @type {boolean} */ (extended))
+  }
+
+  /**
+   * Give it back: whether the store released it, now or as a promise.
+   *
+   * @returns {boolean | Promise<boolean>}
+   */
+  giveBack() {
+    // Marked before the store call, so a second release() racing this one
+    // returns false instead of sending a second delete.
+    this.held = false
+    this.endTimers()
+    const { handle, key } = this.target
+    let released
+    try {
+      released = native.release(handle, key, this.owner)
+    } catch (error) {
+      this.stillHeld()
+      throw error
+    }
+    if (!isThenable(released)) return this.released(/** @type {boolean} */ (released))
+    return /** @type {Promise<boolean>} */ (released).then(
+      (r) => this.released(r),
+      (error) => {
+        this.stillHeld()
+        throw error
+      },
+    )
+  }
+
+  /** @param {boolean} released */
+  released(released) {
+    if (released) wake(this.target.handle, this.target.key)
+    else if (!this.held) this.lost = true
+    return released
+  }
+
+  /** The store did not answer a release: we may still hold it, so a retry must be possible. */
+  stillHeld() {
+    if (!this.lost) this.held = true
+  }
+
+  /**
+   * run()'s release: a failure here must not replace the callback's outcome
+   * (its error, or its result once it has run), so it becomes a process
+   * warning; the lock then lapses at its TTL. Returns undefined, or a promise
+   * that never rejects.
+   *
+   * @param {boolean} fnFailed
+   */
+  giveBackQuietly(fnFailed) {
+    // Released inside fn already: nothing to give back. (A hold found lost is
+    // still released: by our clock it lapsed, but the store may still have it.)
+    if (!this.held && !this.lost) return undefined
+    /** @param {unknown} releaseError */
+    const warn = (releaseError) => {
+      const outcome = fnFailed ? 'the callback error is the one thrown' : 'its result is returned'
+      process.emitWarning(
+        `Lock "${this.target.key.slice(0, 200)}": release after run() failed (${inspect(releaseError)}); ` +
+          `${outcome}, and the lock stays held until its TTL passes.`,
+        { type: 'LockReleaseWarning' },
+      )
+    }
+    let released
+    try {
+      released = this.giveBack()
+    } catch (releaseError) {
+      return warn(releaseError)
+    }
+    if (isThenable(released)) return /** @type {Promise<boolean>} */ (released).then(noop, warn)
+  }
+
+  markLost() {
+    if (!this.held) return
+    this.held = false
+    this.lost = true
+    this.endTimers()
+    // The aborted signal stays this hold's.
+    this.extra?.controller?.abort(new LockNotHeldError(this.target.key))
+  }
+
+  /** Stop the hold's timers (its signal is left as it was). */
+  endTimers() {
+    const extra = this.extra
+    if (extra === undefined) return
+    cancel(extra.expiry)
+    cancel(extra.renewal)
+  }
+
+  /**
+   * A JS store's own fencing token for this acquisition (its optional
+   * `fencingToken(key, owner)`); if that fails, the acquisition is given back.
+   *
+   * @returns {Hold | Promise<Hold>}
+   */
+  fetchToken() {
+    const { store, handle, key } = this.target
+    const fail = (/** @type {unknown} */ error) => {
+      this.markLost()
+      giveBackUnwanted(handle, key, this.owner)
+      throw error
+    }
+    const accept = (/** @type {unknown} */ token) => {
+      const fits =
+        token === null ||
+        typeof token === 'bigint' ||
+        (typeof token === 'number' && Number.isSafeInteger(token) && token >= 0)
+      if (!fits) {
+        fail(
+          new TypeError(
+            `LockStore.fencingToken must return a non-negative integer, a bigint or null, got ${describe(token)}`,
+          ),
+        )
+      }
+      this.token = /** @type {number | bigint | null} */ (token)
+      return this
+    }
+    let token
+    try {
+      token = /** @type {NonNullable<import('../index').LockStore['fencingToken']>} */ (store.fencingToken).call(store, key, this.owner)
+    } catch (error) {
+      return fail(error)
+    }
+    return isThenable(token) ? Promise.resolve(token).then(accept, fail) : accept(token)
+  }
+}
+
+module.exports = { Hold }

@@ -1,0 +1,293 @@
+'use strict'
+/**
+ * The lock: "only one of you may do this at a time". Two properties make it
+ * correct, and everything here serves them:
+ *
+ * 1. Ownership. Every acquisition mints a fresh random owner token (in the
+ *    addon), and the store releases or extends the lock only while it still
+ *    holds that token. So when A's work outruns its TTL, B takes the freed
+ *    lock, and A's late release() arrives, A's release is a no-op that
+ *    returns false: it cannot delete B's lock and let a third worker in.
+ * 2. Expiry. A lock always expires: there is no hold-forever mode, because a
+ *    holder that crashes would block everyone forever. The store owns the
+ *    clock that decides it.
+ *
+ * A Lock handle is what lock() and restoreLock() return: what it is on (its
+ * Target) and its latest acquisition (a Hold). run() gives its callback a
+ * handle of its own, bound to that run's acquisition alone. The decisions
+ * that make the lock correct (owner tokens, the compare-and-act store
+ * operations, expiry) live in the addon and the store; this file keeps what
+ * is cheapest in JS: the handle, run()'s try/finally, and the first attempt
+ * of an acquire, which hands over to lib/waiting.js when it must wait.
+ */
+
+const native = require('./native.js')
+const { StoreKind } = require('./protocol.js')
+const { describe, checkMs, readOptions, isThenable } = require('./check.js')
+const { LockNotHeldError, isUnreachable } = require('./errors.js')
+const { timer, cancel } = require('./timers.js')
+const { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, giveBackUnwanted } = require('./waiting.js')
+const { Hold } = require('./hold.js')
+
+const kCreate = Symbol('Lock.create')
+
+/** @typedef {import('./hold.js').Target} Target */
+/** @typedef {import('./waiting.js').Grant} Grant */
+
+class Lock {
+  /** @type {Target} */
+  #target
+  /** The latest acquisition made (or restored) through this handle, held or not; null before any. */
+  #hold
+
+  /**
+   * @param {symbol} token
+   * @param {Target} target
+   * @param {Hold | null} hold
+   */
+  constructor(token, target, hold) {
+    if (token !== kCreate) {
+      throw new TypeError('Lock cannot be constructed directly: use lock(key, ttlMs) or restoreLock(serialized)')
+    }
+    this.#target = target
+    this.#hold = hold
+  }
+
+  /**
+   * The current hold's fencing token: a number that only grows, per key,
+   * across every process using the store (MemoryLockStore, RedisLockStore,
+   * and JS stores that implement `fencingToken(key, owner)`); null when this
+   * handle holds nothing or the store gives none.
+   */
+  get fencingToken() {
+    return this.#hold === null ? null : this.#hold.fencingToken()
+  }
+
+  /**
+   * Aborts, with a LockNotHeldError as its reason, as soon as this hold is
+   * known to be lost: extend() or autoExtend found it gone, isExpired() said
+   * so, or its TTL passed without an extension (also after an event-loop
+   * stall). A handle that holds nothing gives an aborted signal. Release is
+   * not a loss: the signal of a hold you released is left as it was.
+   */
+  get signal() {
+    return (this.#hold ??= Hold.nothing(this.#target)).signal()
+  }
+
+  /** The key this lock guards. */
+  get key() {
+    return this.#target.key
+  }
+
+  /** How long the lock is held once acquired before it expires on its own, in ms. */
+  get ttlMs() {
+    return this.#target.ttlMs
+  }
+
+  /** The store this lock was created with. */
+  get store() {
+    return this.#target.store
+  }
+
+  /**
+   * @template T
+   * @param {(lock: Lock) => T | PromiseLike<T>} fn
+   * @param {import('../index').AcquireOptions} [options]
+   * @returns {Promise<[true, Awaited<T>] | [false, undefined]>}
+   */
+  async run(fn, options) {
+    if (typeof fn !== 'function') throw new TypeError(`Lock.run: fn must be a function, got ${describe(fn)}`)
+    // The hold this call took is the one it gives back and the one fn's handle
+    // speaks for, even if this handle is used by another run() meanwhile.
+    // (The store calls are awaited only when they return a promise: the
+    // in-memory path pays no extra turns of the microtask queue.)
+    let hold = this.#take('Lock.run', options)
+    if (isThenable(hold)) hold = await hold
+    if (hold === null) return [false, undefined]
+    const held = /** @type {Hold} */ (hold)
+    if (options?.autoExtend === true) held.renewLater()
+    let result
+    try {
+      result = await fn(new Lock(kCreate, this.#target, held))
+    } catch (error) {
+      const giving = held.giveBackQuietly(true)
+      if (giving !== undefined) await giving
+      throw error
+    }
+    // fn has run: its result is not thrown away because the release failed.
+    const giving = held.giveBackQuietly(false)
+    if (giving !== undefined) await giving
+    return [true, result]
+  }
+
+  /**
+   * @template T
+   * @param {(lock: Lock) => T | PromiseLike<T>} fn
+   */
+  runImmediately(fn) {
+    return this.run(fn, { timeout: 0 })
+  }
+
+  /** @param {import('../index').AcquireOptions} [options] */
+  async acquire(options) {
+    const hold = await this.#take('Lock.acquire', options)
+    if (hold === null) return false
+    if (options?.autoExtend === true) hold.renewLater()
+    return true
+  }
+
+  acquireImmediately() {
+    return this.acquire({ timeout: 0 })
+  }
+
+  async release() {
+    const hold = this.#hold
+    if (hold === null || !hold.held) return false
+    return hold.giveBack()
+  }
+
+  /**
+   * `await using l = lock(key)`: at the end of the scope the lock is released
+   * if this handle holds it, also when the scope is left by a throw.
+   */
+  async [Symbol.asyncDispose]() {
+    if (this.#hold?.held) await this.release()
+  }
+
+  /** @param {number} [ttlMs] */
+  async extend(ttlMs) {
+    const { key, handle, kind } = this.#target
+    const ttl = ttlMs === undefined ? this.#target.ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
+    const hold = this.#hold
+    if (hold === null || !hold.held) throw new LockNotHeldError(key)
+    const sent = kind === StoreKind.Memory ? 0 : performance.now()
+    let extended = native.extend(handle, key, hold.owner, ttl)
+    if (isThenable(extended)) extended = await extended
+    if (!extended) {
+      hold.markLost()
+      throw new LockNotHeldError(key)
+    }
+    hold.extended(sent, ttl)
+  }
+
+  async isLocked() {
+    return native.isLocked(this.#target.handle, this.#target.key)
+  }
+
+  async isExpired() {
+    const hold = this.#hold
+    if (hold === null) return false
+    if (!hold.held) return hold.lost
+    const { handle, key } = this.#target
+    // Stores that can tell whose lock it is answer exactly; others can only
+    // say whether anyone holds the key.
+    const held = native.holds(handle, key, hold.owner) ?? native.isLocked(handle, key)
+    if (await held) return false
+    hold.markLost()
+    return true
+  }
+
+  async getRemainingTime() {
+    return native.remainingTime(this.#target.handle, this.#target.key)
+  }
+
+  serialize() {
+    const hold = this.#hold
+    return JSON.stringify({ key: this.#target.key, ttlMs: this.#target.ttlMs, owner: hold?.held ? hold.owner : undefined })
+  }
+
+  /**
+   * Acquire for a fresh owner: the new Hold, or null if the lock stayed held;
+   * or a promise of that when the store (or the wait) has to be awaited.
+   *
+   * @param {string} where
+   * @param {unknown} options
+   * @returns {Hold | null | Promise<Hold | null>}
+   */
+  #take(where, options) {
+    const [timeout, retryDelay] = readOptions(where, options)
+    const { handle, key, ttlMs, kind } = this.#target
+    const ticket = takeTicket()
+    // With waiters queued in this thread, a newcomer queues behind them.
+    if (waitersOf(handle, key) !== undefined) return this.#wait(timeout, retryDelay, ticket)
+    const grant = native.acquire(handle, key, ttlMs)
+    if (!isThenable(grant)) {
+      if (grant === null) return this.#wait(timeout, retryDelay, ticket)
+      return this.#took(/** @type {NonNullable<Grant>} */ (grant), kind === StoreKind.Memory ? 0 : performance.now())
+    }
+    const answer = /** @type {Promise<Grant>} */ (grant)
+    const sent = performance.now()
+    if (timeout === 0) return answer.then((g) => (g === null ? null : this.#took(g, sent)))
+    // The first attempt counts against the timeout too, even if the store never answers it.
+    // (performance.now, like setTimeout, follows fake timers when a test installs them.)
+    const attempt = attemptStarted(handle, key)
+    return new Promise((resolve, reject) => {
+      let gaveUp = false
+      const deadline = timer(() => {
+        gaveUp = true
+        attemptEnded(handle, key, attempt)
+        resolve(null)
+      }, timeout)
+      const settled = () => {
+        attemptEnded(handle, key, attempt)
+        cancel(deadline)
+        return Math.max(0, timeout - (performance.now() - sent))
+      }
+      answer.then(
+        (g) => {
+          if (gaveUp) return g === null ? undefined : giveBackUnwanted(handle, key, g)
+          const left = settled()
+          if (g !== null) return resolve(this.#took(g, sent))
+          resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again) : null)
+        },
+        (error) => {
+          if (gaveUp) return
+          const left = settled()
+          // The store could not be reached: with time left, that is "not yet".
+          if (left > 0 && isUnreachable(error)) return resolve(this.#wait(left, retryDelay, ticket, false, error))
+          reject(error)
+        },
+      )
+    })
+  }
+
+  /**
+   * @param {number} timeout
+   * @param {number} retryDelay
+   * @param {number} ticket
+   * @param {unknown} [failed]
+   * @returns {null | Promise<Hold | null>}
+   */
+  #wait(timeout, retryDelay, ticket, tryNow = false, failed = undefined) {
+    if (timeout === 0) return null
+    const { handle, key, ttlMs } = this.#target
+    const attempt = { since: 0 }
+    const waiting = enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attempt, failed)
+    return waiting.then((g) => (g === null ? null : this.#took(g, attempt.since)))
+  }
+
+  /**
+   * A grant the store gave: the owner token, or [owner, fencing token] from RedisLockStore.
+   *
+   * @param {NonNullable<Grant>} grant
+   * @param {number} since
+   */
+  #took(grant, since) {
+    const target = this.#target
+    if (typeof grant !== 'string') return (this.#hold = new Hold(target, grant[0], since, grant[1]))
+    const hold = new Hold(target, grant, since, undefined)
+    this.#hold = hold
+    if (target.kind === StoreKind.Js && typeof target.store.fencingToken === 'function') return hold.fetchToken()
+    return hold
+  }
+}
+
+Object.defineProperty(Lock.prototype, Symbol.toStringTag, { value: 'Lock' })
+
+/**
+ * @param {Target} target
+ * @param {string | null} owner a restored acquisition's owner token
+ */
+const newLock = (target, owner) => new Lock(kCreate, target, owner === null ? null : Hold.restored(target, owner))
+
+module.exports = { Lock, newLock }

@@ -1,0 +1,137 @@
+'use strict'
+/**
+ * The stores that run natively: MemoryLockStore (the default, in memory on
+ * the JS thread) and RedisLockStore (a Redis server or Cluster, spoken to
+ * from Rust). Each method checks its arguments, so a direct call with bad
+ * input fails with the argument's name, then makes one native call.
+ */
+
+const native = require('./native.js')
+const { checkKey, checkMs, noop } = require('./check.js')
+const { readRedisOptions } = require('./redis-options.js')
+
+/** @type {(store: object) => object | undefined} */
+let handleOf = () => undefined
+
+class NativeLockStore {
+  #handle
+  #name
+
+  /**
+   * @param {string} name
+   * @param {object} handle
+   */
+  constructor(name, handle) {
+    this.#name = name
+    this.#handle = handle
+  }
+
+  static {
+    handleOf = (store) => (#handle in store ? store.#handle : undefined)
+  }
+
+  /**
+   * @param {string} key
+   * @param {string} owner
+   * @param {number} ttlMs
+   */
+  async acquire(key, owner, ttlMs) {
+    const where = this.#checkCall('acquire', key, owner)
+    checkMs(where, ttlMs, 'ttlMs', false)
+    return native.storeAcquire(this.#handle, key, owner, ttlMs)
+  }
+
+  /**
+   * @param {string} key
+   * @param {string} owner
+   */
+  async release(key, owner) {
+    this.#checkCall('release', key, owner)
+    return native.release(this.#handle, key, owner)
+  }
+
+  /**
+   * @param {string} key
+   * @param {string} owner
+   * @param {number} ttlMs
+   */
+  async extend(key, owner, ttlMs) {
+    const where = this.#checkCall('extend', key, owner)
+    checkMs(where, ttlMs, 'ttlMs', false)
+    return native.extend(this.#handle, key, owner, ttlMs)
+  }
+
+  /** @param {string} key */
+  async isLocked(key) {
+    checkKey(`${this.#name}.isLocked`, key)
+    return native.isLocked(this.#handle, key)
+  }
+
+  /** @param {string} key */
+  async remainingTime(key) {
+    checkKey(`${this.#name}.remainingTime`, key)
+    return native.remainingTime(this.#handle, key)
+  }
+
+  /**
+   * @param {string} method
+   * @param {unknown} key
+   * @param {unknown} owner
+   */
+  #checkCall(method, key, owner) {
+    const where = `${this.#name}.${method}`
+    checkKey(where, key)
+    checkKey(where, owner, 'owner')
+    if (owner.length === 0) throw new TypeError(`${where}: owner must be a non-empty string`)
+    return where
+  }
+}
+
+/**
+ * The default store: an in-memory map with expiry on a monotonic clock. Per
+ * isolate: it coordinates async tasks of one thread and nothing more.
+ */
+class MemoryLockStore extends NativeLockStore {
+  constructor() {
+    super('MemoryLockStore', native.createMemoryStore())
+  }
+
+  /** Entries held in memory, counting expired ones not swept yet. */
+  get size() {
+    return native.memoryStoreSize(/** @type {object} */ (handleOf(this)))
+  }
+}
+
+/**
+ * Who hears of a release another process announced through a
+ * RedisLockStore: the wait queues (lib/waiting.js, later in the order)
+ * register here.
+ *
+ * @type {(handle: object, key: string) => void}
+ */
+let heard = noop
+
+/** @param {(handle: object, key: string) => void} listener */
+function onAnnouncedRelease(listener) {
+  heard = listener
+}
+
+/**
+ * A store on a Redis server, spoken to from Rust over one multiplexed
+ * connection. Wire-compatible with the docs' ioredis store: the key (after
+ * `prefix`) holds the owner token, with the lock's TTL as its Redis expiry.
+ */
+class RedisLockStore extends NativeLockStore {
+  /** @param {unknown} [urlOrOptions] */
+  constructor(urlOrOptions) {
+    const handle = native.createRedisStore(readRedisOptions(urlOrOptions), (key) => heard(handle, key))
+    super('RedisLockStore', handle)
+  }
+
+  /** Close the connection. Later operations reject with code ERR_LOCK_STORE_CLOSED. */
+  async close() {
+    native.closeRedisStore(/** @type {object} */ (handleOf(this)))
+  }
+}
+
+module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, handleOf, onAnnouncedRelease }

@@ -1,0 +1,314 @@
+'use strict'
+/**
+ * Waiting for a held lock, on the JS thread: waiters of this thread queue
+ * per store handle and key in arrival order, and only the head of a queue
+ * asks the store. A release through the same store wakes it at once (for
+ * MemoryLockStore that hands the lock straight over); so does a release that
+ * another process announces through RedisLockStore. Polling every retryDelay
+ * is only the fallback, for releases nobody announced and for locks that
+ * lapse at their TTL. A newcomer never jumps the queue, so a worker that
+ * loops straight back to the lock it released queues behind the others
+ * instead of starving them. A store that cannot be reached is "not yet".
+ *
+ * Waiting is timers, promises and wake-ups, which JS has for nanoseconds and
+ * napi does not have at all: a hop to Rust per wait step would cost more than
+ * the step.
+ */
+
+const native = require('./native.js')
+const { StoreKind } = require('./protocol.js')
+const { isThenable, noop } = require('./check.js')
+const { isUnreachable } = require('./errors.js')
+const { onAnnouncedRelease } = require('./stores.js')
+const { timer, cancel } = require('./timers.js')
+
+/**
+ * An acquisition attempt's answer: the owner token, `[owner, fencing token]`
+ * (RedisLockStore), or null when the lock is held.
+ *
+ * @typedef {string | [string, number] | null} Grant
+ */
+
+/**
+ * @typedef {object} Waiter
+ * @property {number} ticket when acquire was called, for arrival order
+ * @property {{ since: number }} attempt performance.now() when the attempt that took the lock was sent
+ * @property {number} ttlMs
+ * @property {number} retryDelay
+ * @property {(grant: Grant) => void} resolve
+ * @property {(error: unknown) => void} reject
+ * @property {boolean} trying an attempt is in flight
+ * @property {boolean} again a release came while it was: look again at once
+ * @property {boolean} late it gave up while an attempt was in flight
+ * @property {import('./timers.js').Timer | undefined} poll
+ * @property {import('./timers.js').Timer | undefined} deadline
+ * @property {unknown} failed the error of the last attempt, if the store could not be reached
+ */
+
+/** @type {WeakMap<object, Map<string, Waiter[]>>} store handle -> key -> waiters */
+const queues = new WeakMap()
+
+/**
+ * @param {object} handle
+ * @param {string} key
+ */
+function waitersOf(handle, key) {
+  return queues.get(handle)?.get(key)
+}
+
+/** Arrival order: taken when acquire is called, before any store round trip. */
+let tickets = 0
+const takeTicket = () => tickets++
+
+/**
+ * Wait in the queue of `key`. Resolves to the grant, or null at the timeout
+ * (rejects with the last error if the store could not be reached by then).
+ *
+ * @param {object} handle
+ * @param {string} key
+ * @param {number} ttlMs
+ * @param {number} timeout
+ * @param {number} retryDelay
+ * @param {number} ticket
+ * @param {boolean} tryNow a release came while the first attempt was out
+ * @param {{ since: number }} attempt
+ * @param {unknown} failed the first attempt's error, if the store could not be reached
+ * @returns {Promise<Grant>}
+ */
+function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attempt, failed) {
+  let byKey = queues.get(handle)
+  if (byKey === undefined) queues.set(handle, (byKey = new Map()))
+  let queue = byKey.get(key)
+  if (queue === undefined) {
+    byKey.set(key, (queue = []))
+    if (native.storeKind(handle) === StoreKind.Redis) native.watchReleases(handle, key, true)
+  }
+  const waiting = queue
+  return new Promise((resolve, reject) => {
+    /** @type {Waiter} */
+    const waiter = {
+      ticket,
+      attempt,
+      ttlMs,
+      retryDelay,
+      resolve,
+      reject,
+      trying: false,
+      again: false,
+      late: false,
+      poll: undefined,
+      deadline: undefined,
+      failed,
+    }
+    waiter.deadline = timer(() => giveUp(handle, key, waiting, waiter), timeout)
+    // Callers whose first attempts were answered out of order still queue in
+    // the order they called (behind a head that is already trying).
+    let at = waiting.length
+    while (at > 0 && waiting[at - 1].ticket > ticket && !(at === 1 && waiting[0].trying)) at--
+    waiting.splice(at, 0, waiter)
+    // The attempt just made found the lock held: the first poll can wait.
+    if (waiting[0] === waiter) {
+      cancel(waiting[1]?.poll)
+      // A release came while the first attempt was out: look again now.
+      const delay = tryNow ? 0 : pollDelay(handle, key, retryDelay)
+      waiter.poll = timer(() => tryHead(handle, key, waiting), delay)
+    }
+  })
+}
+
+/**
+ * First attempts still in flight, per handle and key: a release that lands
+ * while one is out may come after the store looked, so it must try again.
+ *
+ * @type {WeakMap<object, Map<string, Set<{ again: boolean }>>>}
+ */
+const attempts = new WeakMap()
+
+/**
+ * @param {object} handle
+ * @param {string} key
+ */
+function attemptStarted(handle, key) {
+  let byKey = attempts.get(handle)
+  if (byKey === undefined) attempts.set(handle, (byKey = new Map()))
+  let set = byKey.get(key)
+  if (set === undefined) byKey.set(key, (set = new Set()))
+  const attempt = { again: false }
+  set.add(attempt)
+  return attempt
+}
+
+/**
+ * @param {object} handle
+ * @param {string} key
+ * @param {{ again: boolean }} attempt
+ */
+function attemptEnded(handle, key, attempt) {
+  const byKey = attempts.get(handle)
+  const set = byKey?.get(key)
+  if (byKey === undefined || set === undefined) return
+  set.delete(attempt)
+  if (set.size === 0) byKey.delete(key)
+}
+
+/**
+ * A release of `key` through `handle` happened: its first waiter tries now.
+ *
+ * @param {object} handle
+ * @param {string} key
+ */
+function wake(handle, key) {
+  const inFlight = attempts.get(handle)?.get(key)
+  if (inFlight !== undefined) for (const attempt of inFlight) attempt.again = true
+  const queue = waitersOf(handle, key)
+  if (queue !== undefined) tryHead(handle, key, queue)
+}
+
+// Releases other processes announce through a RedisLockStore wake this thread's waiters.
+onAnnouncedRelease(wake)
+
+/**
+ * @param {object} handle
+ * @param {string} key
+ * @param {Waiter[]} queue
+ */
+function tryHead(handle, key, queue) {
+  const waiter = queue[0]
+  if (waiter === undefined) return
+  // A wake during an attempt in flight must not be lost: that attempt may
+  // have been answered "held" just before the release.
+  if (waiter.trying) {
+    waiter.again = true
+    return
+  }
+  cancel(waiter.poll)
+  waiter.trying = true
+  waiter.again = false
+  // When the attempt that may take the lock started: its TTL runs from no later.
+  waiter.attempt.since = performance.now()
+  let grant
+  try {
+    grant = native.acquire(handle, key, waiter.ttlMs)
+  } catch (error) {
+    return failedTry(handle, key, queue, waiter, error)
+  }
+  if (isThenable(grant)) {
+    grant.then(
+      (g) => afterTry(handle, key, queue, waiter, g),
+      (error) => waiter.late || failedTry(handle, key, queue, waiter, error),
+    )
+  } else {
+    afterTry(handle, key, queue, waiter, grant)
+  }
+}
+
+/**
+ * @param {object} handle
+ * @param {string} key
+ * @param {Waiter[]} queue
+ * @param {Waiter} waiter
+ * @param {Grant} grant
+ */
+function afterTry(handle, key, queue, waiter, grant) {
+  waiter.trying = false
+  // It gave up while this attempt was in flight: whatever it took goes back.
+  if (waiter.late) return grant === null ? undefined : giveBackUnwanted(handle, key, grant)
+  waiter.failed = undefined
+  // Taken: the next waiter polls later, as the lock has just been taken again.
+  if (grant !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(grant), false)
+  if (waiter.again) return tryHead(handle, key, queue)
+  waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, waiter.retryDelay))
+}
+
+/**
+ * The attempt failed. A store that could not be reached is "not yet": the
+ * waiter tries again after retryDelay until its timeout (then rejects with
+ * this error). Any other failure rejects it now.
+ *
+ * @param {object} handle
+ * @param {string} key
+ * @param {Waiter[]} queue
+ * @param {Waiter} waiter
+ * @param {unknown} error
+ */
+function failedTry(handle, key, queue, waiter, error) {
+  waiter.trying = false
+  if (!isUnreachable(error)) return leave(handle, key, queue, waiter, () => waiter.reject(error), true)
+  waiter.failed = error
+  waiter.poll = timer(() => tryHead(handle, key, queue), waiter.retryDelay)
+}
+
+/**
+ * When to look again: after retryDelay, or as the lock lapses if that is
+ * sooner and the store can say so at no cost (a lock that expires frees no
+ * one with a release, so nothing else would wake its waiters).
+ *
+ * @param {object} handle
+ * @param {string} key
+ * @param {number} retryDelay
+ */
+function pollDelay(handle, key, retryDelay) {
+  if (native.storeKind(handle) !== StoreKind.Memory) return retryDelay
+  const left = /** @type {number | null} */ (native.remainingTime(handle, key))
+  return left === null ? 0 : Math.min(retryDelay, Math.ceil(left))
+}
+
+/**
+ * @param {object} handle
+ * @param {string} key
+ * @param {Waiter[]} queue
+ * @param {Waiter} waiter
+ */
+function giveUp(handle, key, queue, waiter) {
+  // On time even if the store has not answered an attempt in flight (it may
+  // never): that attempt's result is dealt with when it comes.
+  waiter.late = true
+  const settle = waiter.failed === undefined ? () => waiter.resolve(null) : () => waiter.reject(waiter.failed)
+  leave(handle, key, queue, waiter, settle, true)
+}
+
+/**
+ * A token nobody will use (an attempt that answered after its caller gave up,
+ * or an acquire that failed midway and may have left it): released at once
+ * (only that token is deleted), and the next waiter woken. Errors are dropped.
+ *
+ * @param {object} handle
+ * @param {string} key
+ * @param {NonNullable<Grant>} grant
+ */
+function giveBackUnwanted(handle, key, grant) {
+  const after = (/** @type {boolean} */ released) => released && wake(handle, key)
+  try {
+    const released = native.release(handle, key, typeof grant === 'string' ? grant : grant[0])
+    if (isThenable(released)) /** @type {Promise<boolean>} */ (released).then(after, noop)
+    else after(/** @type {boolean} */ (released))
+  } catch {}
+}
+
+/**
+ * Take `waiter` out of its queue and settle it; `nextNow`: the next one tries at once.
+ *
+ * @param {object} handle
+ * @param {string} key
+ * @param {Waiter[]} queue
+ * @param {Waiter} waiter
+ * @param {() => void} settle
+ * @param {boolean} nextNow
+ */
+function leave(handle, key, queue, waiter, settle, nextNow) {
+  cancel(waiter.poll)
+  cancel(waiter.deadline)
+  const at = queue.indexOf(waiter)
+  if (at !== -1) queue.splice(at, 1)
+  settle()
+  if (queue.length === 0) {
+    queues.get(handle)?.delete(key)
+    if (native.storeKind(handle) === StoreKind.Redis) native.watchReleases(handle, key, false)
+  } else if (at === 0) {
+    const next = queue[0]
+    if (nextNow) tryHead(handle, key, queue)
+    else next.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, next.retryDelay))
+  }
+}
+
+module.exports = { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, wake, giveBackUnwanted }

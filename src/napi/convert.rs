@@ -1,0 +1,149 @@
+//! How values cross between JS and Rust where napi-rs's own conversions
+//! cost too much or do not fit: keys and owners as inline strings, an
+//! acquisition's grant, and a store operation's outcome as a value or a promise.
+
+use napi::bindgen_prelude::*;
+
+use super::errors::{contain_panics, js_error};
+use super::handle::{Kind, StoreHandle};
+use super::pump::Settle;
+use crate::lock::Grant;
+use crate::store::Op;
+use crate::text::{self, SmallStr};
+
+// Keys and owners cross as `SmallStr`: one copy into a buffer on the stack
+// (or the heap, past `INLINE` bytes) instead of napi's measure-then-allocate.
+impl TypeName for SmallStr {
+    fn type_name() -> &'static str {
+        "string"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::String
+    }
+}
+
+impl ValidateNapiValue for SmallStr {}
+
+impl FromNapiValue for SmallStr {
+    unsafe fn from_napi_value(
+        env: napi::sys::napi_env,
+        value: napi::sys::napi_value,
+    ) -> Result<Self> {
+        let mut buf = [0u8; text::INLINE + 4];
+        let mut len = 0;
+        // SAFETY: `env` and `value` are this call's; napi writes at most
+        // `buf.len()` bytes (NUL included) and the length it copied.
+        check_status!(unsafe {
+            napi::sys::napi_get_value_string_utf8(
+                env,
+                value,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut len,
+            )
+        })?;
+        // napi stops short of a character that does not fit (at most 4 bytes),
+        // so a copy this short is the whole string.
+        if len + 4 < buf.len() {
+            if let Some(small) = SmallStr::from_utf8(&buf[..len]) {
+                return Ok(small);
+            }
+        }
+        // SAFETY: the same live `env` and `value`.
+        Ok(SmallStr::from(unsafe {
+            String::from_napi_value(env, value)?
+        }))
+    }
+}
+
+impl ToNapiValue for SmallStr {
+    unsafe fn to_napi_value(
+        env: napi::sys::napi_env,
+        value: Self,
+    ) -> Result<napi::sys::napi_value> {
+        let mut out = std::ptr::null_mut();
+        let text = value.as_str();
+        // Owner tokens are ASCII: Latin-1 is the cheaper way for V8 to take them.
+        let create = if text.is_ascii() {
+            napi::sys::napi_create_string_latin1
+        } else {
+            napi::sys::napi_create_string_utf8
+        };
+        // SAFETY: `text` is valid (ASCII, so Latin-1; or UTF-8) for its length,
+        // and napi copies it before returning.
+        check_status!(unsafe { create(env, text.as_ptr().cast(), text.len() as isize, &mut out) })?;
+        Ok(out)
+    }
+}
+
+/// An acquisition as JS receives it: the owner token alone (a string is the
+/// cheapest value to hand over), or `[owner, token]` when the store gave a
+/// fencing token with its reply.
+impl ToNapiValue for Grant {
+    unsafe fn to_napi_value(
+        env: napi::sys::napi_env,
+        value: Self,
+    ) -> Result<napi::sys::napi_value> {
+        // SAFETY (each call below): `env` is the live env of the call this
+        // value is returned from, and every value passed was made with it.
+        let owner = unsafe { SmallStr::to_napi_value(env, value.owner)? };
+        let Some(token) = value.token else {
+            return Ok(owner);
+        };
+        let mut pair = std::ptr::null_mut();
+        check_status!(unsafe { napi::sys::napi_create_array_with_length(env, 2, &mut pair) })?;
+        // Tokens count acquisitions: far below 2^53, exact as a JS number.
+        let token = unsafe { f64::to_napi_value(env, token as f64)? };
+        check_status!(unsafe { napi::sys::napi_set_element(env, pair, 0, owner) })?;
+        check_status!(unsafe { napi::sys::napi_set_element(env, pair, 1, token) })?;
+        Ok(pair)
+    }
+}
+
+/// A value now, or a promise of it.
+pub type Settled<'env, T> = Either<T, PromiseRaw<'env, T>>;
+
+/// A store operation's outcome for JS: a plain value when it settled at once,
+/// else a promise (settled through the store's pump, or on the JS thread for
+/// a JS store's own promise).
+pub fn to_js<'env, T>(env: &'env Env, handle: &StoreHandle, op: Op<T>) -> Result<Settled<'env, T>>
+where
+    T: ToNapiValue + Send + 'static,
+{
+    match op {
+        Op::Ready(result) => result.map(Either::A).map_err(|e| js_error(env, e)),
+        // The future yields the store's own result, so the error is turned into
+        // a JS value back on the JS thread, where a store's original error
+        // object can be handed back as the same object.
+        Op::Pending(future) => match &handle.pump {
+            Some(pump) => {
+                let promise = pump.promise(env, async move {
+                    let result = contain_panics(future).await;
+                    Box::new(move |env: &Env| match result {
+                        // SAFETY: settles run on the JS thread, with its env.
+                        Ok(value) => unsafe { T::to_napi_value(env.raw(), value) },
+                        Err(e) => Err(js_error(env, e)),
+                    }) as Settle
+                })?;
+                Ok(Either::B(PromiseRaw::new(env.raw(), promise)))
+            }
+            None => env
+                .spawn_future_with_callback(
+                    async move { Ok(contain_panics(future).await) },
+                    |env, result| result.map_err(|e| js_error(env, e)),
+                )
+                .map(Either::B),
+        },
+        Op::Js(pending) => match &handle.kind {
+            Kind::Js(js) => Ok(Either::B(PromiseRaw::new(
+                env.raw(),
+                js.settle(env, pending)?,
+            ))),
+            Kind::Memory(_) | Kind::Redis(_) => Err(Error::new(
+                Status::GenericFailure,
+                "a native store returned a JS promise",
+            )),
+        },
+    }
+}

@@ -1,0 +1,366 @@
+//! The napi surface: every function JavaScript calls, and nothing else.
+//!
+//! The JS layer (`lib/`) validates arguments and keeps the per-lock state;
+//! these functions take already-checked primitives plus a store handle, so a
+//! call costs one crossing and no property lookups. A store operation that
+//! settled at once comes back as a plain value; one that has to wait comes
+//! back as a promise ([`convert::to_js`]). Beside this file: the handle
+//! ([`handle`]), the conversions ([`convert`]), errors and panics
+//! ([`errors`]) and the promise pump ([`pump`]). The TypeScript signatures
+//! written here are what `lib/native.d.ts` is generated from, and the JS
+//! layer is type-checked against it.
+
+mod convert;
+mod errors;
+mod handle;
+mod pump;
+#[cfg(feature = "test-hooks")]
+mod test_hooks;
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi_derive::napi;
+
+use self::convert::{to_js, Settled};
+use self::errors::new_error;
+use self::handle::{Handle, Kind, NewHandle, StoreHandle, StoreKind};
+use self::pump::Pump;
+use crate::lock;
+use crate::store::js::reply::{check_reply as check, Checked};
+use crate::store::js::{JsMethod, JsSettle, JsStore};
+use crate::store::redis::OnReleased;
+use crate::store::{MemoryStore, RedisOptions, RedisStore, Reply, StoreMethod, TlsOptions};
+use crate::text::SmallStr;
+
+#[napi(catch_unwind, ts_return_type = "object")]
+pub fn create_memory_store() -> NewHandle {
+    NewHandle(StoreHandle::new(
+        Kind::Memory(Arc::new(MemoryStore::new())),
+        None,
+    ))
+}
+
+/// PEM bytes for `rediss://`, already checked and converted by the JS layer.
+#[napi(object)]
+pub struct RedisTls {
+    pub ca: Option<Buffer>,
+    pub cert: Option<Buffer>,
+    pub key: Option<Buffer>,
+}
+
+/// RedisLockStore's options, already checked by the JS layer (timeouts in ms).
+#[napi(object)]
+pub struct RedisConfig {
+    pub url: String,
+    pub cluster: Vec<String>,
+    pub prefix: String,
+    pub connect_timeout: f64,
+    pub command_timeout: f64,
+    pub tls: Option<RedisTls>,
+}
+
+/// A handle over a Redis server or cluster. URLs are parsed now; the
+/// connection opens on the first operation. `on_released` is called (on the
+/// JS thread) with each key whose announced release this store follows.
+#[napi(
+    catch_unwind,
+    ts_args_type = "config: RedisConfig, onReleased: (key: string) => void",
+    ts_return_type = "object"
+)]
+pub fn create_redis_store(
+    env: &Env,
+    config: RedisConfig,
+    on_released: Function<'_, String, ()>,
+) -> Result<NewHandle> {
+    // Weak: following releases never keeps the process alive by itself.
+    let notify = on_released
+        .build_threadsafe_function::<String>()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build()?;
+    let on_released: OnReleased = Arc::new(move |key| {
+        let _ = notify.call(key, ThreadsafeFunctionCallMode::NonBlocking);
+    });
+    let ms = |v: f64| {
+        std::time::Duration::try_from_secs_f64(v / 1000.0).unwrap_or(std::time::Duration::MAX)
+    };
+    let RedisConfig {
+        url,
+        cluster,
+        prefix,
+        connect_timeout,
+        command_timeout,
+        tls,
+    } = config;
+    let options = RedisOptions {
+        url,
+        cluster,
+        prefix,
+        connect_timeout: ms(connect_timeout),
+        command_timeout: ms(command_timeout),
+        tls: tls.map(|tls| TlsOptions {
+            ca: tls.ca.map(|b| b.to_vec()),
+            cert: tls.cert.map(|b| b.to_vec()),
+            key: tls.key.map(|b| b.to_vec()),
+        }),
+    };
+    let redis = RedisStore::new(options, Some(on_released))
+        .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;
+    let pump = Pump::new(env)?;
+    Ok(NewHandle(StoreHandle::new(
+        Kind::Redis(Arc::new(redis)),
+        Some(pump),
+    )))
+}
+
+/// Follow (or stop following) releases of `key` announced by other clients;
+/// a no-op for stores that cannot hear them.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, on: boolean"
+)]
+pub fn watch_releases(handle: Handle, key: String, on: bool) {
+    if let Kind::Redis(redis) = &handle.kind {
+        if let Some(subscriber) = redis.watch(&key, on) {
+            napi::bindgen_prelude::spawn(subscriber);
+        }
+    }
+}
+
+/// Close a Redis store's connection; later operations fail as closed.
+#[napi(catch_unwind, ts_args_type = "handle: object")]
+pub fn close_redis_store(handle: Handle) {
+    if let Kind::Redis(redis) = &handle.kind {
+        redis.close();
+    }
+}
+
+/// A handle over a store written in JS: its five methods, bound to it, in
+/// `StoreMethod` order, and the function that settles their promises.
+#[napi(
+    catch_unwind,
+    ts_args_type = "acquire: (key: string, owner: string, ttlMs: number) => unknown, release: (key: string, owner: string) => unknown, extend: (key: string, owner: string, ttlMs: number) => unknown, isLocked: (key: string) => unknown, remainingTime: (key: string) => unknown, settle: (promise: Promise<unknown>, method: StoreMethod, key?: string, owner?: string) => unknown",
+    ts_return_type = "object"
+)]
+pub fn create_js_store(
+    env: &Env,
+    acquire: JsMethod<'_>,
+    release: JsMethod<'_>,
+    extend: JsMethod<'_>,
+    is_locked: JsMethod<'_>,
+    remaining_time: JsMethod<'_>,
+    settle: JsSettle<'_>,
+) -> Result<NewHandle> {
+    let methods = [acquire, release, extend, is_locked, remaining_time];
+    let js = JsStore::new(env, methods, settle)?;
+    Ok(NewHandle(StoreHandle::new(Kind::Js(Arc::new(js)), None)))
+}
+
+/// What a handle's store is.
+#[napi(catch_unwind, ts_args_type = "handle: object")]
+pub fn store_kind(handle: Handle) -> StoreKind {
+    handle.store_kind()
+}
+
+/// The check of a JS store's resolved value, for the JS layer's settle
+/// function: the value as the lock sees it (the owner or null for an
+/// acquire made for `owner`), or a `TypeError` naming the method.
+#[napi(
+    catch_unwind,
+    ts_args_type = "method: StoreMethod, reply: unknown, owner?: string",
+    ts_return_type = "boolean | string | number | null"
+)]
+pub fn check_reply(
+    env: &Env,
+    method: StoreMethod,
+    reply: Reply,
+    owner: Option<String>,
+) -> Result<Either3<bool, Option<String>, Option<f64>>> {
+    match check(method, reply, owner) {
+        Ok(Checked::Bool(b)) => Ok(Either3::A(b)),
+        Ok(Checked::Owner(owner)) => Ok(Either3::B(owner)),
+        Ok(Checked::Ms(ms)) => Ok(Either3::C(ms)),
+        Err(message) => Err(new_error(env, true, None, &message)),
+    }
+}
+
+/// Entries a memory store keeps, counting expired ones not yet swept.
+#[napi(catch_unwind, ts_args_type = "handle: object")]
+pub fn memory_store_size(handle: Handle) -> u32 {
+    let len = match &handle.kind {
+        Kind::Memory(memory) => memory.len(),
+        Kind::Redis(_) | Kind::Js(_) => 0,
+    };
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+/// One attempt for a fresh owner: the owner token (or `[owner, fencing
+/// token]`), or null if the lock is held.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, ttlMs: number",
+    ts_return_type = "string | [string, number] | null | Promise<string | [string, number] | null>"
+)]
+pub fn acquire<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: SmallStr,
+    ttl_ms: f64,
+) -> Result<Settled<'env, Option<lock::Grant>>> {
+    to_js(env, &handle, lock::acquire(&handle.store, &key, ttl_ms))
+}
+
+/// The store's own `acquire(key, owner, ttlMs)`, for a store used directly.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, owner: string, ttlMs: number",
+    ts_return_type = "boolean | Promise<boolean>"
+)]
+pub fn store_acquire<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: String,
+    owner: String,
+    ttl_ms: f64,
+) -> Result<Settled<'env, bool>> {
+    to_js(env, &handle, handle.store.acquire(&key, &owner, ttl_ms))
+}
+
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, owner: string",
+    ts_return_type = "boolean | Promise<boolean>"
+)]
+pub fn release<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: SmallStr,
+    owner: SmallStr,
+) -> Result<Settled<'env, bool>> {
+    to_js(env, &handle, handle.store.release(&key, &owner))
+}
+
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, owner: string, ttlMs: number",
+    ts_return_type = "boolean | Promise<boolean>"
+)]
+pub fn extend<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: String,
+    owner: String,
+    ttl_ms: f64,
+) -> Result<Settled<'env, bool>> {
+    to_js(env, &handle, handle.store.extend(&key, &owner, ttl_ms))
+}
+
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string",
+    ts_return_type = "boolean | Promise<boolean>"
+)]
+pub fn is_locked<'env>(env: &'env Env, handle: Handle, key: String) -> Result<Settled<'env, bool>> {
+    to_js(env, &handle, handle.store.is_locked(&key))
+}
+
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string",
+    ts_return_type = "number | null | Promise<number | null>"
+)]
+pub fn remaining_time<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: String,
+) -> Result<Settled<'env, Option<f64>>> {
+    to_js(env, &handle, handle.store.remaining_time(&key))
+}
+
+/// Whether `owner` holds `key`; null when the store can only say whether anyone does.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, owner: string",
+    ts_return_type = "boolean | Promise<boolean> | null"
+)]
+pub fn holds<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: String,
+    owner: String,
+) -> Result<Option<Settled<'env, bool>>> {
+    handle
+        .store
+        .holds(&key, &owner)
+        .map(|op| to_js(env, &handle, op))
+        .transpose()
+}
+
+/// The fencing token of `owner`'s acquisition of `key`, from what the store
+/// keeps with the hold (MemoryLockStore), or null. (RedisLockStore hands its
+/// tokens over with the acquire's reply instead.)
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, owner: string"
+)]
+pub fn fencing_token(handle: Handle, key: SmallStr, owner: SmallStr) -> Option<f64> {
+    handle.store.fencing_token(&key, &owner)
+}
+
+#[napi(object)]
+pub struct Restored {
+    pub key: String,
+    pub ttl_ms: f64,
+    pub owner: Option<String>,
+}
+
+/// The fields of a serialized lock, or the reason it is malformed.
+#[napi(catch_unwind)]
+pub fn parse_serialized(text: String) -> Either<Restored, String> {
+    match lock::parse_serialized(&text) {
+        Ok(s) => Either::A(Restored {
+            key: s.key,
+            ttl_ms: s.ttl_ms,
+            owner: s.owner,
+        }),
+        Err(reason) => Either::B(reason),
+    }
+}
+
+/// Limits and defaults, so the JS layer checks against the same numbers.
+#[napi(object)]
+pub struct Limits {
+    pub max_ms: f64,
+    pub default_ttl_ms: f64,
+    pub default_retry_delay_ms: f64,
+}
+
+#[napi(catch_unwind)]
+pub fn limits() -> Limits {
+    Limits {
+        max_ms: lock::MAX_MS,
+        default_ttl_ms: lock::DEFAULT_TTL_MS,
+        default_retry_delay_ms: lock::DEFAULT_RETRY_DELAY_MS,
+    }
+}
+
+/// One Tokio worker: a Redis command, the connection task that writes and
+/// reads it, and the callback back to JS then hand over within one thread
+/// instead of waking each other across threads.
+/// (Module init runs once per environment, each worker thread included; the
+/// runtime is made once per process.)
+#[napi_derive::module_init]
+fn init() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+        {
+            napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
+        }
+    });
+}

@@ -1,0 +1,130 @@
+//! Hearing releases announced by other clients.
+//!
+//! The release script publishes the key on `keel:released:<key>`. While this
+//! process has waiters for a key, a second connection subscribes to that
+//! channel and wakes them, so a waiter in one process takes the lock a moment
+//! after a holder in another lets go instead of at its next poll. The poll
+//! stays as the fallback: a lost announcement (or a release by a client that
+//! does not announce, like the docs' ioredis store) costs latency, never
+//! correctness. A cluster broadcasts PUBLISH to every node, so the subscriber
+//! listens on any one node, and moves to the next if it goes away.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::Client;
+use tokio::sync::mpsc;
+
+use super::connection::Connection;
+use super::scripts::channel;
+use super::RedisStore;
+
+/// Called with a key (without the prefix) whose release another client announced.
+pub type OnReleased = Arc<dyn Fn(String) + Send + Sync>;
+
+/// A request to the subscriber task: follow (or stop following) a channel.
+pub type Watch = (String, bool);
+
+impl RedisStore {
+    /// Follow (or stop following) announced releases of `key`. The first call
+    /// returns the subscriber task for the caller to spawn on Tokio.
+    pub fn watch(&self, key: &str, on: bool) -> Option<impl Future<Output = ()> + Send + 'static> {
+        let on_released = self.shared.on_released.lock().ok()?.clone()?;
+        let Ok(mut watcher) = self.shared.watcher.lock() else {
+            return None;
+        };
+        let closed = matches!(
+            self.shared.connection.lock().as_deref(),
+            Ok(Connection::Closed) | Err(_)
+        );
+        if closed {
+            return None;
+        }
+        let mut task = None;
+        let sender = watcher.get_or_insert_with(|| {
+            let (sender, inbox) = mpsc::unbounded_channel();
+            let options = &self.shared.options;
+            task = Some(subscriber(
+                self.shared.clients.clone(),
+                options.prefix.clone(),
+                options.connect_timeout,
+                inbox,
+                on_released,
+            ));
+            sender
+        });
+        let _ = sender.send((channel(&self.key(key)), on));
+        task
+    }
+}
+
+/// Follows the channels it is told to and reports each announced release.
+/// Re-connects (and re-subscribes) after the connection drops; ends when the
+/// store is closed or dropped.
+async fn subscriber(
+    clients: Vec<Client>,
+    prefix: String,
+    connect_timeout: Duration,
+    mut inbox: mpsc::UnboundedReceiver<Watch>,
+    on_released: OnReleased,
+) {
+    let mut channels: HashSet<String> = HashSet::new();
+    let apply = |channels: &mut HashSet<String>, (name, on): Watch| {
+        if on {
+            channels.insert(name);
+        } else {
+            channels.remove(&name);
+        }
+    };
+    // A cluster broadcasts PUBLISH to every node: any one will do, the next
+    // one if it goes away.
+    let mut next = 0;
+    loop {
+        let client = &clients[next % clients.len()];
+        next += 1;
+        let connected = tokio::time::timeout(connect_timeout, client.get_async_pubsub()).await;
+        let Ok(Ok(pubsub)) = connected else {
+            // Not reachable now: keep track of what is wanted, and try again soon.
+            let pause = tokio::time::sleep(Duration::from_millis(250));
+            tokio::pin!(pause);
+            loop {
+                tokio::select! {
+                    _ = &mut pause => break,
+                    watch = inbox.recv() => match watch {
+                        Some(watch) => apply(&mut channels, watch),
+                        None => return,
+                    },
+                }
+            }
+            continue;
+        };
+        let (mut sink, mut stream) = pubsub.split();
+        let mut healthy = true;
+        for name in &channels {
+            healthy &= sink.subscribe(name).await.is_ok();
+        }
+        while healthy {
+            tokio::select! {
+                watch = inbox.recv() => {
+                    let Some((name, on)) = watch else { return };
+                    let sent = if on { sink.subscribe(&name).await } else { sink.unsubscribe(&name).await };
+                    healthy = sent.is_ok();
+                    apply(&mut channels, (name, on));
+                }
+                message = stream.next() => match message {
+                    Some(message) => {
+                        if let Ok(full_key) = message.get_payload::<String>() {
+                            if let Some(key) = full_key.strip_prefix(prefix.as_str()) {
+                                on_released(key.to_owned());
+                            }
+                        }
+                    }
+                    None => healthy = false,
+                },
+            }
+        }
+    }
+}
