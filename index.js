@@ -9,7 +9,7 @@
  */
 
 const native = require('./lib/native.js')
-const { DEFAULT_TTL_MS } = require('./lib/protocol.js')
+const { DEFAULT_TTL_MS, opsOf, kindOf } = require('./lib/protocol.js')
 const { describe, checkKey, checkMs, checkStore } = require('./lib/check.js')
 const { LockNotHeldError } = require('./lib/errors.js')
 const { MemoryLockStore, RedisLockStore } = require('./lib/stores.js')
@@ -24,7 +24,7 @@ const { verifyLockStore } = require('./lib/verify.js')
  */
 function use(store) {
   const handle = handleFor(store)
-  return { store, handle, kind: native.storeKind(handle) }
+  return { store, handle, kind: kindOf(handle), ops: opsOf(handle) }
 }
 let current = use(new MemoryLockStore())
 
@@ -35,7 +35,8 @@ let current = use(new MemoryLockStore())
 function lock(key, ttlMs) {
   checkKey('lock', key)
   const ttl = ttlMs === undefined ? DEFAULT_TTL_MS : checkMs('lock', ttlMs, 'ttlMs', false)
-  return newLock({ key, ttlMs: ttl, store: current.store, handle: current.handle, kind: current.kind }, null)
+  const { store, handle, kind, ops } = current
+  return newLock({ key, ttlMs: ttl, store, handle, kind, ops }, null)
 }
 
 /** @param {string} serialized */
@@ -54,7 +55,8 @@ function restoreLock(serialized) {
   const { key, ttlMs, owner } = fields
   checkKey('restoreLock', key, 'serialized key')
   if (owner != null) checkKey('restoreLock', owner, 'serialized owner')
-  const target = { key, ttlMs, store: current.store, handle: current.handle, kind: current.kind }
+  const { store, handle, kind, ops } = current
+  const target = { key, ttlMs, store, handle, kind, ops }
   return newLock(target, owner ?? null)
 }
 

@@ -10,7 +10,6 @@
  */
 
 const { inspect } = require('node:util')
-const native = require('./native.js')
 const { StoreKind } = require('./protocol.js')
 const { describe, isThenable, noop } = require('./check.js')
 const { LockNotHeldError } = require('./errors.js')
@@ -27,6 +26,7 @@ const { wake, giveBackUnwanted } = require('./waiting.js')
  * @property {import('../index').LockStore} store
  * @property {object} handle the store's native handle
  * @property {number} kind the store's StoreKind
+ * @property {import('./protocol.js').StoreOps} ops what to do with `handle`
  */
 
 /**
@@ -85,8 +85,8 @@ class Hold {
   fencingToken() {
     if (!this.held) return null
     if (this.token !== undefined) return this.token
-    const { kind, handle, key } = this.target
-    return kind === StoreKind.Memory ? native.fencingToken(handle, key, this.owner) : null
+    const { handle, key, ops } = this.target
+    return ops.fencingToken(handle, key, this.owner)
   }
 
   /**
@@ -115,10 +115,10 @@ class Hold {
 
   /** ms this hold has left by what we know; <= 0 once it lapsed (or was found gone). */
   left() {
-    const { kind, handle, key, ttlMs } = this.target
+    const { kind, handle, key, ttlMs, ops } = this.target
     if (kind === StoreKind.Memory) {
-      if (!native.holds(handle, key, this.owner)) return 0
-      return /** @type {number | null} */ (native.remainingTime(handle, key)) ?? 0
+      if (!ops.holds(handle, key, this.owner)) return 0
+      return /** @type {number | null} */ (ops.remainingTime(handle, key)) ?? 0
     }
     // (A restored hold's length is Infinity: its start is unknown until an extension dates it.)
     return this.since + (this.extra?.heldFor ?? ttlMs) - performance.now()
@@ -162,7 +162,7 @@ class Hold {
     // Woken after the hold ran out (a stalled event loop): it may have been
     // someone else's meanwhile, even if an extension would still succeed.
     if (this.left() <= 0) return this.markLost()
-    const { kind, handle, key, ttlMs } = this.target
+    const { kind, handle, key, ttlMs, ops } = this.target
     const sent = kind === StoreKind.Memory ? 0 : performance.now()
     const after = (/** @type {boolean} */ extended) => {
       if (!this.held) return
@@ -174,7 +174,7 @@ class Hold {
     const retry = () => this.renewLater()
     let extended
     try {
-      extended = native.extend(handle, key, this.owner, ttlMs)
+      extended = ops.extend(handle, key, this.owner, ttlMs)
     } catch {
       return retry()
     }
@@ -192,10 +192,10 @@ class Hold {
     // returns false instead of sending a second delete.
     this.held = false
     this.endTimers()
-    const { handle, key } = this.target
+    const { handle, key, ops } = this.target
     let released
     try {
-      released = native.release(handle, key, this.owner)
+      released = ops.release(handle, key, this.owner)
     } catch (error) {
       this.stillHeld()
       throw error

@@ -1,23 +1,27 @@
 'use strict'
 /**
- * The bridge to a store written in JS. The addon calls the store's methods
- * directly on the JS thread (a synchronous store settles without a promise);
- * a promise a method returns comes back here, to `settle`, which checks its
- * value on the JS thread and gives back the token an acquire may have left
- * when it failed.
+ * The bridge to a store written in JS, all of it in JS: the lock calls the
+ * store's methods as plain JS would (no crossing into the addon and back),
+ * with an owner token from `crypto.randomUUID()` (122 random bits from
+ * Node's CSPRNG, the shape of the addon's own). What a method returns is
+ * checked, so a store that answers `"OK"` where a boolean belongs fails with
+ * a TypeError naming the method instead of being read as truthy; a throw of
+ * anything is a rejection with that value; a plain value settles without a
+ * promise; and an acquire that failed gives back the token it may have left
+ * (safe: a release only deletes its own token).
  */
 
+const { randomUUID } = require('node:crypto')
 const { types: { isPromise } } = require('node:util')
-const native = require('./native.js')
-const { STORE_METHODS, wellFormedReply } = require('./protocol.js')
+const { STORE_METHODS, kOps } = require('./protocol.js')
 const { describe, isThenable } = require('./check.js')
 const { NativeLockStore, handleOf } = require('./stores.js')
 const { giveBackUnwanted } = require('./waiting.js')
 
 /**
- * The native handle that runs a store's operations. One of our stores whose
- * methods are its own runs natively; any other object (including a subclass
- * that overrides a method) has its own methods called.
+ * The handle that runs a store's operations. One of our stores whose methods
+ * are its own runs natively; any other object (including a subclass that
+ * overrides a method) has its own methods called.
  *
  * @param {import('../index').LockStore} store
  * @returns {object}
@@ -28,100 +32,128 @@ function handleFor(store) {
   return jsStoreHandle(store)
 }
 
-/** @type {WeakMap<object, object>} */
+/**
+ * A JS store's handle: the store, and the bridge's operations.
+ *
+ * @typedef {{ store: Record<string, any>, [kOps]: typeof jsOps }} JsHandle
+ */
+
+/** @type {WeakMap<object, JsHandle>} */
 const jsHandles = new WeakMap()
 
 /** @param {import('../index').LockStore} store */
 function jsStoreHandle(store) {
   let handle = jsHandles.get(store)
-  if (handle !== undefined) return handle
-  const methods = /** @type {Record<string, (...args: unknown[]) => unknown>} */ (/** @type {unknown} */ (store))
-  // A method is looked up when called (so a store may swap one later) and
-  // called with the store as `this`. A plain value goes back as it is (a
-  // synchronous store settles without a promise); a thenable that is not a
-  // native promise is adopted into one, which is what the addon can hold.
-  const adopt = (/** @type {unknown} */ returned) =>
-    isThenable(returned) && !isPromise(returned) ? Promise.resolve(returned) : returned
-  // A throw, of anything (not only an Error), is the same as a rejection
-  // with that value; a method replaced by a non-function is named.
-  /**
-   * @param {string} m
-   * @param {unknown} error
-   */
-  const failed = (m, error) =>
-    Promise.reject(
-      typeof methods[m] === 'function'
-        ? error
-        : new TypeError(`LockStore.${m} must be a function, but the store's ${m} is ${describe(methods[m])}`),
-    )
-  // One wrapper per arity, so the method gets exactly the interface's arguments.
-  /** @param {string} m */
-  const bridge = (m) =>
-    m === 'release'
-      ? (/** @type {string} */ key, /** @type {string} */ owner) => {
-          try {
-            return adopt(methods[m](key, owner))
-          } catch (error) {
-            return failed(m, error)
-          }
-        }
-      : m === 'acquire' || m === 'extend'
-        ? (/** @type {string} */ key, /** @type {string} */ owner, /** @type {number} */ ttlMs) => {
-            try {
-              return adopt(methods[m](key, owner, ttlMs))
-            } catch (error) {
-              return failed(m, error)
-            }
-          }
-        : (/** @type {string} */ key) => {
-            try {
-              return adopt(methods[m](key))
-            } catch (error) {
-              return failed(m, error)
-            }
-          }
-  // A promise a method returned is settled here on the JS thread. `key` and
-  // `owner` come with an acquire: if it fails, the token it may have left is
-  // given back (safe: a release only deletes its own token).
-  /**
-   * @param {Promise<unknown>} promise
-   * @param {number} method
-   * @param {string} [key]
-   * @param {string} [owner]
-   */
-  const settle = (promise, method, key, owner) => {
-    const giveBack = () => {
-      if (key !== undefined && owner !== undefined) giveBackUnwanted(/** @type {object} */ (handle), key, owner)
-    }
-    return promise.then(
-      (value) => {
-        const checked = wellFormedReply(method, value, owner)
-        if (checked !== undefined) return checked
-        // Anything else goes to the addon, which says what was wrong.
-        try {
-          return native.checkReply(method, value, owner)
-        } catch (error) {
-          giveBack()
-          throw error
-        }
-      },
-      (error) => {
-        giveBack()
-        throw error
-      },
-    )
+  if (handle === undefined) {
+    handle = { store: /** @type {any} */ (store), [kOps]: jsOps }
+    jsHandles.set(store, handle)
   }
-  const [acquire, release, extend, isLocked, remainingTime] = STORE_METHODS.map(bridge)
-  handle = native.createJsStore(
-    /** @type {any} */ (acquire),
-    /** @type {any} */ (release),
-    /** @type {any} */ (extend),
-    /** @type {any} */ (isLocked),
-    /** @type {any} */ (remainingTime),
-    settle,
-  )
-  jsHandles.set(store, handle)
   return handle
+}
+
+/**
+ * Call `store[name]` (looked up now, so a store may swap a method, and with
+ * the store as `this`). A thenable that is not a native promise is adopted;
+ * a throw, of anything, becomes a rejection with that value; a method that
+ * is not a function is named.
+ *
+ * @param {Record<string, any>} store
+ * @param {string} name
+ * @param {unknown[]} args
+ * @returns {unknown}
+ */
+function call(store, name, args) {
+  const method = store[name]
+  if (typeof method !== 'function') {
+    return Promise.reject(new TypeError(`LockStore.${name} must be a function, but the store's ${name} is ${describe(method)}`))
+  }
+  try {
+    const returned = method.apply(store, args)
+    return isThenable(returned) && !isPromise(returned) ? Promise.resolve(returned) : returned
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+/** @param {unknown} value how a wrong answer is named in the TypeError */
+function shown(value) {
+  if (value == null) return 'null or undefined'
+  if (typeof value === 'boolean') return String(value)
+  if (typeof value === 'number') return `the number ${value}`
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`
+}
+
+/**
+ * @param {string} name
+ * @param {string} expected
+ * @param {unknown} value
+ */
+const wrongAnswer = (name, expected, value) =>
+  new TypeError(`LockStore.${name}() must return ${expected} (or a promise of one), but it gave ${shown(value)}`)
+
+/**
+ * `returned` (a value, or a promise of one) read by `read`, which throws the
+ * TypeError for an answer of the wrong type.
+ *
+ * @template T
+ * @param {unknown} returned
+ * @param {(value: unknown) => T} read
+ * @returns {T | Promise<T>}
+ */
+const answer = (returned, read) => (isPromise(returned) ? /** @type {Promise<unknown>} */ (returned).then(read) : read(returned))
+
+/** @param {string} name */
+const boolean = (name) => (/** @type {unknown} */ value) => {
+  if (typeof value === 'boolean') return value
+  throw wrongAnswer(name, 'a boolean', value)
+}
+
+/** @param {unknown} value */
+function milliseconds(value) {
+  if (value == null) return null
+  if (typeof value === 'number' && Number.isFinite(value)) return value
+  throw wrongAnswer('remainingTime', 'a number or null', value)
+}
+
+const [released, extended, locked] = [boolean('release'), boolean('extend'), boolean('isLocked')]
+
+/**
+ * The operations of a JS store's handle, by the same names and arguments as
+ * the addon's. A store gets whole milliseconds, rounded up, as the native
+ * stores count them (`SET ... PX 1.5` is an error in Redis, and a SQL column
+ * of integers may refuse or truncate a fraction).
+ *
+ * @type {import('./protocol.js').StoreOps}
+ */
+const jsOps = {
+  acquire(handle, key, ttlMs) {
+    const owner = randomUUID()
+    const { store } = /** @type {JsHandle} */ (handle)
+    const took = (/** @type {unknown} */ value) => {
+      if (typeof value === 'boolean') return value ? owner : null
+      throw wrongAnswer('acquire', 'a boolean', value)
+    }
+    // An acquire that failed may still have taken the lock: its token goes back.
+    const failed = (/** @type {unknown} */ error) => {
+      giveBackUnwanted(handle, key, owner)
+      throw error
+    }
+    const returned = call(store, 'acquire', [key, owner, Math.ceil(ttlMs)])
+    if (isPromise(returned)) return /** @type {Promise<unknown>} */ (returned).then(took).catch(failed)
+    try {
+      return took(returned)
+    } catch (error) {
+      return failed(error)
+    }
+  },
+  release: (handle, key, owner) => answer(call(/** @type {JsHandle} */ (handle).store, 'release', [key, owner]), released),
+  extend: (handle, key, owner, ttlMs) =>
+    answer(call(/** @type {JsHandle} */ (handle).store, 'extend', [key, owner, Math.ceil(ttlMs)]), extended),
+  isLocked: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'isLocked', [key]), locked),
+  remainingTime: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'remainingTime', [key]), milliseconds),
+  // A JS store can only say whether anyone holds a key, and gives no token here.
+  holds: () => null,
+  fencingToken: () => null,
 }
 
 module.exports = { handleFor }

@@ -21,7 +21,6 @@
  * of an acquire, which hands over to lib/waiting.js when it must wait.
  */
 
-const native = require('./native.js')
 const { StoreKind } = require('./protocol.js')
 const { describe, checkMs, readOptions, isThenable } = require('./check.js')
 const { LockNotHeldError, isUnreachable } = require('./errors.js')
@@ -161,7 +160,7 @@ class Lock {
     const hold = this.#hold
     if (hold === null || !hold.held) throw new LockNotHeldError(key)
     const sent = kind === StoreKind.Memory ? 0 : performance.now()
-    let extended = native.extend(handle, key, hold.owner, ttl)
+    let extended = this.#target.ops.extend(handle, key, hold.owner, ttl)
     if (isThenable(extended)) extended = await extended
     if (!extended) {
       hold.markLost()
@@ -171,24 +170,24 @@ class Lock {
   }
 
   async isLocked() {
-    return native.isLocked(this.#target.handle, this.#target.key)
+    return this.#target.ops.isLocked(this.#target.handle, this.#target.key)
   }
 
   async isExpired() {
     const hold = this.#hold
     if (hold === null) return false
     if (!hold.held) return hold.lost
-    const { handle, key } = this.#target
+    const { handle, key, ops } = this.#target
     // Stores that can tell whose lock it is answer exactly; others can only
     // say whether anyone holds the key.
-    const held = native.holds(handle, key, hold.owner) ?? native.isLocked(handle, key)
+    const held = ops.holds(handle, key, hold.owner) ?? ops.isLocked(handle, key)
     if (await held) return false
     hold.markLost()
     return true
   }
 
   async getRemainingTime() {
-    return native.remainingTime(this.#target.handle, this.#target.key)
+    return this.#target.ops.remainingTime(this.#target.handle, this.#target.key)
   }
 
   serialize() {
@@ -206,11 +205,11 @@ class Lock {
    */
   #take(where, options) {
     const [timeout, retryDelay] = readOptions(where, options)
-    const { handle, key, ttlMs, kind } = this.#target
+    const { handle, key, ttlMs, kind, ops } = this.#target
     const ticket = takeTicket()
     // With waiters queued in this thread, a newcomer queues behind them.
     if (waitersOf(handle, key) !== undefined) return this.#wait(timeout, retryDelay, ticket)
-    const grant = native.acquire(handle, key, ttlMs)
+    const grant = ops.acquire(handle, key, ttlMs)
     if (!isThenable(grant)) {
       if (grant === null) return this.#wait(timeout, retryDelay, ticket)
       return this.#took(/** @type {NonNullable<Grant>} */ (grant), kind === StoreKind.Memory ? 0 : performance.now())

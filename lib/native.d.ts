@@ -7,21 +7,8 @@
  */
 export declare function acquire(handle: object, key: string, ttlMs: number): string | [string, number] | null | Promise<string | [string, number] | null>
 
-/**
- * The check of a JS store's resolved value, for the JS layer's settle
- * function: the value as the lock sees it (the owner or null for an
- * acquire made for `owner`), or a `TypeError` naming the method.
- */
-export declare function checkReply(method: StoreMethod, reply: unknown, owner?: string): boolean | string | number | null
-
 /** Close a Redis store's connection; later operations fail as closed. */
 export declare function closeRedisStore(handle: object): void
-
-/**
- * A handle over a store written in JS: its five methods, bound to it, in
- * `StoreMethod` order, and the function that settles their promises.
- */
-export declare function createJsStore(acquire: (key: string, owner: string, ttlMs: number) => unknown, release: (key: string, owner: string) => unknown, extend: (key: string, owner: string, ttlMs: number) => unknown, isLocked: (key: string) => unknown, remainingTime: (key: string) => unknown, settle: (promise: Promise<unknown>, method: StoreMethod, key?: string, owner?: string) => unknown): object
 
 export declare function createMemoryStore(): object
 
@@ -97,25 +84,13 @@ export declare function storeKind(handle: object): StoreKind
 /**
  * What a handle's store is, as JS learns it (`storeKind(handle)`): what it
  * can do for waiting (memory hands a lock straight over and says when one
- * lapses; Redis hears releases elsewhere) and for fencing tokens.
+ * lapses; Redis hears releases elsewhere) and for fencing tokens. `Js` is a
+ * store written in JS, whose handle is made in JS (`lib/js-store.js`).
  */
 export declare enum StoreKind {
   Memory = 0,
   Redis = 1,
   Js = 2,
-}
-
-/**
- * The five `LockStore` methods, in the interface's order. JS knows the same
- * numbering as the exported `StoreMethod` (a JS store's reply is checked
- * against the method that gave it).
- */
-export declare enum StoreMethod {
-  Acquire = 0,
-  Release = 1,
-  Extend = 2,
-  IsLocked = 3,
-  RemainingTime = 4,
 }
 
 /**

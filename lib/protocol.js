@@ -1,53 +1,44 @@
 'use strict'
 /**
- * What JS and the addon agree on, in one place: the five LockStore methods
- * (in the order of the addon's `StoreMethod`, which numbers them across the
- * boundary), the kinds of store (`StoreKind`), the limits and defaults
- * (checked against the same numbers in Rust), and the cheap JS-side checks
- * of a JS store's replies (anything else goes to the addon's `checkReply`,
- * which words the TypeError).
+ * What the lock and its stores agree on, in one place: the five LockStore
+ * methods, the kinds of store (`StoreKind`, the addon's), the limits and
+ * defaults (checked against the same numbers in Rust), and the operations a
+ * store handle offers: the addon's functions for a native store's handle,
+ * the JS-store bridge's (lib/js-store.js) for a store written in JS, which
+ * never crosses into Rust.
  */
 
 const native = require('./native.js')
 
-/** LockStore's methods, in `StoreMethod` order: a method's index is its number for the addon. */
+/** LockStore's methods, in the interface's order. */
 const STORE_METHODS = /** @type {const} */ (['acquire', 'release', 'extend', 'isLocked', 'remainingTime'])
 
-const { StoreMethod, StoreKind } = native
-for (const [index, name] of STORE_METHODS.entries()) {
-  const variant = name[0].toUpperCase() + name.slice(1)
-  if (StoreMethod[/** @type {keyof typeof StoreMethod} */ (variant)] !== index) {
-    throw new Error(`the addon numbers the store method ${name} differently: the binary does not match lib/`)
-  }
-}
+const { StoreKind } = native
+
+/**
+ * What a lock does with a store, by its handle: a native store's handle is
+ * the addon's external (its functions act on it); a JS store's is an object
+ * carrying the bridge's functions, with the same names and arguments.
+ *
+ * @typedef {object} StoreOps
+ * @property {(handle: object, key: string, ttlMs: number) => string | [string, number] | null | Promise<string | [string, number] | null>} acquire
+ * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean>} release
+ * @property {(handle: object, key: string, owner: string, ttlMs: number) => boolean | Promise<boolean>} extend
+ * @property {(handle: object, key: string) => boolean | Promise<boolean>} isLocked
+ * @property {(handle: object, key: string) => number | null | Promise<number | null>} remainingTime
+ * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean> | null} holds
+ * @property {(handle: object, key: string, owner: string) => number | null} fencingToken
+ */
+
+/** Where a JS store's handle keeps its operations. */
+const kOps = Symbol('LockStore.ops')
+
+/** @param {object} handle @returns {StoreOps} */
+const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? native
+
+/** @param {object} handle @returns {number} a StoreKind */
+const kindOf = (handle) => (kOps in handle ? StoreKind.Js : native.storeKind(handle))
 
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } = native.limits()
 
-/**
- * A JS store's resolved value when it is well formed, else `undefined` (the
- * addon then says what was wrong). For an acquire made for `owner`, the
- * owner (taken) or null (held).
- *
- * @param {number} method a StoreMethod
- * @param {unknown} value
- * @param {string | undefined} owner
- */
-function wellFormedReply(method, value, owner) {
-  if (method === StoreMethod.RemainingTime) {
-    if (value == null) return null
-    if (typeof value === 'number' && Number.isFinite(value)) return value
-  } else if (typeof value === 'boolean') {
-    return owner === undefined ? value : value ? owner : null
-  }
-  return undefined
-}
-
-module.exports = {
-  STORE_METHODS,
-  StoreMethod,
-  StoreKind,
-  MAX_MS,
-  DEFAULT_TTL_MS,
-  DEFAULT_RETRY_DELAY_MS,
-  wellFormedReply,
-}
+module.exports = { STORE_METHODS, StoreKind, kOps, opsOf, kindOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }

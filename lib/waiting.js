@@ -16,7 +16,7 @@
  */
 
 const native = require('./native.js')
-const { StoreKind } = require('./protocol.js')
+const { StoreKind, opsOf, kindOf } = require('./protocol.js')
 const { isThenable, noop } = require('./check.js')
 const { isUnreachable } = require('./errors.js')
 const { onAnnouncedRelease } = require('./stores.js')
@@ -81,7 +81,7 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attemp
   let queue = byKey.get(key)
   if (queue === undefined) {
     byKey.set(key, (queue = []))
-    if (native.storeKind(handle) === StoreKind.Redis) native.watchReleases(handle, key, true)
+    if (kindOf(handle) === StoreKind.Redis) native.watchReleases(handle, key, true)
   }
   const waiting = queue
   return new Promise((resolve, reject) => {
@@ -188,7 +188,7 @@ function tryHead(handle, key, queue) {
   waiter.attempt.since = performance.now()
   let grant
   try {
-    grant = native.acquire(handle, key, waiter.ttlMs)
+    grant = opsOf(handle).acquire(handle, key, waiter.ttlMs)
   } catch (error) {
     return failedTry(handle, key, queue, waiter, error)
   }
@@ -248,7 +248,7 @@ function failedTry(handle, key, queue, waiter, error) {
  * @param {number} retryDelay
  */
 function pollDelay(handle, key, retryDelay) {
-  if (native.storeKind(handle) !== StoreKind.Memory) return retryDelay
+  if (kindOf(handle) !== StoreKind.Memory) return retryDelay
   const left = /** @type {number | null} */ (native.remainingTime(handle, key))
   return left === null ? 0 : Math.min(retryDelay, Math.ceil(left))
 }
@@ -279,7 +279,7 @@ function giveUp(handle, key, queue, waiter) {
 function giveBackUnwanted(handle, key, grant) {
   const after = (/** @type {boolean} */ released) => released && wake(handle, key)
   try {
-    const released = native.release(handle, key, typeof grant === 'string' ? grant : grant[0])
+    const released = opsOf(handle).release(handle, key, typeof grant === 'string' ? grant : grant[0])
     if (isThenable(released)) /** @type {Promise<boolean>} */ (released).then(after, noop)
     else after(/** @type {boolean} */ (released))
   } catch {}
@@ -303,7 +303,7 @@ function leave(handle, key, queue, waiter, settle, nextNow) {
   settle()
   if (queue.length === 0) {
     queues.get(handle)?.delete(key)
-    if (native.storeKind(handle) === StoreKind.Redis) native.watchReleases(handle, key, false)
+    if (kindOf(handle) === StoreKind.Redis) native.watchReleases(handle, key, false)
   } else if (at === 0) {
     const next = queue[0]
     if (nextNow) tryHead(handle, key, queue)

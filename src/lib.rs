@@ -31,3 +31,5 @@ mod napi;
 pub mod owner;
 pub mod store;
 pub mod text;
+#[cfg(not(test))]
+mod uv;

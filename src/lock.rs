@@ -39,45 +39,64 @@ pub struct Grant {
 /// acquired, `None` when the lock is held.
 pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<Grant>> {
     let owner = owner::mint();
-    let untokened = |owner| Some(Grant { owner, token: None });
     if let Some(fenced) = store.acquire_fenced(key, &owner, ttl_ms) {
-        return settle_in_background(store, key, owner, fenced, |owner, token| {
+        return granted(store, key, owner, fenced, |owner, token| {
             token.map(|token| Grant {
                 owner,
                 token: Some(token),
             })
         });
     }
-    match store.acquire(key, &owner, ttl_ms) {
-        Op::Ready(Ok(true)) => Op::Ready(Ok(untokened(owner))),
-        Op::Ready(Ok(false)) => Op::Ready(Ok(None)),
-        // Settled (and, if it fails, given back) on the JS thread.
-        Op::Js(pending) => Op::Js(pending.taking(key.to_owned(), owner.to_string())),
-        attempt => settle_in_background(store, key, owner, attempt, |owner, taken| {
-            taken.then_some(Grant { owner, token: None })
-        }),
-    }
+    let attempt = store.acquire(key, &owner, ttl_ms);
+    granted(store, key, owner, attempt, |owner, taken| {
+        taken.then_some(Grant { owner, token: None })
+    })
 }
 
-/// `attempt`'s outcome, read by `took`; if it fails, the owner is given back.
-fn settle_in_background<T: Send + 'static>(
+/// `attempt`'s outcome, read by `took`; if it fails, the owner is given back
+/// (on the thread the attempt completes on).
+fn granted<T: Send + 'static>(
     store: &Arc<dyn LockStore>,
     key: &str,
     owner: SmallStr,
     attempt: Op<T>,
     took: fn(SmallStr, T) -> Option<Grant>,
 ) -> Op<Option<Grant>> {
-    let store = Arc::clone(store);
-    let key = key.to_owned();
-    Op::Pending(Box::pin(async move {
-        match attempt.settle().await {
-            Ok(answer) => Ok(took(owner, answer)),
-            Err(e) => {
+    match attempt {
+        Op::Ready(Ok(answer)) => Op::Ready(Ok(took(owner, answer))),
+        Op::Local(attempt) => {
+            let (store, key) = (Arc::clone(store), key.to_owned());
+            Op::Local(attempt.map(move |outcome| match outcome {
+                Ok(answer) => Ok(took(owner, answer)),
+                Err(e) => {
+                    if let Op::Local(release) = store.release(&key, &owner) {
+                        release.start(Box::new(drop));
+                    }
+                    Err(e)
+                }
+            }))
+        }
+        // Given back from Tokio, which is where the caller settles it.
+        Op::Ready(Err(e)) => {
+            let (store, key) = (Arc::clone(store), key.to_owned());
+            Op::Pending(Box::pin(async move {
                 give_back_in_background(store, key, owner);
                 Err(e)
-            }
+            }))
         }
-    }))
+        Op::Pending(attempt) => {
+            let (store, key) = (Arc::clone(store), key.to_owned());
+            Op::Pending(Box::pin(async move {
+                match attempt.await {
+                    Ok(answer) => Ok(took(owner, answer)),
+                    Err(e) => {
+                        give_back_in_background(store, key, owner);
+                        Err(e)
+                    }
+                }
+            }))
+        }
+    }
 }
 
 /// After a failed acquire we cannot know whether the store took our token
@@ -88,8 +107,9 @@ fn settle_in_background<T: Send + 'static>(
 /// Tokio; a JS store's promise that fails on the JS thread is given back there,
 /// by the JS layer's settle function.)
 fn give_back_in_background(store: Arc<dyn LockStore>, key: String, owner: SmallStr) {
+    let released = store.release(&key, &owner).settle();
     tokio::spawn(async move {
-        let _ = store.release(&key, &owner).settle().await;
+        let _ = released.await;
     });
 }
 
@@ -154,7 +174,9 @@ mod tests {
     fn ready<T>(op: Op<T>) -> T {
         match op {
             Op::Ready(result) => result.expect("store error"),
-            Op::Pending(_) | Op::Js(_) => panic!("expected the memory store to settle at once"),
+            Op::Pending(_) | Op::Local(_) => {
+                panic!("expected the memory store to settle at once")
+            }
         }
     }
 

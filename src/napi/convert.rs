@@ -5,8 +5,8 @@
 use napi::bindgen_prelude::*;
 
 use super::errors::{contain_panics, js_error};
-use super::handle::{Kind, StoreHandle};
-use super::pump::Settle;
+use super::handle::StoreHandle;
+use super::pump::{settle_deferred, Settle};
 use crate::lock::Grant;
 use crate::store::Op;
 use crate::text::{self, SmallStr};
@@ -105,8 +105,8 @@ impl ToNapiValue for Grant {
 pub type Settled<'env, T> = Either<T, PromiseRaw<'env, T>>;
 
 /// A store operation's outcome for JS: a plain value when it settled at once,
-/// else a promise (settled through the store's pump, or on the JS thread for
-/// a JS store's own promise).
+/// else a promise (settled on the JS thread's loop for a local operation, or
+/// through the store's pump for one Tokio drives).
 pub fn to_js<'env, T>(env: &'env Env, handle: &StoreHandle, op: Op<T>) -> Result<Settled<'env, T>>
 where
     T: ToNapiValue + Send + 'static,
@@ -135,15 +135,24 @@ where
                 )
                 .map(Either::B),
         },
-        Op::Js(pending) => match &handle.kind {
-            Kind::Js(js) => Ok(Either::B(PromiseRaw::new(
-                env.raw(),
-                js.settle(env, pending)?,
-            ))),
-            Kind::Memory(_) | Kind::Redis(_) => Err(Error::new(
-                Status::GenericFailure,
-                "a native store returned a JS promise",
-            )),
-        },
+        Op::Local(op) => {
+            let (mut deferred, mut promise) = (std::ptr::null_mut(), std::ptr::null_mut());
+            // SAFETY: on the JS thread, with its live env.
+            check_status!(unsafe {
+                napi::sys::napi_create_promise(env.raw(), &mut deferred, &mut promise)
+            })?;
+            let raw = env.raw();
+            op.start(Box::new(move |result| {
+                let env = Env::from_raw(raw);
+                // SAFETY: a local operation completes on the JS thread of this
+                // env, inside the handle scope its caller opened, once.
+                let value = result
+                    .map_err(|e| js_error(&env, e))
+                    .and_then(|value| unsafe { T::to_napi_value(raw, value) });
+                // SAFETY: as above; the deferred is settled here only.
+                unsafe { settle_deferred(raw, deferred, value) };
+            }));
+            Ok(Either::B(PromiseRaw::new(env.raw(), promise)))
+        }
     }
 }

@@ -32,7 +32,6 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
 /// A store failure as the JS error the caller sees.
 pub fn js_error(env: &Env, e: StoreError) -> Error {
     match e {
-        StoreError::Js(original) => original,
         StoreError::Type(message) => new_error(env, true, None, &message),
         StoreError::Backend(e) => new_error(env, false, Some(e.code), &e.message),
     }

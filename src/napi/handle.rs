@@ -12,7 +12,6 @@ use napi::sys;
 use napi_derive::napi;
 
 use super::pump::Pump;
-use crate::store::js::JsStore;
 use crate::store::{LockStore, MemoryStore, RedisStore};
 
 /// A store as JS holds it: an opaque handle inside the store object.
@@ -30,12 +29,12 @@ pub struct StoreHandle {
 pub enum Kind {
     Memory(Arc<MemoryStore>),
     Redis(Arc<RedisStore>),
-    Js(Arc<JsStore>),
 }
 
 /// What a handle's store is, as JS learns it (`storeKind(handle)`): what it
 /// can do for waiting (memory hands a lock straight over and says when one
-/// lapses; Redis hears releases elsewhere) and for fencing tokens.
+/// lapses; Redis hears releases elsewhere) and for fencing tokens. `Js` is a
+/// store written in JS, whose handle is made in JS (`lib/js-store.js`).
 #[napi]
 pub enum StoreKind {
     Memory,
@@ -48,7 +47,6 @@ impl StoreHandle {
         let store: Arc<dyn LockStore> = match &kind {
             Kind::Memory(memory) => memory.clone(),
             Kind::Redis(redis) => redis.clone(),
-            Kind::Js(js) => js.clone(),
         };
         StoreHandle {
             tag: HANDLE_TAG,
@@ -62,7 +60,6 @@ impl StoreHandle {
         match self.kind {
             Kind::Memory(_) => StoreKind::Memory,
             Kind::Redis(_) => StoreKind::Redis,
-            Kind::Js(_) => StoreKind::Js,
         }
     }
 }

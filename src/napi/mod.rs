@@ -28,10 +28,8 @@ use self::errors::new_error;
 use self::handle::{Handle, Kind, NewHandle, StoreHandle, StoreKind};
 use self::pump::Pump;
 use crate::lock;
-use crate::store::js::reply::{check_reply as check, Checked};
-use crate::store::js::{JsMethod, JsSettle, JsStore};
 use crate::store::redis::OnReleased;
-use crate::store::{MemoryStore, RedisOptions, RedisStore, Reply, StoreMethod, TlsOptions};
+use crate::store::{MemoryStore, RedisOptions, RedisStore, TlsOptions};
 use crate::text::SmallStr;
 
 #[napi(catch_unwind, ts_return_type = "object")]
@@ -107,6 +105,7 @@ pub fn create_redis_store(
         }),
     };
     let redis = RedisStore::new(options, Some(on_released))
+        .and_then(|redis| redis.on_event_loop(env.raw()))
         .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;
     let pump = Pump::new(env)?;
     Ok(NewHandle(StoreHandle::new(
@@ -137,53 +136,10 @@ pub fn close_redis_store(handle: Handle) {
     }
 }
 
-/// A handle over a store written in JS: its five methods, bound to it, in
-/// `StoreMethod` order, and the function that settles their promises.
-#[napi(
-    catch_unwind,
-    ts_args_type = "acquire: (key: string, owner: string, ttlMs: number) => unknown, release: (key: string, owner: string) => unknown, extend: (key: string, owner: string, ttlMs: number) => unknown, isLocked: (key: string) => unknown, remainingTime: (key: string) => unknown, settle: (promise: Promise<unknown>, method: StoreMethod, key?: string, owner?: string) => unknown",
-    ts_return_type = "object"
-)]
-pub fn create_js_store(
-    env: &Env,
-    acquire: JsMethod<'_>,
-    release: JsMethod<'_>,
-    extend: JsMethod<'_>,
-    is_locked: JsMethod<'_>,
-    remaining_time: JsMethod<'_>,
-    settle: JsSettle<'_>,
-) -> Result<NewHandle> {
-    let methods = [acquire, release, extend, is_locked, remaining_time];
-    let js = JsStore::new(env, methods, settle)?;
-    Ok(NewHandle(StoreHandle::new(Kind::Js(Arc::new(js)), None)))
-}
-
 /// What a handle's store is.
 #[napi(catch_unwind, ts_args_type = "handle: object")]
 pub fn store_kind(handle: Handle) -> StoreKind {
     handle.store_kind()
-}
-
-/// The check of a JS store's resolved value, for the JS layer's settle
-/// function: the value as the lock sees it (the owner or null for an
-/// acquire made for `owner`), or a `TypeError` naming the method.
-#[napi(
-    catch_unwind,
-    ts_args_type = "method: StoreMethod, reply: unknown, owner?: string",
-    ts_return_type = "boolean | string | number | null"
-)]
-pub fn check_reply(
-    env: &Env,
-    method: StoreMethod,
-    reply: Reply,
-    owner: Option<String>,
-) -> Result<Either3<bool, Option<String>, Option<f64>>> {
-    match check(method, reply, owner) {
-        Ok(Checked::Bool(b)) => Ok(Either3::A(b)),
-        Ok(Checked::Owner(owner)) => Ok(Either3::B(owner)),
-        Ok(Checked::Ms(ms)) => Ok(Either3::C(ms)),
-        Err(message) => Err(new_error(env, true, None, &message)),
-    }
 }
 
 /// Entries a memory store keeps, counting expired ones not yet swept.
@@ -191,7 +147,7 @@ pub fn check_reply(
 pub fn memory_store_size(handle: Handle) -> u32 {
     let len = match &handle.kind {
         Kind::Memory(memory) => memory.len(),
-        Kind::Redis(_) | Kind::Js(_) => 0,
+        Kind::Redis(_) => 0,
     };
     u32::try_from(len).unwrap_or(u32::MAX)
 }

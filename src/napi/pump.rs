@@ -289,7 +289,7 @@ unsafe extern "C" fn drain(
 /// Resolve or reject one promise. An exception left pending by making the
 /// value would make napi refuse: it is cleared and the promise rejected with
 /// it, so no promise is stranded.
-unsafe fn settle_deferred(
+pub(super) unsafe fn settle_deferred(
     env: sys::napi_env,
     deferred: sys::napi_deferred,
     outcome: std::result::Result<sys::napi_value, Error>,

@@ -6,13 +6,12 @@
 //! carries an expiry the store itself enforces.
 //!
 //! An operation either finishes at once ([`Op::Ready`], the in-memory store,
-//! which runs on the JS thread and never waits) or later ([`Op::Pending`], a
-//! store that talks to a server). Keeping the two apart in the type is what
-//! lets the in-memory path answer without a thread hop or a promise while a
-//! network store is driven by Tokio.
+//! which runs on the JS thread and never waits), later on the JS thread's own
+//! event loop ([`Op::Local`], a Redis server's connection), or later on Tokio
+//! ([`Op::Pending`], a Redis Cluster). Keeping them apart in the type is what
+//! lets each answer without a thread hop it does not need. (A store written
+//! in JS never reaches Rust: `lib/js-store.js` calls it.)
 
-#[cfg(not(test))]
-pub mod js;
 pub mod memory;
 pub mod redis;
 
@@ -26,12 +25,7 @@ pub use redis::{RedisOptions, RedisStore, TlsOptions};
 /// Why a store operation failed (the store's fault, not the caller's).
 #[derive(Debug)]
 pub enum StoreError {
-    /// A JS store method threw or rejected: this is its own error, passed on as is.
-    /// (Absent from `cargo test` builds, which run without Node and so cannot
-    /// link the napi functions an error reference needs.)
-    #[cfg(not(test))]
-    Js(napi::Error),
-    /// A store answered with the wrong type; becomes a `TypeError`.
+    /// An operation used where it cannot be settled; becomes a `TypeError`.
     Type(String),
     /// A native store could not do its job (server unreachable, timed out,
     /// refused our credentials, closed); becomes an `Error` with `code`.
@@ -49,8 +43,6 @@ pub struct BackendError {
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            #[cfg(not(test))]
-            StoreError::Js(e) => write!(f, "{e}"),
             StoreError::Type(message) => f.write_str(message),
             StoreError::Backend(e) => f.write_str(&e.message),
         }
@@ -67,104 +59,56 @@ pub type StoreFuture<T> = Pin<Box<dyn Future<Output = StoreResult<T>> + Send + '
 pub enum Op<T> {
     Ready(StoreResult<T>),
     Pending(StoreFuture<T>),
-    /// A promise a JS store method returned to a call made on the JS thread.
-    /// It is checked there, in a `then` callback: no thread hop, no Tokio.
-    Js(JsPending<T>),
+    /// An operation that completes on the JS thread's own event loop (a
+    /// Redis command on a connection that loop drives): no thread hop, no Tokio.
+    Local(LocalOp<T>),
+}
+
+/// What an [`Op::Local`] is started with: called once, on the JS thread,
+/// with the outcome.
+pub type Done<T> = Box<dyn FnOnce(StoreResult<T>)>;
+
+/// An operation that completes on the JS thread: started with the function
+/// to call with its outcome, there, later (or at once).
+pub struct LocalOp<T>(Box<dyn FnOnce(Done<T>)>);
+
+impl<T: 'static> LocalOp<T> {
+    pub fn new(start: impl FnOnce(Done<T>) + 'static) -> Self {
+        LocalOp(Box::new(start))
+    }
+
+    pub fn start(self, done: Done<T>) {
+        (self.0)(done)
+    }
+
+    /// The same operation, its outcome passed through `f`.
+    pub fn map<U: 'static>(
+        self,
+        f: impl FnOnce(StoreResult<T>) -> StoreResult<U> + 'static,
+    ) -> LocalOp<U> {
+        LocalOp::new(move |done: Done<U>| self.start(Box::new(move |result| done(f(result)))))
+    }
 }
 
 impl<T: Send + 'static> Op<T> {
-    /// Wait for the outcome of a `Ready` or `Pending` operation.
-    pub async fn settle(self) -> StoreResult<T> {
+    /// The operation with its answer passed through `f`.
+    pub fn map<U: Send + 'static>(self, f: impl FnOnce(T) -> U + Send + 'static) -> Op<U> {
         match self {
-            Op::Ready(result) => result,
-            Op::Pending(future) => future.await,
-            // Only made on the JS thread and handed straight back to JS there.
-            Op::Js(_) => Err(StoreError::Type(
-                "a JS store's promise can only be settled on the JS thread".to_owned(),
-            )),
+            Op::Ready(result) => Op::Ready(result.map(f)),
+            Op::Pending(future) => Op::Pending(Box::pin(async move { future.await.map(f) })),
+            Op::Local(op) => Op::Local(op.map(move |result| result.map(f))),
         }
     }
-}
 
-/// What a JS store method produced, before it is checked against what the
-/// method should return.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Reply {
-    Bool(bool),
-    Number(f64),
-    Nullish,
-    Other(&'static str),
-}
-
-/// The five `LockStore` methods, in the interface's order. JS knows the same
-/// numbering as the exported `StoreMethod` (a JS store's reply is checked
-/// against the method that gave it).
-#[cfg_attr(not(test), napi_derive::napi)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreMethod {
-    Acquire,
-    Release,
-    Extend,
-    IsLocked,
-    RemainingTime,
-}
-
-impl StoreMethod {
-    pub const ALL: [StoreMethod; 5] = [
-        StoreMethod::Acquire,
-        StoreMethod::Release,
-        StoreMethod::Extend,
-        StoreMethod::IsLocked,
-        StoreMethod::RemainingTime,
-    ];
-
-    /// The method's name in the `LockStore` interface.
-    pub fn name(self) -> &'static str {
+    /// The outcome of a `Ready` or `Pending` operation, as a future any
+    /// thread may await (the others settle only on the JS thread).
+    pub fn settle(self) -> StoreFuture<T> {
         match self {
-            StoreMethod::Acquire => "acquire",
-            StoreMethod::Release => "release",
-            StoreMethod::Extend => "extend",
-            StoreMethod::IsLocked => "isLocked",
-            StoreMethod::RemainingTime => "remainingTime",
-        }
-    }
-}
-
-/// A JS value, valid only during the napi call on the JS thread that made it.
-pub struct JsValueRef(pub *mut std::ffi::c_void);
-
-// SAFETY: never dereferenced off the JS thread: an `Op::Js` is returned to JS
-// within the same call that produced it.
-unsafe impl Send for JsValueRef {}
-
-/// A JS store's promise, to be checked on the JS thread when it settles. For
-/// an `acquire`, `taken` is the key and owner tried: the promise then yields the
-/// owner (or null), and a failure gives the token back.
-pub struct JsPending<T> {
-    pub promise: JsValueRef,
-    /// Which `LockStore` method returned it.
-    pub method: StoreMethod,
-    pub taken: Option<(String, String)>,
-    _yields: std::marker::PhantomData<fn() -> T>,
-}
-
-impl<T> JsPending<T> {
-    pub fn new(promise: JsValueRef, method: StoreMethod) -> Self {
-        JsPending {
-            promise,
-            method,
-            taken: None,
-            _yields: std::marker::PhantomData,
-        }
-    }
-
-    /// The same promise, as an acquisition of `key` for `owner`.
-    pub fn taking<U>(self, key: String, owner: String) -> JsPending<U> {
-        JsPending {
-            promise: self.promise,
-            method: self.method,
-            taken: Some((key, owner)),
-            _yields: std::marker::PhantomData,
+            Op::Ready(result) => Box::pin(std::future::ready(result)),
+            Op::Pending(future) => future,
+            Op::Local(_) => Box::pin(std::future::ready(Err(StoreError::Type(
+                "an operation of the JS thread can only be settled there".to_owned(),
+            )))),
         }
     }
 }

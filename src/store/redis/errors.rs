@@ -53,8 +53,7 @@ impl Shared {
     pub(super) fn failure(&self, name: &'static str, e: &RedisError) -> StoreError {
         let url = &self.display;
         let (code, what) = if e.kind() == ErrorKind::AuthenticationFailed
-            || e.code()
-                .is_some_and(|c| c == "WRONGPASS" || c == "NOAUTH" || c == "NOPERM")
+            || auth_refused(e.code().unwrap_or(""), &e.to_string())
         {
             ("ERR_LOCK_STORE_AUTH", "was refused by")
         } else if e.is_timeout() {
@@ -73,6 +72,27 @@ impl Shared {
             message: format!("RedisLockStore.{name}: {what} {url}: {e}"),
         })
     }
+}
+
+/// Whether a server error reply means our credentials or rights were refused.
+pub(super) fn auth_refused(code: &str, text: &str) -> bool {
+    matches!(code, "WRONGPASS" | "NOAUTH" | "NOPERM")
+        || text.contains("invalid password")
+        || text.contains("invalid username-password")
+}
+
+/// A command's error reply as the error its caller sees.
+#[cfg_attr(test, allow(dead_code))]
+pub(super) fn server_error(name: &str, display: &str, e: &redis::ServerError) -> StoreError {
+    let (code, what) = if auth_refused(e.code(), &e.to_string()) {
+        ("ERR_LOCK_STORE_AUTH", "was refused by")
+    } else {
+        ("ERR_LOCK_STORE_REDIS", "got an error from")
+    };
+    StoreError::Backend(BackendError {
+        code,
+        message: format!("RedisLockStore.{name}: {what} {display}: {e}"),
+    })
 }
 
 /// Whether the server at `host:port` answers `PING` the way Redis does (a

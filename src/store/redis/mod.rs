@@ -26,11 +26,18 @@
 //! PEM is the caller's error at once, not a failure on first use.
 
 mod connection;
+#[cfg(not(test))]
+mod direct;
 mod errors;
 pub mod fencing;
 mod options;
 mod pubsub;
 mod scripts;
+#[cfg(not(test))]
+mod tls;
+#[cfg(not(test))]
+mod via_loop;
+mod via_tokio;
 
 use std::sync::{Arc, Mutex};
 
@@ -38,14 +45,13 @@ use redis::cluster::ClusterClient;
 use redis::{Client, Script};
 use tokio::sync::mpsc;
 
-use self::connection::{Conn, Connection};
-use self::errors::{found_dead, RESENDS};
+use self::connection::Connection;
 use self::options::{checked_url, open_client, redacted, whole_ms};
 pub use self::options::{RedisOptions, TlsOptions};
 pub use self::pubsub::OnReleased;
 use self::pubsub::Watch;
-use self::scripts::{channel, ACQUIRE, EXTEND, RELEASE};
-use super::{BackendError, LockStore, Op, StoreError};
+use self::scripts::{ACQUIRE, EXTEND, RELEASE};
+use super::{LockStore, Op};
 
 struct Shared {
     options: RedisOptions,
@@ -68,6 +74,9 @@ struct Shared {
 
 pub struct RedisStore {
     shared: Arc<Shared>,
+    /// A single server's connection, driven by the JS thread's own event loop.
+    #[cfg(not(test))]
+    direct: Option<direct::Direct>,
 }
 
 impl RedisStore {
@@ -130,6 +139,8 @@ impl RedisStore {
                 on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
             }),
+            #[cfg(not(test))]
+            direct: None,
         })
     }
 
@@ -138,6 +149,10 @@ impl RedisStore {
     /// callback goes too: it refers to the JS store, which can then be
     /// collected with everything it holds.
     pub fn close(&self) {
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            direct.close();
+        }
         if let Ok(mut connection) = self.shared.connection.lock() {
             *connection = Connection::Closed;
         }
@@ -156,74 +171,12 @@ impl RedisStore {
         full.push_str(key);
         full
     }
-
-    /// Run one operation against the connection, within the store's time
-    /// bounds. A command that finds the connection dead is sent again on a
-    /// fresh one (see the module doc for why each operation here may be).
-    fn op<T, F, Fut>(&self, name: &'static str, run: F) -> Op<T>
-    where
-        T: Send + 'static,
-        F: Fn(Conn, Arc<Shared>) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = redis::RedisResult<T>> + Send,
-    {
-        let shared = Arc::clone(&self.shared);
-        Op::Pending(Box::pin(async move {
-            let options = &shared.options;
-            let bound = options.command_timeout + options.connect_timeout;
-            let attempt = async {
-                let mut resent = 0;
-                loop {
-                    let conn = shared.connection(name).await?;
-                    match run(conn, Arc::clone(&shared)).await {
-                        Ok(value) => return Ok(value),
-                        Err(e) if resent < RESENDS && found_dead(&e) => resent += 1,
-                        Err(e) => return Err(shared.diagnose(name, &e).await),
-                    }
-                }
-            };
-            match tokio::time::timeout(bound, attempt).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(StoreError::Backend(BackendError {
-                    code: "ERR_LOCK_STORE_TIMEOUT",
-                    message: format!(
-                        "RedisLockStore.{name}: no answer from {} within {} ms",
-                        shared.display,
-                        bound.as_millis()
-                    ),
-                })),
-            }
-        }))
-    }
-
-    /// The acquire script for `full_key`: set-if-absent and the fencing token.
-    fn acquire_script(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
-        let full_key = self.key(key);
-        let counter = if self.shared.cluster.is_some() {
-            fencing::cluster_counter(&self.shared.options.prefix, &full_key)
-        } else {
-            self.key(fencing::COUNTER)
-        };
-        let (owner, ttl) = (owner.to_owned(), whole_ms(ttl_ms));
-        self.op("acquire", move |mut conn, shared| {
-            let (full_key, counter, owner) = (full_key.clone(), counter.clone(), owner.clone());
-            async move {
-                shared
-                    .acquire
-                    .key(&full_key)
-                    .key(&counter)
-                    .arg(&owner)
-                    .arg(ttl)
-                    .invoke_async(&mut conn)
-                    .await
-            }
-        })
-    }
 }
 
 impl LockStore for RedisStore {
     fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        let taken = self.acquire_script(key, owner, ttl_ms);
-        Op::Pending(Box::pin(async move { Ok(taken.settle().await?.is_some()) }))
+        self.acquire_script(key, owner, ttl_ms)
+            .map(|token| token.is_some())
     }
 
     fn acquire_fenced(&self, key: &str, owner: &str, ttl_ms: f64) -> Option<Op<Option<u64>>> {
@@ -231,72 +184,69 @@ impl LockStore for RedisStore {
     }
 
     fn release(&self, key: &str, owner: &str) -> Op<bool> {
-        let (key, owner) = (self.key(key), owner.to_owned());
-        self.op("release", move |mut conn, shared| {
-            let (key, owner) = (key.clone(), owner.clone());
-            async move {
-                let deleted: i64 = shared
-                    .release
-                    .key(&key)
-                    .arg(&owner)
-                    .arg(channel(&key))
-                    .invoke_async(&mut conn)
-                    .await?;
-                Ok(deleted == 1)
-            }
-        })
+        let key = self.key(key);
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::release(direct, key, owner);
+        }
+        self.release_via_tokio(key, owner.to_owned())
     }
 
     fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        let (key, owner, ttl) = (self.key(key), owner.to_owned(), whole_ms(ttl_ms));
-        self.op("extend", move |mut conn, shared| {
-            let (key, owner) = (key.clone(), owner.clone());
-            async move {
-                let extended: i64 = shared
-                    .extend
-                    .key(&key)
-                    .arg(&owner)
-                    .arg(ttl)
-                    .invoke_async(&mut conn)
-                    .await?;
-                Ok(extended == 1)
-            }
-        })
+        let (key, ttl) = (self.key(key), whole_ms(ttl_ms));
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::extend(direct, key, owner, ttl);
+        }
+        self.extend_via_tokio(key, owner.to_owned(), ttl)
     }
 
     fn is_locked(&self, key: &str) -> Op<bool> {
         let mut exists = redis::cmd("EXISTS");
         exists.arg(self.key(key));
-        self.op("isLocked", move |mut conn, _| {
-            let exists = exists.clone();
-            async move { Ok(exists.query_async::<i64>(&mut conn).await? == 1) }
-        })
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::is_locked(direct, &exists);
+        }
+        self.is_locked_via_tokio(exists)
     }
 
     fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
         let mut pttl = redis::cmd("PTTL");
         pttl.arg(self.key(key));
-        self.op("remainingTime", move |mut conn, _| {
-            let pttl = pttl.clone();
-            async move {
-                // -2: no such key; -1: a key without expiry, which no lock writes.
-                let ms: i64 = pttl.query_async(&mut conn).await?;
-                Ok((ms >= 0).then_some(ms as f64))
-            }
-        })
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::remaining_time(direct, &pttl);
+        }
+        self.remaining_time_via_tokio(pttl)
     }
 
     fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
         let mut get = redis::cmd("GET");
         get.arg(self.key(key));
-        let owner = owner.to_owned();
-        Some(self.op("isExpired", move |mut conn, _| {
-            let (get, owner) = (get.clone(), owner.clone());
-            async move {
-                let value: Option<String> = get.query_async(&mut conn).await?;
-                Ok(value.as_deref() == Some(owner.as_str()))
-            }
-        }))
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return Some(via_loop::holds(direct, &get, owner.to_owned()));
+        }
+        Some(self.holds_via_tokio(get, owner.to_owned()))
+    }
+}
+
+impl RedisStore {
+    /// The acquire script for `key`: set-if-absent and the fencing token.
+    fn acquire_script(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
+        let full_key = self.key(key);
+        let counter = if self.shared.cluster.is_some() {
+            fencing::cluster_counter(&self.shared.options.prefix, &full_key)
+        } else {
+            self.key(fencing::COUNTER)
+        };
+        let ttl = whole_ms(ttl_ms);
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::acquire(direct, full_key, counter, owner, ttl);
+        }
+        self.acquire_via_tokio(full_key, counter, owner.to_owned(), ttl)
     }
 }
 

@@ -1,0 +1,141 @@
+//! The open socket: bytes in and out, plain or through rustls, never
+//! blocking. `write` sends what it can and keeps the rest; `read` takes
+//! what has arrived.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+
+use bytes::BytesMut;
+use rustls::ClientConnection;
+
+use crate::uv;
+
+pub struct Socket {
+    // Declared first, so it is closed (and stops watching the descriptor)
+    // before `tcp` closes it.
+    pub poll: uv::Handle,
+    /// The events `poll` watches now.
+    pub watching: i32,
+    tcp: TcpStream,
+    tls: Option<ClientConnection>,
+}
+
+/// What reading found.
+pub enum Arrived {
+    /// Some bytes (maybe none yet); the socket is still open.
+    More,
+    /// The other end closed it.
+    Closed,
+}
+
+impl Socket {
+    pub fn new(poll: uv::Handle, tcp: TcpStream, tls: Option<ClientConnection>) -> Socket {
+        Socket {
+            poll,
+            watching: 0,
+            tcp,
+            tls,
+        }
+    }
+
+    /// Send `out` (draining what was sent). Returns whether everything went:
+    /// if not, the caller watches for the socket to become writable.
+    pub fn write(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        match &mut self.tls {
+            None => {
+                let mut sent = 0;
+                while sent < out.len() {
+                    match self.tcp.write(&out[sent..]) {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(n) => sent += n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                out.drain(..sent);
+                Ok(out.is_empty())
+            }
+            Some(tls) => {
+                if !out.is_empty() {
+                    tls.writer().write_all(out)?;
+                    out.clear();
+                }
+                while tls.wants_write() {
+                    match tls.write_tls(&mut self.tcp) {
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Append what has arrived to `into`.
+    pub fn read(&mut self, into: &mut BytesMut) -> io::Result<Arrived> {
+        match &mut self.tls {
+            None => {
+                let mut chunk = [0u8; 16 * 1024];
+                loop {
+                    match self.tcp.read(&mut chunk) {
+                        Ok(0) => return Ok(Arrived::Closed),
+                        Ok(n) => {
+                            into.extend_from_slice(&chunk[..n]);
+                            // Short: nothing more yet (the loop says when there is).
+                            if n < chunk.len() {
+                                return Ok(Arrived::More);
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            return Ok(Arrived::More)
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            Some(tls) => {
+                let mut closed = false;
+                loop {
+                    match tls.read_tls(&mut self.tcp) {
+                        Ok(0) => {
+                            closed = true;
+                            break;
+                        }
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                    tls.process_new_packets().map_err(io::Error::other)?;
+                }
+                tls.process_new_packets().map_err(io::Error::other)?;
+                let mut chunk = [0u8; 16 * 1024];
+                loop {
+                    match tls.reader().read(&mut chunk) {
+                        Ok(0) => return Ok(Arrived::Closed),
+                        Ok(n) => into.extend_from_slice(&chunk[..n]),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                            return Ok(Arrived::Closed)
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(if closed {
+                    Arrived::Closed
+                } else {
+                    Arrived::More
+                })
+            }
+        }
+    }
+
+    /// Whether rustls still holds bytes to send (a TLS socket only).
+    pub fn wants_write(&self) -> bool {
+        self.tls.as_ref().is_some_and(|tls| tls.wants_write())
+    }
+}
