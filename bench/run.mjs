@@ -34,9 +34,21 @@ const record = (scenario, name, figures) => {
   ;(results[scenario][name] ??= []).push(figures)
 }
 
+/**
+ * Cycles per second, and the Node process's CPU time (user + system, every
+ * thread of it) per cycle, in microseconds.
+ */
+async function withCpu(measure) {
+  const before = process.cpuUsage()
+  const figures = await measure()
+  const used = process.cpuUsage(before)
+  const cycles = (figures.cyclesPerSec * settings.ms) / 1_000
+  return { ...figures, cpuUsPerCycle: (used.user + used.system) / cycles }
+}
+
 const SCENARIOS = [
-  ['1 sequential', (impl) => sequential(impl, { ms: settings.ms })],
-  ['2 64 distinct keys', (impl) => distinctKeys(impl, { ms: settings.ms })],
+  ['1 sequential', (impl) => withCpu(() => sequential(impl, { ms: settings.ms }))],
+  ['2 64 distinct keys', (impl) => withCpu(() => distinctKeys(impl, { ms: settings.ms }))],
   [
     '3 16 workers, one key',
     (impl) => contended(impl, { ms: settings.contendedMs, timeout: settings.contendedMs / 2, retryDelay: 50 }),
@@ -163,7 +175,10 @@ function printTable({ scenarios }) {
     )
   }
   if (ceiling) {
-    console.log(`redis-benchmark ceiling (SET NX PX + EVAL): ${fmt(ceiling[1])} cycles/s at 1 client, ${fmt(ceiling[64])} at 64`)
+    console.log(
+      `redis-benchmark ceiling (SET NX PX + EVAL): ${fmt(ceiling[1])} cycles/s at 1 client, ${fmt(ceiling[64])} at 64; ` +
+        `pipelined 16 deep: ${fmt(ceiling.pipelined[1])} and ${fmt(ceiling.pipelined[64])}`,
+    )
   }
   for (const [scenario, rows] of Object.entries(scenarios)) {
     console.log(`\n${scenario}`)
@@ -172,7 +187,12 @@ function printTable({ scenarios }) {
         ? [`gap mean ${fmt(r.gapMean, 2)} ms`, `p99 ${fmt(r.gapP99, 2)} ms`, r.gapVsBaseline ? `${fmt(r.gapVsBaseline, 3)}x baseline gap` : '', r.overlaps ? `OVERLAPS ${r.overlaps}` : '']
         : scenario.startsWith('3')
           ? [`${fmt(r.sectionsPerSec)} sections/s`, `fairness ${fmt(r.fairness, 3)}`, `timeouts ${r.timeouts}`, r.vsBaseline ? `${fmt(r.vsBaseline, 2)}x baseline` : '', r.overlaps ? `OVERLAPS ${r.overlaps}` : '']
-          : [`${fmt(r.cyclesPerSec)} cycles/s`, r.vsBaseline ? `${fmt(r.vsBaseline, 2)}x baseline` : '', r.vsCeiling ? `${fmt(r.vsCeiling * 100)}% of ceiling` : '']
+          : [
+              `${fmt(r.cyclesPerSec)} cycles/s`,
+              r.vsBaseline ? `${fmt(r.vsBaseline, 2)}x baseline` : '',
+              r.vsCeiling ? `${fmt(r.vsCeiling * 100)}% of ceiling` : '',
+              `CPU ${fmt(r.cpuUsPerCycle, 1)} us/cycle`,
+            ]
       console.log(`  ${name.padEnd(30)} ${cells.filter(Boolean).join('  ')}`)
     }
   }
@@ -194,8 +214,9 @@ function machine() {
 
 /**
  * What the server can do for one lock cycle (SET NX PX, then the release
- * script), measured by redis-benchmark: at 1 and 64 clients. A cycle is the
- * two commands back to back, so its rate is the harmonic combination.
+ * script), measured by redis-benchmark: at 1 and 64 clients, one command at
+ * a time and pipelined 16 deep. A cycle is the two commands back to back, so
+ * its rate is the harmonic combination.
  */
 function redisBenchmarkCeiling() {
   const probe = spawnSync('redis-benchmark', ['--version'], { encoding: 'utf8' })
@@ -203,11 +224,11 @@ function redisBenchmarkCeiling() {
     process.stderr.write('redis-benchmark not found (Debian package redis-tools): no ceiling column\n')
     return null
   }
-  const rate = (clients, command) => {
-    const n = quick ? 20_000 : 100_000
+  const rate = (clients, command, pipeline = 1) => {
+    const n = (quick ? 20_000 : 100_000) * (pipeline > 1 ? 4 : 1)
     const r = spawnSync(
       'redis-benchmark',
-      ['-p', String(server.port), '-c', String(clients), '-n', String(n), '-r', '1000000', '--csv', ...command],
+      ['-p', String(server.port), '-c', String(clients), '-n', String(n), '-r', '1000000', '-P', String(pipeline), '--csv', ...command],
       { encoding: 'utf8' },
     )
     // CSV: "test","rps","avg_latency_ms","min_latency_ms","p50","p95","p99","max"
@@ -216,11 +237,13 @@ function redisBenchmarkCeiling() {
   }
   const release =
     'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0'
-  const out = {}
+  const out = { pipelined: {} }
   for (const clients of [1, 64]) {
-    const set = rate(clients, ['SET', 'key:__rand_int__', 'owner', 'PX', '30000', 'NX'])
-    const evalRate = rate(clients, ['EVAL', release, '1', 'key:__rand_int__', 'owner'])
-    out[clients] = 1 / (1 / set + 1 / evalRate)
+    for (const [into, pipeline] of [[out, 1], [out.pipelined, 16]]) {
+      const set = rate(clients, ['SET', 'key:__rand_int__', 'owner', 'PX', '30000', 'NX'], pipeline)
+      const evalRate = rate(clients, ['EVAL', release, '1', 'key:__rand_int__', 'owner'], pipeline)
+      into[clients] = 1 / (1 / set + 1 / evalRate)
+    }
   }
   return out
 }

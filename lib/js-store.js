@@ -53,22 +53,29 @@ function jsStoreHandle(store) {
 
 /**
  * Call `store[name]` (looked up now, so a store may swap a method, and with
- * the store as `this`). A thenable that is not a native promise is adopted;
- * a throw, of anything, becomes a rejection with that value; a method that
- * is not a function is named.
+ * the store as `this`) with exactly the interface's arguments. A thenable
+ * that is not a native promise is adopted; a throw, of anything, becomes a
+ * rejection with that value; a method that is not a function is named.
  *
  * @param {Record<string, any>} store
  * @param {string} name
- * @param {unknown[]} args
+ * @param {string} key
+ * @param {string} [owner]
+ * @param {number} [ttlMs]
  * @returns {unknown}
  */
-function call(store, name, args) {
+function call(store, name, key, owner, ttlMs) {
   const method = store[name]
   if (typeof method !== 'function') {
     return Promise.reject(new TypeError(`LockStore.${name} must be a function, but the store's ${name} is ${describe(method)}`))
   }
   try {
-    const returned = method.apply(store, args)
+    const returned =
+      ttlMs !== undefined
+        ? method.call(store, key, owner, ttlMs)
+        : owner !== undefined
+          ? method.call(store, key, owner)
+          : method.call(store, key)
     return isThenable(returned) && !isPromise(returned) ? Promise.resolve(returned) : returned
   } catch (error) {
     return Promise.reject(error)
@@ -138,7 +145,7 @@ const jsOps = {
       giveBackUnwanted(handle, key, owner)
       throw error
     }
-    const returned = call(store, 'acquire', [key, owner, Math.ceil(ttlMs)])
+    const returned = call(store, 'acquire', key, owner, Math.ceil(ttlMs))
     if (isPromise(returned)) return /** @type {Promise<unknown>} */ (returned).then(took).catch(failed)
     try {
       return took(returned)
@@ -146,11 +153,11 @@ const jsOps = {
       return failed(error)
     }
   },
-  release: (handle, key, owner) => answer(call(/** @type {JsHandle} */ (handle).store, 'release', [key, owner]), released),
+  release: (handle, key, owner) => answer(call(/** @type {JsHandle} */ (handle).store, 'release', key, owner), released),
   extend: (handle, key, owner, ttlMs) =>
-    answer(call(/** @type {JsHandle} */ (handle).store, 'extend', [key, owner, Math.ceil(ttlMs)]), extended),
-  isLocked: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'isLocked', [key]), locked),
-  remainingTime: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'remainingTime', [key]), milliseconds),
+    answer(call(/** @type {JsHandle} */ (handle).store, 'extend', key, owner, Math.ceil(ttlMs)), extended),
+  isLocked: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'isLocked', key), locked),
+  remainingTime: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'remainingTime', key), milliseconds),
   // A JS store can only say whether anyone holds a key, and gives no token here.
   holds: () => null,
   fencingToken: () => null,

@@ -323,20 +323,34 @@ export async function startCluster({ masters = 3 } = {}) {
 
 /**
  * A TCP proxy in front of `port`, for faults a real server does not make on
- * demand: `loseNextReply()` lets the next command through to the server but
- * cuts the client's connection instead of passing the reply on (the command
- * ran; its answer is lost); `cutClients()` closes every client connection
- * now. `connections` counts the client connections accepted.
+ * demand, and to see what crosses the wire:
+ * - `loseNextReply()`: the next command goes through to the server but the
+ *   client's connection is cut instead of the reply passed on (the command
+ *   ran; its answer is lost);
+ * - `cutAfterReplyBytes(n)`: the client's connection is cut once `n` more
+ *   bytes of replies have been passed on (a server that closes mid-pipeline);
+ * - `dribble = true`: replies are passed on one byte at a time, each in its
+ *   own write a turn apart (a reply split across many reads);
+ * - `cutClients()`: every client connection closes now;
+ * - `connections`: client connections accepted; `writes`: chunks of bytes
+ *   received from clients, and `written`: their bytes.
  */
 export async function startProxy(port) {
   const sockets = new Set()
   let loseReply = false
+  let cutAfter = Infinity
   const proxy = {
     port: 0,
     url: '',
     connections: 0,
+    writes: 0,
+    written: 0,
+    dribble: false,
     loseNextReply() {
       loseReply = true
+    },
+    cutAfterReplyBytes(n) {
+      cutAfter = n
     },
     cutClients() {
       for (const s of sockets) s.destroy()
@@ -345,7 +359,9 @@ export async function startProxy(port) {
   }
   const listener = createServer((client) => {
     proxy.connections++
+    client.setNoDelay(true)
     const upstream = connect(port, '127.0.0.1')
+    upstream.setNoDelay(true)
     sockets.add(client)
     sockets.add(upstream)
     const drop = () => {
@@ -354,11 +370,33 @@ export async function startProxy(port) {
       sockets.delete(client)
       sockets.delete(upstream)
     }
-    client.on('data', (d) => upstream.write(d))
+    client.on('data', (d) => {
+      proxy.writes++
+      proxy.written += d.length
+      upstream.write(d)
+    })
+    // Replies leave in order, one chunk after another, whatever the mode.
+    let sending = Promise.resolve()
     upstream.on('data', (d) => {
-      if (!loseReply) return client.write(d)
-      loseReply = false
-      drop()
+      if (loseReply) {
+        loseReply = false
+        return drop()
+      }
+      if (d.length >= cutAfter) {
+        const part = d.subarray(0, cutAfter)
+        cutAfter = Infinity
+        client.write(part, drop)
+        return
+      }
+      cutAfter -= d.length
+      if (!proxy.dribble) return client.write(d)
+      sending = sending.then(async () => {
+        for (const byte of d) {
+          if (client.destroyed) return
+          client.write(Buffer.of(byte))
+          await new Promise((resolve) => setImmediate(resolve))
+        }
+      })
     })
     for (const s of [client, upstream]) {
       s.on('error', drop)

@@ -195,7 +195,9 @@ impl Engine {
             return;
         }
         if let Some(at) = conn.next_deadline() {
-            handles.timer.timer_start(on_timer, at.saturating_sub(self.now()));
+            handles
+                .timer
+                .timer_start(on_timer, at.saturating_sub(self.now()));
             handles.timer.set_ref(true);
             self.timer_at.set(Some(at));
         }

@@ -1,0 +1,107 @@
+// RedisLockStore's connection to one server, which the JS thread's own event
+// loop drives: what one turn produces goes out together, replies are read
+// however the bytes arrive, and a connection that breaks under many commands
+// loses none of them. Through a TCP proxy that counts and cuts.
+import { test, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { Redis } from 'ioredis'
+import { lock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { startProxy, startRedis, uniqueKey } from '../../support/servers.mjs'
+
+const server = await startRedis()
+const inspect = new Redis(server.url)
+after(async () => {
+  inspect.disconnect()
+  await server.close()
+})
+
+/** A store behind a fresh proxy, warmed up (connected, scripts loaded). */
+async function behindProxy() {
+  const proxy = await startProxy(server.port)
+  const store = new RedisLockStore({ url: proxy.url, commandTimeout: 3_000 })
+  setLockStore(store)
+  await lock(uniqueKey('warm')).run(() => {})
+  return {
+    proxy,
+    store,
+    close: async () => {
+      await store.close()
+      await proxy.close()
+    },
+  }
+}
+
+test('the commands one turn makes go out in one write, not one each', async () => {
+  const { proxy, close } = await behindProxy()
+  try {
+    const keys = Array.from({ length: 64 }, (_, i) => uniqueKey(`batch-${i}`))
+    const before = proxy.writes
+    const locks = keys.map((k) => lock(k, 10_000))
+    const taken = await Promise.all(locks.map((l) => l.acquire()))
+    assert.ok(taken.every(Boolean))
+    const acquireWrites = proxy.writes - before
+    assert.ok(acquireWrites <= 3, `64 acquires made in one turn took ${acquireWrites} writes`)
+    const mid = proxy.writes
+    await Promise.all(locks.map((l) => l.release()))
+    assert.ok(proxy.writes - mid <= 3, `64 releases took ${proxy.writes - mid} writes`)
+    for (const k of keys) assert.equal(await inspect.exists(k), 0)
+  } finally {
+    await close()
+  }
+})
+
+test('replies that arrive a byte at a time are read whole, each with its command', async () => {
+  const { proxy, store, close } = await behindProxy()
+  try {
+    proxy.dribble = true
+    const key = uniqueKey('dribble')
+    const l = lock(key, 10_000)
+    assert.equal(await l.acquire(), true)
+    assert.equal(typeof l.fencingToken, 'number')
+    assert.equal(await store.isLocked(key), true)
+    const left = await store.remainingTime(key)
+    assert.ok(left > 9_000 && left <= 10_000, `remaining ${left}`)
+    const others = await Promise.all(Array.from({ length: 8 }, () => store.acquire(key, 'other', 1_000)))
+    assert.deepEqual(others, Array(8).fill(false))
+    assert.equal(await l.release(), true)
+    assert.equal(await store.isLocked(key), false)
+  } finally {
+    await close()
+  }
+})
+
+test('a server that closes the connection mid-pipeline: every command still gets its own answer', async () => {
+  const { proxy, store, close } = await behindProxy()
+  try {
+    const keys = Array.from({ length: 64 }, (_, i) => uniqueKey(`cut-${i}`))
+    const owners = keys.map((_, i) => `owner-${i}`)
+    const connections = proxy.connections
+    // The connection goes after a few replies have come back.
+    proxy.cutAfterReplyBytes(20)
+    const taken = await Promise.all(keys.map((k, i) => store.acquire(k, owners[i], 30_000)))
+    assert.deepEqual(taken, Array(64).fill(true), 'each acquire ran once, or was found to have run')
+    assert.ok(proxy.connections > connections, 'the rest went on a new connection')
+    for (const [i, k] of keys.entries()) assert.equal(await inspect.get(k), owners[i])
+    proxy.cutAfterReplyBytes(10)
+    await Promise.all(keys.map((k, i) => store.release(k, owners[i])))
+    for (const k of keys) assert.equal(await inspect.exists(k), 0, 'released, on one connection or the next')
+  } finally {
+    await close()
+  }
+})
+
+test('many commands in flight while the connection is killed and remade: none is lost, none hangs', async () => {
+  const { proxy, close } = await behindProxy()
+  try {
+    const keys = Array.from({ length: 500 }, (_, i) => uniqueKey(`storm-${i}`))
+    const connections = proxy.connections
+    const runs = keys.map((k) => lock(k, 10_000).run(async () => 'done'))
+    setImmediate(() => proxy.cutClients())
+    const results = await Promise.all(runs)
+    assert.deepEqual(results, Array(500).fill([true, 'done']))
+    assert.ok(proxy.connections > connections, 'the connection was remade under them')
+    for (const k of keys.slice(0, 50)) assert.equal(await inspect.exists(k), 0, 'released')
+  } finally {
+    await close()
+  }
+})
