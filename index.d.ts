@@ -249,7 +249,7 @@ export interface RedisLockStoreOptions {
   cluster?: string[]
 }
 
-/** PEM text (string or bytes) for a TLS connection to Redis. */
+/** PEM text (string or bytes) for a TLS connection (Redis, PostgreSQL). */
 export interface RedisTlsOptions {
   /** Trust only this CA (one or more PEM certificates) for the server, instead of the system's roots. */
   ca?: string | Uint8Array
@@ -262,7 +262,8 @@ export interface RedisTlsOptions {
 /**
  * The codes on errors a native store rejects with, so callers can branch on
  * them: the server could not be reached (or did not answer as Redis), did not
- * answer in time, refused the credentials, answered with an error, the store
+ * answer in time, refused the credentials, answered with an error (Redis,
+ * PostgreSQL), the store
  * was closed, or an internal error in the addon (a bug: please report it).
  * A waiter with time left takes `ERR_LOCK_STORE_CONNECTION` and
  * `ERR_LOCK_STORE_TIMEOUT` as "not yet" and tries again (a JS store's errors
@@ -273,6 +274,7 @@ export type LockStoreErrorCode =
   | 'ERR_LOCK_STORE_TIMEOUT'
   | 'ERR_LOCK_STORE_AUTH'
   | 'ERR_LOCK_STORE_REDIS'
+  | 'ERR_LOCK_STORE_POSTGRES'
   | 'ERR_LOCK_STORE_CLOSED'
   | 'ERR_LOCK_INTERNAL'
 
@@ -288,8 +290,10 @@ export type LockStoreErrorCode =
  * reject with an `Error` whose `code` is a {@link LockStoreErrorCode}.
  */
 export declare class RedisLockStore implements LockStore {
-  /** A URL, or options; the default is `redis://127.0.0.1:6379`. Throws `TypeError` for a malformed URL or option. */
-  /** A server's URL, a Redis Cluster's node URLs, or options. */
+  /**
+   * A server's URL, a Redis Cluster's node URLs, or options; the default is
+   * `redis://127.0.0.1:6379`. Throws `TypeError` for a malformed URL or option.
+   */
   constructor(urlOrOptions?: string | string[] | RedisLockStoreOptions)
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
   release(key: string, owner: string): Promise<boolean>
@@ -298,6 +302,61 @@ export declare class RedisLockStore implements LockStore {
   remainingTime(key: string): Promise<number | null>
   /**
    * Close the connection; later operations reject with `ERR_LOCK_STORE_CLOSED`.
+   * A store lives until it is closed; once closed it can be garbage-collected.
+   */
+  close(): Promise<void>
+}
+
+/** Options of {@link PostgresLockStore}. Every field is optional. */
+export interface PostgresLockStoreOptions {
+  /**
+   * `postgres://user:password@host:port/database` (any parameter
+   * tokio-postgres reads; `?sslmode=require` speaks TLS). Default
+   * `postgres://postgres@127.0.0.1:5432/postgres`.
+   */
+  url?: string
+  /**
+   * The lock table: a lower-case name, optionally schema-qualified
+   * (`"app.locks"`). Created if missing with the docs' columns, with the
+   * sequence `<table>_fencing` beside it. Default `"locks"`.
+   */
+  table?: string
+  /** Connections kept (each opened on first use). An integer from 1 to 100. Default 4. */
+  poolSize?: number
+  /** Milliseconds allowed to open (or re-open) a connection. Default 5000. */
+  connectTimeout?: number
+  /** Milliseconds allowed for a statement's answer (also the server's `statement_timeout`). Default 5000. */
+  commandTimeout?: number
+  /** Expired rows are swept away, in batches, at most this often (ms) while locks are taken. Default 60000. */
+  sweepInterval?: number
+  /** Certificates for TLS (giving this turns TLS on; without `ca`, the system's roots check the server). */
+  tls?: RedisTlsOptions
+}
+
+/**
+ * A store on a PostgreSQL server, spoken to natively over a small pool of
+ * connections. The table is the docs' database store's (`key`, `owner`,
+ * `expires_at` in epoch ms), so processes using either exclude each other,
+ * but every expiry here is decided by the database server's clock, never a
+ * client's. Each operation is one prepared statement; fencing tokens come
+ * from a sequence in the acquire's own statement; a release is announced
+ * with `pg_notify`, so waiters in other processes retry at once. An idle
+ * store does not keep the process alive. Failed operations reject with an
+ * `Error` whose `code` is a {@link LockStoreErrorCode}.
+ */
+export declare class PostgresLockStore implements LockStore {
+  /**
+   * A `postgres://` URL or options; the default is the local server.
+   * Throws `TypeError` (or `RangeError`) naming a malformed URL or option.
+   */
+  constructor(urlOrOptions?: string | PostgresLockStoreOptions)
+  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
+  release(key: string, owner: string): Promise<boolean>
+  extend(key: string, owner: string, ttlMs: number): Promise<boolean>
+  isLocked(key: string): Promise<boolean>
+  remainingTime(key: string): Promise<number | null>
+  /**
+   * Close the connections; later operations reject with `ERR_LOCK_STORE_CLOSED`.
    * A store lives until it is closed; once closed it can be garbage-collected.
    */
   close(): Promise<void>

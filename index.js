@@ -12,7 +12,7 @@ const native = require('./lib/native.js')
 const { DEFAULT_TTL_MS, opsOf, kindOf } = require('./lib/protocol.js')
 const { describe, checkKey, checkMs, checkStore } = require('./lib/check.js')
 const { LockNotHeldError } = require('./lib/errors.js')
-const { MemoryLockStore, RedisLockStore } = require('./lib/stores.js')
+const { MemoryLockStore, RedisLockStore, PostgresLockStore } = require('./lib/stores.js')
 const { handleFor } = require('./lib/js-store.js')
 const { Lock, newLock } = require('./lib/lock.js')
 const { verifyLockStore } = require('./lib/verify.js')
@@ -101,6 +101,7 @@ module.exports = {
   Lock,
   MemoryLockStore,
   RedisLockStore,
+  PostgresLockStore,
   LockNotHeldError,
   verifyLockStore,
 }

@@ -10,6 +10,7 @@ export const {
   Lock,
   MemoryLockStore,
   RedisLockStore,
+  PostgresLockStore,
   LockNotHeldError,
   verifyLockStore,
 } = core

@@ -6,8 +6,17 @@ import { IMPLEMENTATIONS } from './implementations.mjs'
 import { burst } from './scenarios.mjs'
 
 const [name, key, retryDelay, startAt, waiters] = process.argv.slice(2)
-const impl = await IMPLEMENTATIONS[name].open({ redisUrl: process.env.REDIS_URL })
+const impl = await IMPLEMENTATIONS[name].open({ redisUrl: process.env.REDIS_URL, postgresUrl: process.env.POSTGRES_URL })
 impl.install?.()
+// Warm up as a long-lived process would be: one handoff on a key of its own
+// (a store that follows releases opens what it follows them with now).
+const warm = `${key}:warm:${process.pid}`
+let release
+const held = impl.run(warm, () => new Promise((resolve) => (release = resolve)), { timeout: 1_000 })
+const waiter = impl.run(warm, async () => {}, { timeout: 1_000, retryDelay: 5 })
+await sleep(50)
+release()
+await Promise.all([held, waiter])
 await sleep(Math.max(0, Number(startAt) - Date.now()))
 const sections = await burst(impl, { key, retryDelay: Number(retryDelay), waiters: Number(waiters) })
 process.stdout.write(JSON.stringify(sections))

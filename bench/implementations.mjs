@@ -1,10 +1,10 @@
 // Every lock the benchmark compares, behind one shape:
-//   open({ redisUrl }) -> { run(key, fn, { timeout, retryDelay }) -> Promise<boolean>, close() }
+//   open({ redisUrl, postgresUrl }) -> { run(key, fn, { timeout, retryDelay }) -> Promise<boolean>, close() }
 // `run` resolves whether fn ran (false: the wait timed out). Each is used the
 // way its own documentation shows, with a 30 s TTL.
 
 import { Redis } from 'ioredis'
-import { lock, setLockStore, MemoryLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { lock, setLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
 import { Mutex as RedisMutex } from 'redis-semaphore'
 import { Redlock } from '@sesamecare-oss/redlock'
 import { LockFactory } from '@verrou/core'
@@ -14,6 +14,9 @@ import { Mutex as AsyncMutex, withTimeout, E_TIMEOUT } from 'async-mutex'
 import { PlainLock, PlainMemoryStore } from './baseline.mjs'
 // The docs' ioredis store, compiled from the test fixture (npm run bench compiles it).
 import { redisLockStore } from '../__test__/fixtures/dist/docs-redis.js'
+// The docs' database store and the `connection()` it calls (pg, a pool of 4), likewise.
+import { databaseLockStore } from '../__test__/fixtures/dist/docs-database.js'
+import { createLocksTable, closeConnections } from '../__test__/fixtures/dist/connection.js'
 
 const TTL = 30_000
 
@@ -40,6 +43,13 @@ async function withClient(url, make) {
   const client = new Redis(url, { maxRetriesPerRequest: 3 })
   const impl = await make(client)
   return { ...impl, close: async () => client.quit() }
+}
+
+/** The docs' database store on `postgresUrl` (the table made first), used through `use`. */
+async function docsDatabase(postgresUrl, use) {
+  process.env.KEEL_TEST_DATABASE = postgresUrl
+  await createLocksTable()
+  return { ...use(databaseLockStore()), close: closeConnections }
 }
 
 const RELEASE = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0'
@@ -161,6 +171,24 @@ export const IMPLEMENTATIONS = {
           return true
         },
       })),
+  },
+  'keel PostgresLockStore': {
+    backend: 'postgres',
+    ours: true,
+    open: async ({ postgresUrl }) => {
+      const store = new PostgresLockStore(postgresUrl)
+      return { ...keel(store), close: () => store.close() }
+    },
+  },
+  "keel + docs' database store": {
+    backend: 'postgres',
+    ours: true,
+    open: ({ postgresUrl }) => docsDatabase(postgresUrl, keel),
+  },
+  "plain JS + docs' database store": {
+    backend: 'postgres',
+    baseline: true,
+    open: ({ postgresUrl }) => docsDatabase(postgresUrl, plain),
   },
 }
 

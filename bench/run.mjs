@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { startRedis } from '../support/servers.mjs'
+import { startPostgres, startRedis } from '../support/servers.mjs'
 import { IMPLEMENTATIONS } from './implementations.mjs'
 import { sequential, distinctKeys, contended, burst, gaps, percentile, mean, median } from './scenarios.mjs'
 
@@ -23,10 +23,12 @@ const settings = quick
   : { rounds: 5, ms: 1_500, contendedMs: 5_000, bursts: 3 }
 
 const server = await startRedis()
+const postgres = await startPostgres({ durable: true })
 process.env.REDIS_URL = server.url
+process.env.POSTGRES_URL = postgres.url
 const names = Object.keys(IMPLEMENTATIONS).filter((n) => !only || only.some((o) => n.includes(o)))
 const opened = {}
-for (const name of names) opened[name] = await IMPLEMENTATIONS[name].open({ redisUrl: server.url })
+for (const name of names) opened[name] = await IMPLEMENTATIONS[name].open({ redisUrl: server.url, postgresUrl: postgres.url })
 
 const results = {} // scenario -> implementation -> [per-round figure objects]
 const record = (scenario, name, figures) => {
@@ -68,7 +70,7 @@ async function burstInProcess(impl, retryDelay) {
   return { gapMean: mean(all), gapP99: percentile(all, 99), overlaps }
 }
 
-/** Scenario 4 with the 16 waiters spread over 4 processes (Redis-backed locks only). */
+/** Scenario 4 with the 16 waiters spread over 4 processes (the locks on a server only). */
 async function burstAcrossProcesses(name, retryDelay) {
   const all = []
   let overlaps = 0
@@ -109,7 +111,7 @@ for (let round = 0; round < settings.rounds; round++) {
     }
   }
   for (const retryDelay of !pick || pick.includes('4') ? [50, 5] : []) {
-    for (const name of order.filter((n) => IMPLEMENTATIONS[n].backend === 'redis')) {
+    for (const name of order.filter((n) => IMPLEMENTATIONS[n].backend !== 'memory')) {
       record(`4 burst, 4 processes, retryDelay ${retryDelay}`, name, await burstAcrossProcesses(name, retryDelay))
     }
   }
@@ -120,6 +122,7 @@ const memory = !pick || pick.includes('m') ? memoryCheck() : null
 
 for (const impl of Object.values(opened)) await impl.close()
 await server.close()
+await postgres.close()
 
 /* --------------------------------- report ---------------------------------- */
 
@@ -156,8 +159,9 @@ if (ceiling) {
     ['1 sequential', 'cyclesPerSec', 1],
     ['2 64 distinct keys', 'cyclesPerSec', 64],
   ]) {
-    for (const row of Object.values(report.scenarios[scenario] ?? {})) {
-      if (row[field] !== undefined) row.vsCeiling = row[field] / ceiling[concurrency]
+    for (const [name, row] of Object.entries(report.scenarios[scenario] ?? {})) {
+      const onRedis = IMPLEMENTATIONS[name].backend === 'redis'
+      if (onRedis && row[field] !== undefined) row.vsCeiling = row[field] / ceiling[concurrency]
     }
   }
 }

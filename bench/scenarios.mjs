@@ -1,10 +1,13 @@
 // The four scenarios. Each takes an opened implementation and returns its
-// figures; times come from performance.now() (and, across processes, from
-// performance.timeOrigin + now(), one clock on one machine).
+// figures; times come from the system's monotonic clock, one clock for every
+// process on the machine.
 
 import { setTimeout as sleep } from 'node:timers/promises'
 
-const now = () => performance.timeOrigin + performance.now()
+// The system's monotonic clock, in ms: one clock for every process on the
+// machine, so sections timed in different processes compare exactly
+// (performance.timeOrigin is each process's own reading of the wall clock).
+const now = () => Number(process.hrtime.bigint()) / 1e6
 const noop = async () => {}
 
 /** (1) Uncontended sequential run() cycles per second. */

@@ -99,6 +99,29 @@ function checkStore(where, store) {
 }
 
 /**
+ * A store's options object, checked to be one whose fields are all known:
+ * a typo must not fall back to a default silently.
+ *
+ * @param {string} where
+ * @param {unknown} options
+ * @param {Record<string, unknown>} defaults the known fields
+ * @param {string} expected what else the argument may be, for the message
+ * @returns {Record<string, unknown>}
+ */
+function checkOptionsObject(where, options, defaults, expected) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`${where}: expected ${expected}, got ${describe(options)}`)
+  }
+  const unknown = Object.keys(options).filter((k) => !Object.hasOwn(defaults, k))
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `${where}: unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${Object.keys(defaults).join(', ')})`,
+    )
+  }
+  return /** @type {Record<string, unknown>} */ (options)
+}
+
+/**
  * What a native call returned: a value, or a promise of one?
  *
  * @template T
@@ -110,4 +133,4 @@ const isThenable = (v) =>
 
 const noop = () => {}
 
-module.exports = { describe, checkKey, checkMs, readOptions, checkStore, isThenable, noop }
+module.exports = { describe, checkKey, checkMs, readOptions, checkStore, checkOptionsObject, isThenable, noop }

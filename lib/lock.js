@@ -55,7 +55,8 @@ class Lock {
   /**
    * The current hold's fencing token: a number that only grows, per key,
    * across every process using the store (MemoryLockStore, RedisLockStore,
-   * and JS stores that implement `fencingToken(key, owner)`); null when this
+   * PostgresLockStore, and JS stores that implement `fencingToken(key,
+   * owner)`); null when this
    * handle holds nothing or the store gives none.
    */
   get fencingToken() {
@@ -266,7 +267,7 @@ class Lock {
   }
 
   /**
-   * A grant the store gave: the owner token, or [owner, fencing token] from RedisLockStore.
+   * A grant the store gave: the owner token, or [owner, fencing token] from a native server store.
    *
    * @param {NonNullable<Grant>} grant
    * @param {number} since

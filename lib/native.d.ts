@@ -7,10 +7,16 @@
  */
 export declare function acquire(handle: object, key: string, ttlMs: number): string | [string, number] | null | Promise<string | [string, number] | null>
 
-/** Close a Redis store's connection; later operations fail as closed. */
-export declare function closeRedisStore(handle: object): void
+/** Close a server store's connections; later operations fail as closed. */
+export declare function closeStore(handle: object): void
 
 export declare function createMemoryStore(): object
+
+/**
+ * A handle over a PostgreSQL server. The URL is read now; connections open
+ * on the first operation. `on_released` as for Redis.
+ */
+export declare function createPostgresStore(config: PostgresConfig, onReleased: (key: string) => void): object
 
 /**
  * A handle over a Redis server or cluster. URLs are parsed now; the
@@ -48,6 +54,17 @@ export declare function memoryStoreSize(handle: object): number
 /** The fields of a serialized lock, or the reason it is malformed. */
 export declare function parseSerialized(text: string): Restored | string
 
+/** PostgresLockStore's options, already checked by the JS layer (times in ms). */
+export interface PostgresConfig {
+  url: string
+  table: string
+  poolSize: number
+  connectTimeout: number
+  commandTimeout: number
+  sweepInterval: number
+  tls?: TlsPem
+}
+
 /** RedisLockStore's options, already checked by the JS layer (timeouts in ms). */
 export interface RedisConfig {
   url: string
@@ -55,14 +72,7 @@ export interface RedisConfig {
   prefix: string
   connectTimeout: number
   commandTimeout: number
-  tls?: RedisTls
-}
-
-/** PEM bytes for `rediss://`, already checked and converted by the JS layer. */
-export interface RedisTls {
-  ca?: Buffer
-  cert?: Buffer
-  key?: Buffer
+  tls?: TlsPem
 }
 
 export declare function release(handle: object, key: string, owner: string): boolean | Promise<boolean>
@@ -84,13 +94,22 @@ export declare function storeKind(handle: object): StoreKind
 /**
  * What a handle's store is, as JS learns it (`storeKind(handle)`): what it
  * can do for waiting (memory hands a lock straight over and says when one
- * lapses; Redis hears releases elsewhere) and for fencing tokens. `Js` is a
+ * lapses; Redis and PostgreSQL hear releases elsewhere) and for fencing
+ * tokens. `Js` is a
  * store written in JS, whose handle is made in JS (`lib/js-store.js`).
  */
 export declare enum StoreKind {
   Memory = 0,
   Redis = 1,
   Js = 2,
+  Postgres = 3,
+}
+
+/** PEM bytes for `rediss://`, already checked and converted by the JS layer. */
+export interface TlsPem {
+  ca?: Buffer
+  cert?: Buffer
+  key?: Buffer
 }
 
 /**

@@ -1,14 +1,15 @@
 'use strict'
 /**
  * The stores that run natively: MemoryLockStore (the default, in memory on
- * the JS thread) and RedisLockStore (a Redis server or Cluster, spoken to
- * from Rust). Each method checks its arguments, so a direct call with bad
+ * the JS thread), RedisLockStore (a Redis server or Cluster) and
+ * PostgresLockStore (a PostgreSQL server), spoken to from Rust. Each method checks its arguments, so a direct call with bad
  * input fails with the argument's name, then makes one native call.
  */
 
 const native = require('./native.js')
 const { checkKey, checkMs, noop } = require('./check.js')
 const { readRedisOptions } = require('./redis-options.js')
+const { readPostgresOptions } = require('./postgres-options.js')
 
 /** @type {(store: object) => object | undefined} */
 let handleOf = () => undefined
@@ -104,7 +105,7 @@ class MemoryLockStore extends NativeLockStore {
 
 /**
  * Who hears of a release another process announced through a
- * RedisLockStore: the wait queues (lib/waiting.js, later in the order)
+ * RedisLockStore or PostgresLockStore: the wait queues (lib/waiting.js, later in the order)
  * register here.
  *
  * @type {(handle: object, key: string) => void}
@@ -130,8 +131,26 @@ class RedisLockStore extends NativeLockStore {
 
   /** Close the connection. Later operations reject with code ERR_LOCK_STORE_CLOSED. */
   async close() {
-    native.closeRedisStore(/** @type {object} */ (handleOf(this)))
+    native.closeStore(/** @type {object} */ (handleOf(this)))
   }
 }
 
-module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, handleOf, onAnnouncedRelease }
+/**
+ * A store on a PostgreSQL server, spoken to from Rust over a small pool of
+ * connections. Its table is the docs' database store's, so processes using
+ * either exclude each other; expiry is decided by the server's clock.
+ */
+class PostgresLockStore extends NativeLockStore {
+  /** @param {unknown} [urlOrOptions] */
+  constructor(urlOrOptions) {
+    const handle = native.createPostgresStore(readPostgresOptions(urlOrOptions), (key) => heard(handle, key))
+    super('PostgresLockStore', handle)
+  }
+
+  /** Close the connections. Later operations reject with code ERR_LOCK_STORE_CLOSED. */
+  async close() {
+    native.closeStore(/** @type {object} */ (handleOf(this)))
+  }
+}
+
+module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease }

@@ -4,7 +4,7 @@
  * per store handle and key in arrival order, and only the head of a queue
  * asks the store. A release through the same store wakes it at once (for
  * MemoryLockStore that hands the lock straight over); so does a release that
- * another process announces through RedisLockStore. Polling every retryDelay
+ * another process announces (RedisLockStore, PostgresLockStore). Polling every retryDelay
  * is only the fallback, for releases nobody announced and for locks that
  * lapse at their TTL. A newcomer never jumps the queue, so a worker that
  * loops straight back to the lock it released queues behind the others
@@ -24,10 +24,21 @@ const { timer, cancel } = require('./timers.js')
 
 /**
  * An acquisition attempt's answer: the owner token, `[owner, fencing token]`
- * (RedisLockStore), or null when the lock is held.
+ * (RedisLockStore, PostgresLockStore), or null when the lock is held.
  *
  * @typedef {string | [string, number] | null} Grant
  */
+
+/**
+ * Whether releases through this store in other processes are announced and
+ * heard (the waiters of a key then follow them while they wait).
+ *
+ * @param {object} handle
+ */
+const hearsReleases = (handle) => {
+  const kind = kindOf(handle)
+  return kind === StoreKind.Redis || kind === StoreKind.Postgres
+}
 
 /**
  * @typedef {object} Waiter
@@ -81,7 +92,7 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attemp
   let queue = byKey.get(key)
   if (queue === undefined) {
     byKey.set(key, (queue = []))
-    if (kindOf(handle) === StoreKind.Redis) native.watchReleases(handle, key, true)
+    if (hearsReleases(handle)) native.watchReleases(handle, key, true)
   }
   const waiting = queue
   return new Promise((resolve, reject) => {
@@ -164,7 +175,7 @@ function wake(handle, key) {
   if (queue !== undefined) tryHead(handle, key, queue)
 }
 
-// Releases other processes announce through a RedisLockStore wake this thread's waiters.
+// Releases other processes announce through a native server store wake this thread's waiters.
 onAnnouncedRelease(wake)
 
 /**
@@ -303,7 +314,7 @@ function leave(handle, key, queue, waiter, settle, nextNow) {
   settle()
   if (queue.length === 0) {
     queues.get(handle)?.delete(key)
-    if (kindOf(handle) === StoreKind.Redis) native.watchReleases(handle, key, false)
+    if (hearsReleases(handle)) native.watchReleases(handle, key, false)
   } else if (at === 0) {
     const next = queue[0]
     if (nextNow) tryHead(handle, key, queue)

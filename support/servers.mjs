@@ -7,7 +7,7 @@
 // install; nothing is skipped.
 
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -128,12 +128,22 @@ function postgresBin() {
   return initdb ? join(initdb, '..') : null
 }
 
-/**
- * A throwaway PostgreSQL cluster (initdb + pg_ctl in a temporary folder, on a
- * free port), or DATABASE_URL if set. Returns `{ url, close() }`.
- */
+/** The PostgreSQL URL the tests use: DATABASE_URL if set, else a cluster of our own. */
 export async function postgresForTests() {
   if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, async close() {} }
+  return startPostgres()
+}
+
+/**
+ * A throwaway PostgreSQL cluster (initdb + pg_ctl in a temporary folder, on a
+ * free port). With `password`, the `postgres` user needs it (scram-sha-256).
+ * Commits do not wait for their WAL (faster tests) unless `durable`: then a
+ * crash (`stop()`) loses nothing committed, as on a server left at its defaults.
+ * Returns `{ url, port, log(), stop(), start(), restart(), close() }`:
+ * `stop()` kills the server (immediate mode, as a crash would), `start()`
+ * brings it back on the same port and data, `log()` is the server's log.
+ */
+export async function startPostgres({ password, durable = false } = {}) {
   const bin = postgresBin()
   if (!bin) {
     throw new Error(
@@ -144,6 +154,7 @@ export async function postgresForTests() {
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'keel-pg-'))
   const data = join(dir, 'data')
+  const logFile = join(dir, 'log')
   // PostgreSQL refuses to run as root: as root, the cluster belongs to `postgres`.
   const asRoot = process.getuid?.() === 0
   if (asRoot) chownSync(dir, Number(id('-u')), Number(id('-g')))
@@ -154,27 +165,49 @@ export async function postgresForTests() {
       throw new Error(`${cmd} ${args.join(' ')} failed: ${r.error?.message ?? ''}${r.stdout}${r.stderr}`)
     }
   }
-  run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-instructions'])
-  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`
-  try {
-    run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', '-o', settings, 'start'])
-  } catch (e) {
-    const log = existsSync(join(dir, 'log')) ? readFileSync(join(dir, 'log'), 'utf8') : ''
-    throw new Error(`${e.message}\n${log}`)
+  const auth = password === undefined ? ['-A', 'trust'] : ['-A', 'scram-sha-256', '--pwfile', join(dir, 'pw')]
+  if (password !== undefined) {
+    writeFileSync(join(dir, 'pw'), `${password}\n`)
+    if (asRoot) chownSync(join(dir, 'pw'), Number(id('-u')), Number(id('-g')))
+  }
+  run('initdb', ['-D', data, ...auth, '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-instructions'])
+  const settings =
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off` +
+    (durable ? '' : ' -c synchronous_commit=off')
+  const start = () => {
+    try {
+      run('pg_ctl', ['-D', data, '-l', logFile, '-w', '-t', '30', '-o', settings, 'start'])
+    } catch (e) {
+      const log = existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''
+      throw new Error(`${e.message}\n${log}`)
+    }
   }
   const stop = () => {
     try {
       run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop'])
     } catch {}
+  }
+  const remove = () => {
+    stop()
     rmSync(dir, { recursive: true, force: true })
   }
+  start()
   // A test file that dies mid-run still stops its cluster.
-  process.once('exit', stop)
+  process.once('exit', remove)
+  const credentials = password === undefined ? 'postgres' : `postgres:${encodeURIComponent(password)}`
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    async close() {
-      process.removeListener('exit', stop)
+    url: `postgres://${credentials}@127.0.0.1:${port}/postgres`,
+    port,
+    log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
+    stop,
+    start,
+    restart() {
       stop()
+      start()
+    },
+    async close() {
+      process.removeListener('exit', remove)
+      remove()
     },
   }
 }

@@ -3,12 +3,15 @@
 // line, and exits.
 //   count <file> <times> <key>     read-modify-write a counter file under the lock
 //   count-unlocked <file> <times>  the same without a lock (the control)
-//   take <key> <ttlMs>             acquire, print serialize(), exit still holding
+//   take <key> <ttlMs>             acquire, print serialize() and the fencing token, exit still holding
+//   try <key> <ttlMs>              one acquire attempt, print whether it took the lock
 //   hold <key> <ttlMs>             acquire, print serialize(), stay until killed
 //   restore <serialized> <ttlMs>   restoreLock + extend + release
 //   release <serialized>           restoreLock + release
 //   hammer <file> <ms> <key> <ttl> locked increments for <ms>, riding out store errors,
 //                                  with an exclusive "inside" marker file to catch overlaps
+// With KEEL_TEST_LEAVE_OPEN set, the store is not closed at the end: the
+// process must still exit by itself.
 
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -83,8 +86,13 @@ switch (command) {
     const [key, ttlMs] = args
     const l = lock(key, Number(ttlMs))
     if (!(await l.acquire())) throw new Error(`${key} was already held`)
-    print({ serialized: l.serialize(), at: Date.now() })
+    print({ serialized: l.serialize(), fencingToken: l.fencingToken, at: Date.now() })
     if (command === 'hold') await new Promise(() => setInterval(() => {}, 1_000))
+    break
+  }
+  case 'try': {
+    const [key, ttlMs] = args
+    print({ acquired: await lock(key, Number(ttlMs)).acquire() })
     break
   }
   case 'restore': {
@@ -103,4 +111,4 @@ switch (command) {
   default:
     throw new Error(`unknown command ${command}`)
 }
-await close()
+if (!process.env.KEEL_TEST_LEAVE_OPEN) await close()

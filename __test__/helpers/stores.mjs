@@ -2,13 +2,14 @@
 // file and in the child processes it starts (child.mjs). Which store, and
 // where its server is, is named by environment variables, so a child opens
 // the same store by inheriting them:
-//   KEEL_TEST_STORE     redis | redis-cluster | ioredis | sqlite | postgres
+//   KEEL_TEST_STORE     redis | redis-cluster | ioredis | sqlite | postgres | postgres-store
 //   REDIS_URL           for redis and ioredis
 //   REDIS_CLUSTER_URLS  for redis-cluster: the node URLs, separated by spaces
 //   KEEL_TEST_DATABASE  sqlite:<file> or a postgres:// URL, for the docs' database store
-//   KEEL_TEST_COMMAND_TIMEOUT  RedisLockStore's command and connect timeouts, ms (default 5000)
+//                       (sqlite, postgres) and PostgresLockStore (postgres-store)
+//   KEEL_TEST_COMMAND_TIMEOUT  the native stores' command and connect timeouts, ms (default 5000)
 
-import { RedisLockStore } from '@shaferllc/keel/core'
+import { RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
 
 /**
  * Opens the store `env` names; resolves to `{ store, close(), env }`, where
@@ -40,6 +41,10 @@ async function open(kind, env) {
       const { client } = await import('../fixtures/dist/redis-client.js')
       return { store: redisLockStore(client), close: () => client.quit() }
     }
+    case 'postgres-store': {
+      const store = new PostgresLockStore({ url: env.KEEL_TEST_DATABASE, commandTimeout, connectTimeout: commandTimeout })
+      return { store, close: () => store.close() }
+    }
     case 'sqlite':
     case 'postgres': {
       const { databaseLockStore } = await import('../fixtures/dist/docs-database.js')
@@ -48,7 +53,7 @@ async function open(kind, env) {
       return { store: databaseLockStore(), close: closeConnections }
     }
     default:
-      throw new Error(`KEEL_TEST_STORE must be redis, redis-cluster, ioredis, sqlite or postgres, got ${kind}`)
+      throw new Error(`KEEL_TEST_STORE must be redis, redis-cluster, ioredis, sqlite, postgres or postgres-store, got ${kind}`)
   }
 }
 

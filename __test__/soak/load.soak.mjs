@@ -1,8 +1,9 @@
 // The soak (npm run soak): 8 processes contending on a few keys for a long
 // stretch, each critical section a read-modify-write of a shared counter
-// file, through RedisLockStore (60 s) and the docs' database store on
-// PostgreSQL (30 s). Zero lost updates, zero overlaps, and resident memory
-// flat after warm-up; the figures are printed. KEEL_SOAK_SECONDS scales both.
+// file, through RedisLockStore (60 s), and on PostgreSQL through
+// PostgresLockStore and the docs' database store (30 s each). Zero lost
+// updates, zero overlaps, and resident memory flat after warm-up; the figures
+// are printed. KEEL_SOAK_SECONDS scales them all.
 
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -62,4 +63,8 @@ test(`the docs' database store on PostgreSQL: 8 processes for ${Math.round(30 * 
   const s = await openStore(env) // creates the table
   await s.close()
   await soak('postgres', 30 * scale, env)
+})
+
+test(`PostgresLockStore: 8 processes for ${Math.round(30 * scale)} s`, { timeout: 600_000 }, async () => {
+  await soak('postgres-store', 30 * scale, { KEEL_TEST_STORE: 'postgres-store', KEEL_TEST_DATABASE: postgres.url })
 })

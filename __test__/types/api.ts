@@ -7,6 +7,7 @@ import {
   getLockStore,
   MemoryLockStore,
   RedisLockStore,
+  PostgresLockStore,
   LockNotHeldError,
   Lock,
   type LockStore,
@@ -14,6 +15,7 @@ import {
   type RunResult,
   type RedisLockStoreOptions,
   type RedisTlsOptions,
+  type PostgresLockStoreOptions,
   type LockStoreReport,
   type LockStoreCheck,
   verifyLockStore,
@@ -164,6 +166,29 @@ export async function redisStore(): Promise<void> {
   new RedisLockStore({ cluster: [7000] })
   // @ts-expect-error no switch to skip certificate checks
   new RedisLockStore({ url: 'rediss://x', tls: { rejectUnauthorized: false } })
+}
+
+export async function postgresStore(): Promise<void> {
+  const byUrl = new PostgresLockStore('postgres://app:secret@db.internal:5432/orders')
+  const options: PostgresLockStoreOptions = { table: 'app.locks', poolSize: 2, commandTimeout: 2_000, sweepInterval: 30_000 }
+  const store = setLockStore(new PostgresLockStore(options))
+  assertType<Equal<typeof store, PostgresLockStore>>(true)
+  const asStore: LockStore = byUrl
+  await asStore.acquire('k', 'owner', 1000)
+  const closed: Promise<void> = store.close()
+  await closed
+  const code: LockStoreErrorCode = 'ERR_LOCK_STORE_POSTGRES'
+  void code
+  new PostgresLockStore()
+  new PostgresLockStore({ url: 'postgres://db/app', tls: { ca: '-----BEGIN CERTIFICATE-----' } })
+  // @ts-expect-error a port is not a URL
+  new PostgresLockStore(5432)
+  // @ts-expect-error misspelt option
+  new PostgresLockStore({ tabel: 'locks' })
+  // @ts-expect-error the pool size is a number
+  new PostgresLockStore({ poolSize: '4' })
+  // @ts-expect-error a Redis option
+  new PostgresLockStore({ prefix: 'locks:' })
 }
 
 export async function signals(): Promise<void> {

@@ -12,7 +12,7 @@ use napi::sys;
 use napi_derive::napi;
 
 use super::pump::Pump;
-use crate::store::{LockStore, MemoryStore, RedisStore};
+use crate::store::{LockStore, MemoryStore, PostgresStore, RedisStore};
 
 /// A store as JS holds it: an opaque handle inside the store object.
 #[repr(C)]
@@ -21,7 +21,8 @@ pub struct StoreHandle {
     tag: u64,
     pub store: Arc<dyn LockStore>,
     pub kind: Kind,
-    /// Settles the promises of this store's Tokio-driven operations (Redis).
+    /// Settles the promises of this store's Tokio-driven operations (a Redis
+    /// Cluster, PostgreSQL).
     pub pump: Option<Pump>,
 }
 
@@ -29,17 +30,20 @@ pub struct StoreHandle {
 pub enum Kind {
     Memory(Arc<MemoryStore>),
     Redis(Arc<RedisStore>),
+    Postgres(Arc<PostgresStore>),
 }
 
 /// What a handle's store is, as JS learns it (`storeKind(handle)`): what it
 /// can do for waiting (memory hands a lock straight over and says when one
-/// lapses; Redis hears releases elsewhere) and for fencing tokens. `Js` is a
+/// lapses; Redis and PostgreSQL hear releases elsewhere) and for fencing
+/// tokens. `Js` is a
 /// store written in JS, whose handle is made in JS (`lib/js-store.js`).
 #[napi]
 pub enum StoreKind {
     Memory,
     Redis,
     Js,
+    Postgres,
 }
 
 impl StoreHandle {
@@ -47,6 +51,7 @@ impl StoreHandle {
         let store: Arc<dyn LockStore> = match &kind {
             Kind::Memory(memory) => memory.clone(),
             Kind::Redis(redis) => redis.clone(),
+            Kind::Postgres(postgres) => postgres.clone(),
         };
         StoreHandle {
             tag: HANDLE_TAG,
@@ -60,6 +65,7 @@ impl StoreHandle {
         match self.kind {
             Kind::Memory(_) => StoreKind::Memory,
             Kind::Redis(_) => StoreKind::Redis,
+            Kind::Postgres(_) => StoreKind::Postgres,
         }
     }
 }

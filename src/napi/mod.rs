@@ -29,7 +29,9 @@ use self::handle::{Handle, Kind, NewHandle, StoreHandle, StoreKind};
 use self::pump::Pump;
 use crate::lock;
 use crate::store::redis::OnReleased;
-use crate::store::{MemoryStore, RedisOptions, RedisStore, TlsOptions};
+use crate::store::{
+    MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TlsOptions,
+};
 use crate::text::SmallStr;
 
 #[napi(catch_unwind, ts_return_type = "object")]
@@ -42,7 +44,7 @@ pub fn create_memory_store() -> NewHandle {
 
 /// PEM bytes for `rediss://`, already checked and converted by the JS layer.
 #[napi(object)]
-pub struct RedisTls {
+pub struct TlsPem {
     pub ca: Option<Buffer>,
     pub cert: Option<Buffer>,
     pub key: Option<Buffer>,
@@ -56,7 +58,7 @@ pub struct RedisConfig {
     pub prefix: String,
     pub connect_timeout: f64,
     pub command_timeout: f64,
-    pub tls: Option<RedisTls>,
+    pub tls: Option<TlsPem>,
 }
 
 /// A handle over a Redis server or cluster. URLs are parsed now; the
@@ -72,18 +74,7 @@ pub fn create_redis_store(
     config: RedisConfig,
     on_released: Function<'_, String, ()>,
 ) -> Result<NewHandle> {
-    // Weak: following releases never keeps the process alive by itself.
-    let notify = on_released
-        .build_threadsafe_function::<String>()
-        .callee_handled::<false>()
-        .weak::<true>()
-        .build()?;
-    let on_released: OnReleased = Arc::new(move |key| {
-        let _ = notify.call(key, ThreadsafeFunctionCallMode::NonBlocking);
-    });
-    let ms = |v: f64| {
-        std::time::Duration::try_from_secs_f64(v / 1000.0).unwrap_or(std::time::Duration::MAX)
-    };
+    let on_released = release_listener(on_released)?;
     let RedisConfig {
         url,
         cluster,
@@ -98,11 +89,7 @@ pub fn create_redis_store(
         prefix,
         connect_timeout: ms(connect_timeout),
         command_timeout: ms(command_timeout),
-        tls: tls.map(|tls| TlsOptions {
-            ca: tls.ca.map(|b| b.to_vec()),
-            cert: tls.cert.map(|b| b.to_vec()),
-            key: tls.key.map(|b| b.to_vec()),
-        }),
+        tls: tls.map(tls_options),
     };
     let redis = RedisStore::new(options, Some(on_released))
         .and_then(|redis| redis.on_event_loop(env.raw()))
@@ -114,6 +101,75 @@ pub fn create_redis_store(
     )))
 }
 
+/// PostgresLockStore's options, already checked by the JS layer (times in ms).
+#[napi(object)]
+pub struct PostgresConfig {
+    pub url: String,
+    pub table: String,
+    pub pool_size: u32,
+    pub connect_timeout: f64,
+    pub command_timeout: f64,
+    pub sweep_interval: f64,
+    pub tls: Option<TlsPem>,
+}
+
+/// A handle over a PostgreSQL server. The URL is read now; connections open
+/// on the first operation. `on_released` as for Redis.
+#[napi(
+    catch_unwind,
+    ts_args_type = "config: PostgresConfig, onReleased: (key: string) => void",
+    ts_return_type = "object"
+)]
+pub fn create_postgres_store(
+    env: &Env,
+    config: PostgresConfig,
+    on_released: Function<'_, String, ()>,
+) -> Result<NewHandle> {
+    let on_released = release_listener(on_released)?;
+    let options = PostgresOptions {
+        url: config.url,
+        table: config.table,
+        pool_size: usize::try_from(config.pool_size).unwrap_or(1),
+        connect_timeout: ms(config.connect_timeout),
+        command_timeout: ms(config.command_timeout),
+        sweep_interval: ms(config.sweep_interval),
+        tls: config.tls.map(tls_options),
+    };
+    let postgres = PostgresStore::new(options, Some(on_released)).map_err(|reason| {
+        new_error(env, true, None, &format!("new PostgresLockStore: {reason}"))
+    })?;
+    let pump = Pump::new(env)?;
+    Ok(NewHandle(StoreHandle::new(
+        Kind::Postgres(Arc::new(postgres)),
+        Some(pump),
+    )))
+}
+
+/// The JS callback for announced releases, callable from Tokio. Weak:
+/// following releases never keeps the process alive by itself.
+fn release_listener(on_released: Function<'_, String, ()>) -> Result<OnReleased> {
+    let notify = on_released
+        .build_threadsafe_function::<String>()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build()?;
+    Ok(Arc::new(move |key| {
+        let _ = notify.call(key, ThreadsafeFunctionCallMode::NonBlocking);
+    }))
+}
+
+fn ms(v: f64) -> std::time::Duration {
+    std::time::Duration::try_from_secs_f64(v / 1000.0).unwrap_or(std::time::Duration::MAX)
+}
+
+fn tls_options(tls: TlsPem) -> TlsOptions {
+    TlsOptions {
+        ca: tls.ca.map(|b| b.to_vec()),
+        cert: tls.cert.map(|b| b.to_vec()),
+        key: tls.key.map(|b| b.to_vec()),
+    }
+}
+
 /// Follow (or stop following) releases of `key` announced by other clients;
 /// a no-op for stores that cannot hear them.
 #[napi(
@@ -121,18 +177,28 @@ pub fn create_redis_store(
     ts_args_type = "handle: object, key: string, on: boolean"
 )]
 pub fn watch_releases(handle: Handle, key: String, on: bool) {
-    if let Kind::Redis(redis) = &handle.kind {
-        if let Some(subscriber) = redis.watch(&key, on) {
-            napi::bindgen_prelude::spawn(subscriber);
+    match &handle.kind {
+        Kind::Redis(redis) => {
+            if let Some(subscriber) = redis.watch(&key, on) {
+                napi::bindgen_prelude::spawn(subscriber);
+            }
         }
+        Kind::Postgres(postgres) => {
+            if let Some(listener) = postgres.watch(&key, on) {
+                napi::bindgen_prelude::spawn(listener);
+            }
+        }
+        Kind::Memory(_) => {}
     }
 }
 
-/// Close a Redis store's connection; later operations fail as closed.
+/// Close a server store's connections; later operations fail as closed.
 #[napi(catch_unwind, ts_args_type = "handle: object")]
-pub fn close_redis_store(handle: Handle) {
-    if let Kind::Redis(redis) = &handle.kind {
-        redis.close();
+pub fn close_store(handle: Handle) {
+    match &handle.kind {
+        Kind::Redis(redis) => redis.close(),
+        Kind::Postgres(postgres) => postgres.close(),
+        Kind::Memory(_) => {}
     }
 }
 
@@ -147,7 +213,7 @@ pub fn store_kind(handle: Handle) -> StoreKind {
 pub fn memory_store_size(handle: Handle) -> u32 {
     let len = match &handle.kind {
         Kind::Memory(memory) => memory.len(),
-        Kind::Redis(_) => 0,
+        Kind::Redis(_) | Kind::Postgres(_) => 0,
     };
     u32::try_from(len).unwrap_or(u32::MAX)
 }

@@ -13,14 +13,19 @@
 //! in JS never reaches Rust: `lib/js-store.js` calls it.)
 
 pub mod memory;
+pub mod options;
+pub mod postgres;
 pub mod redis;
+pub mod tls;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
 pub use memory::MemoryStore;
-pub use redis::{RedisOptions, RedisStore, TlsOptions};
+pub use options::TlsOptions;
+pub use postgres::{PostgresOptions, PostgresStore};
+pub use redis::{RedisOptions, RedisStore};
 
 /// Why a store operation failed (the store's fault, not the caller's).
 #[derive(Debug)]

@@ -34,8 +34,6 @@ mod options;
 mod pubsub;
 mod scripts;
 #[cfg(not(test))]
-mod tls;
-#[cfg(not(test))]
 mod via_loop;
 mod via_tokio;
 
@@ -46,11 +44,12 @@ use redis::{Client, Script};
 use tokio::sync::mpsc;
 
 use self::connection::Connection;
-use self::options::{checked_url, open_client, redacted, whole_ms};
-pub use self::options::{RedisOptions, TlsOptions};
+pub use self::options::RedisOptions;
+use self::options::{checked_url, open_client};
 pub use self::pubsub::OnReleased;
 use self::pubsub::Watch;
 use self::scripts::{ACQUIRE, EXTEND, RELEASE};
+use super::options::{redacted, whole_ms, TlsOptions};
 use super::{LockStore, Op};
 
 struct Shared {

@@ -1,9 +1,10 @@
-//! What a store is told: its options, checked URLs, TLS certificates, and
-//! how a URL may appear in an error message.
+//! What a Redis store is told: its options, checked URLs, TLS certificates.
 
 use std::time::Duration;
 
 use redis::{Client, ClientTlsConfig, TlsCertificates};
+
+use crate::store::options::{redacted, TlsOptions};
 
 /// How a store connects; every field already checked by the JS layer.
 #[derive(Debug, Clone)]
@@ -15,25 +16,6 @@ pub struct RedisOptions {
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
     pub tls: Option<TlsOptions>,
-}
-
-/// PEM bytes for a TLS connection; each part optional, `cert` and `key` together.
-#[derive(Clone, Default)]
-pub struct TlsOptions {
-    pub ca: Option<Vec<u8>>,
-    pub cert: Option<Vec<u8>>,
-    pub key: Option<Vec<u8>>,
-}
-
-impl std::fmt::Debug for TlsOptions {
-    // A private key never reaches a log line.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsOptions")
-            .field("ca", &self.ca.as_ref().map(|_| "<pem>"))
-            .field("cert", &self.cert.as_ref().map(|_| "<pem>"))
-            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
-            .finish()
-    }
 }
 
 impl TlsOptions {
@@ -128,39 +110,9 @@ pub(super) fn open_client(
     }
 }
 
-/// A URL as it may appear in an error message: without its password.
-pub(super) fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
-            format!("{scheme}://{user}:***@{host}")
-        }
-        None => url.to_owned(),
-    }
-}
-
-/// Redis expiries are whole milliseconds; a fractional TTL rounds up, as in memory.
-pub(super) fn whole_ms(ttl_ms: f64) -> u64 {
-    // `ttl_ms` is positive and at most 2^53 - 1, so the cast is exact.
-    ttl_ms.ceil() as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_never_reach_error_messages() {
-        assert_eq!(
-            redacted("redis://app:s3cret@10.0.0.1:6379/2"),
-            "redis://app:***@10.0.0.1:6379/2"
-        );
-        assert_eq!(redacted("redis://:s3cret@host"), "redis://:***@host");
-        assert_eq!(redacted("redis://host:6379"), "redis://host:6379");
-    }
 
     #[test]
     fn url_parameters_are_honoured_or_refused() {
@@ -185,12 +137,5 @@ mod tests {
             checked_url("redis+unix:///tmp/r.sock?db=3").unwrap(),
             "redis+unix:///tmp/r.sock?db=3"
         );
-    }
-
-    #[test]
-    fn fractional_ttls_round_up() {
-        assert_eq!(whole_ms(0.2), 1);
-        assert_eq!(whole_ms(1500.0), 1500);
-        assert_eq!(whole_ms(9_007_199_254_740_991.0), 9_007_199_254_740_991);
     }
 }

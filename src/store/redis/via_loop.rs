@@ -8,8 +8,8 @@ use rustls::pki_types::ServerName;
 use super::direct::connect::Target;
 use super::direct::{scripts, Direct, Request};
 use super::scripts::channel;
-use super::tls::client_config;
 use super::RedisStore;
+use crate::store::tls::client_config;
 use crate::store::Op;
 
 impl RedisStore {

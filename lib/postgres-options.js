@@ -1,0 +1,63 @@
+'use strict'
+/**
+ * PostgresLockStore's options, read and checked: a postgres:// URL or an
+ * options object. An unknown option is an error. (The URL itself is read by
+ * the addon, with tokio-postgres's own parser.)
+ */
+
+const { describe, checkMs, checkOptionsObject } = require('./check.js')
+const { readTls } = require('./tls-options.js')
+
+const POSTGRES_DEFAULTS = Object.freeze({
+  url: 'postgres://postgres@127.0.0.1:5432/postgres',
+  table: 'locks',
+  poolSize: 4,
+  connectTimeout: 5_000,
+  commandTimeout: 5_000,
+  sweepInterval: 60_000,
+  tls: undefined,
+})
+const WHERE = 'new PostgresLockStore'
+const MAX_POOL_SIZE = 100
+// Unquoted, lower case: the name means to PostgreSQL what it means to the
+// docs' store's SQL. Room is left for `_fencing` (a name is at most 63 bytes).
+const TABLE = /^(?:[a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0,54}$/
+
+/**
+ * @param {unknown} urlOrOptions
+ * @returns {import('./native').PostgresConfig}
+ */
+function readPostgresOptions(urlOrOptions) {
+  if (urlOrOptions === undefined) return { ...POSTGRES_DEFAULTS, tls: undefined }
+  if (typeof urlOrOptions === 'string') return { ...POSTGRES_DEFAULTS, url: urlOrOptions, tls: undefined }
+  const given = checkOptionsObject(
+    WHERE,
+    urlOrOptions,
+    POSTGRES_DEFAULTS,
+    'a postgres:// URL or an options object like { url, table, poolSize, connectTimeout, commandTimeout }',
+  )
+  const { url = POSTGRES_DEFAULTS.url, table = POSTGRES_DEFAULTS.table, poolSize = POSTGRES_DEFAULTS.poolSize } = given
+  if (typeof url !== 'string') throw new TypeError(`${WHERE}: options.url must be a string, got ${describe(url)}`)
+  if (typeof table !== 'string' || table.length > 63 || !TABLE.test(table)) {
+    throw new TypeError(
+      `${WHERE}: options.table must be a lower-case SQL name, optionally schema-qualified ("locks", "app.locks"), of at most 55 characters, got ${describe(table)}`,
+    )
+  }
+  if (!Number.isSafeInteger(poolSize) || /** @type {number} */ (poolSize) < 1 || /** @type {number} */ (poolSize) > MAX_POOL_SIZE) {
+    throw new RangeError(`${WHERE}: options.poolSize must be an integer from 1 to ${MAX_POOL_SIZE}, got ${describe(poolSize)}`)
+  }
+  /** @param {'connectTimeout' | 'commandTimeout' | 'sweepInterval'} name */
+  const ms = (name) =>
+    given[name] === undefined ? POSTGRES_DEFAULTS[name] : checkMs(WHERE, given[name], `options.${name}`, false)
+  return {
+    url,
+    table,
+    poolSize: /** @type {number} */ (poolSize),
+    connectTimeout: ms('connectTimeout'),
+    commandTimeout: ms('commandTimeout'),
+    sweepInterval: ms('sweepInterval'),
+    tls: readTls(WHERE, given.tls),
+  }
+}
+
+module.exports = { readPostgresOptions }

@@ -1,0 +1,126 @@
+//! What a failed statement or connection becomes: whether to send it again,
+//! and the error (with its `code`) the caller sees. A password is never in
+//! one: the server is named as `postgres://user@host:port/db`.
+
+use std::time::Duration;
+
+use tokio_postgres::error::SqlState;
+
+use crate::store::{BackendError, StoreError};
+
+/// Why an operation failed, before it is put in words.
+#[derive(Debug)]
+pub(super) enum Failure {
+    Postgres(tokio_postgres::Error),
+    /// No answer within this bound.
+    Timeout(Duration),
+    /// The server refused our credentials a moment ago; not tried again yet.
+    Refused(String),
+    /// `close()` was called.
+    Closed,
+}
+
+impl From<tokio_postgres::Error> for Failure {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Failure::Postgres(e)
+    }
+}
+
+/// How many times a statement that found its connection dead is sent again
+/// (every operation here may be: see the module doc of `sql`).
+pub(super) const RESENDS: u32 = 2;
+
+impl Failure {
+    /// Whether the connection died under the statement (not that the server
+    /// refused a new one): then it is sent again on a fresh connection.
+    pub fn found_dead(&self) -> bool {
+        match self {
+            Failure::Postgres(e) => {
+                e.is_closed()
+                    || matches!(
+                        e.code(),
+                        Some(c) if *c == SqlState::ADMIN_SHUTDOWN || *c == SqlState::CRASH_SHUTDOWN
+                    )
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the server said no to who we are (the auth back-off keys off this).
+    pub fn is_auth(&self) -> bool {
+        matches!(self, Failure::Refused(_)) || self.code_and_verb().0 == "ERR_LOCK_STORE_AUTH"
+    }
+
+    fn code_and_verb(&self) -> (&'static str, &'static str) {
+        let e = match self {
+            Failure::Postgres(e) => e,
+            Failure::Timeout(_) => return ("ERR_LOCK_STORE_TIMEOUT", "had no answer from"),
+            Failure::Refused(_) => return ("ERR_LOCK_STORE_AUTH", "was refused by"),
+            Failure::Closed => return ("ERR_LOCK_STORE_CLOSED", "is closed:"),
+        };
+        if let Some(code) = e.code() {
+            return if *code == SqlState::INVALID_PASSWORD
+                || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+                || *code == SqlState::INVALID_CATALOG_NAME
+            {
+                ("ERR_LOCK_STORE_AUTH", "was refused by")
+            } else if *code == SqlState::QUERY_CANCELED {
+                ("ERR_LOCK_STORE_TIMEOUT", "timed out talking to")
+            } else if code.code().starts_with("57P") || code.code().starts_with("08") {
+                ("ERR_LOCK_STORE_CONNECTION", "lost the connection to")
+            } else {
+                ("ERR_LOCK_STORE_POSTGRES", "got an error from")
+            };
+        }
+        let text = e.to_string();
+        if text.contains("password missing") {
+            return ("ERR_LOCK_STORE_AUTH", "was refused by");
+        }
+        if e.is_closed() {
+            return ("ERR_LOCK_STORE_CONNECTION", "lost the connection to");
+        }
+        match io_kind(e) {
+            Some(std::io::ErrorKind::ConnectionRefused) => {
+                ("ERR_LOCK_STORE_CONNECTION", "could not connect to")
+            }
+            Some(std::io::ErrorKind::TimedOut) => {
+                ("ERR_LOCK_STORE_TIMEOUT", "timed out connecting to")
+            }
+            Some(_) => ("ERR_LOCK_STORE_CONNECTION", "could not reach"),
+            None if text.contains("timeout") => {
+                ("ERR_LOCK_STORE_TIMEOUT", "timed out connecting to")
+            }
+            None => ("ERR_LOCK_STORE_CONNECTION", "could not talk to"),
+        }
+    }
+
+    /// The error `PostgresLockStore.<name>` rejects with.
+    pub fn into_store_error(self, name: &str, server: &str) -> StoreError {
+        let (code, verb) = self.code_and_verb();
+        let detail = match &self {
+            Failure::Postgres(e) => match e.as_db_error() {
+                Some(db) => format!("{}: {}", db.severity(), db.message()),
+                None => e.to_string(),
+            },
+            Failure::Timeout(bound) => format!("within {} ms", bound.as_millis()),
+            Failure::Refused(detail) => format!("{detail} (not tried again for a moment)"),
+            Failure::Closed => "close() was called".to_owned(),
+        };
+        let message = match self {
+            Failure::Closed => format!("PostgresLockStore.{name}: the store is closed"),
+            _ => format!("PostgresLockStore.{name}: {verb} {server}: {detail}"),
+        };
+        StoreError::Backend(BackendError { code, message })
+    }
+}
+
+fn io_kind(e: &tokio_postgres::Error) -> Option<std::io::ErrorKind> {
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        source = inner.source();
+    }
+    None
+}

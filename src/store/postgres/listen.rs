@@ -1,0 +1,158 @@
+//! Hearing releases announced by other clients.
+//!
+//! The release statement notifies the table's channel with the key. While
+//! this process has waiters, one connection of its own (outside the pool:
+//! `LISTEN` belongs to a session) listens there and wakes the waiters of the
+//! keys it is told about, so a waiter in one process takes the lock a moment
+//! after a holder in another lets go instead of at its next poll. The poll
+//! stays as the fallback: a lost notification (the listening connection
+//! dropped, a key too long to announce, a release by the docs' store) costs
+//! latency, never correctness.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use super::pool::{connect, Opener};
+use super::PostgresStore;
+use crate::store::redis::OnReleased;
+
+/// A request to the listener task: follow (or stop following) a key.
+pub type Watch = (String, bool);
+
+impl PostgresStore {
+    /// Follow (or stop following) announced releases of `key`. The first call
+    /// returns the listener task for the caller to spawn on Tokio.
+    pub fn watch(&self, key: &str, on: bool) -> Option<impl Future<Output = ()> + Send + 'static> {
+        if self.shared.pool.is_closed() {
+            return None;
+        }
+        let on_released = self.shared.on_released.lock().ok()?.clone()?;
+        let mut watcher = self.shared.watcher.lock().ok()?;
+        let mut task = None;
+        let sender = watcher.get_or_insert_with(|| {
+            let (sender, inbox) = mpsc::unbounded_channel();
+            task = Some(listener(
+                Arc::clone(&self.shared.opener),
+                self.shared.options.connect_timeout,
+                inbox,
+                on_released,
+            ));
+            sender
+        });
+        let _ = sender.send((key.to_owned(), on));
+        task
+    }
+}
+
+/// Listens once any key is followed, and reports each announced release of
+/// one. Connects again (and listens again) after the connection drops; ends
+/// when the store is closed or dropped.
+async fn listener(
+    opener: Arc<Opener>,
+    connect_timeout: Duration,
+    mut inbox: mpsc::UnboundedReceiver<Watch>,
+    on_released: OnReleased,
+) {
+    let mut keys = Followed::new(on_released.clone());
+    let apply = |keys: &mut Followed, watch: Watch| keys.apply(watch);
+    loop {
+        while keys.keys.is_empty() {
+            match inbox.recv().await {
+                Some(watch) => apply(&mut keys, watch),
+                None => return,
+            }
+        }
+        let (sender, mut notices) = mpsc::unbounded_channel();
+        let listening = tokio::time::timeout(connect_timeout, async {
+            let client = connect(&opener, Some(sender)).await?;
+            client.batch_execute(&opener.sql.listen).await?;
+            Ok::<_, tokio_postgres::Error>(client)
+        })
+        .await;
+        let Ok(Ok(_client)) = listening else {
+            // Not reachable now: keep track of what is wanted, and try again soon.
+            let pause = tokio::time::sleep(Duration::from_millis(250));
+            tokio::pin!(pause);
+            loop {
+                tokio::select! {
+                    _ = &mut pause => break,
+                    watch = inbox.recv() => match watch {
+                        Some(watch) => apply(&mut keys, watch),
+                        None => return,
+                    },
+                }
+            }
+            continue;
+        };
+        // A release may have come while the connection was opening, before
+        // anyone listened: every waiter tries once now instead of at its poll.
+        for key in &keys.keys {
+            on_released(key.clone());
+        }
+        // `_client` keeps the session (and so the LISTEN) open until the
+        // connection drops or the store goes: waiters come and go in bursts,
+        // and one idle session is cheaper than a connection per burst.
+        loop {
+            tokio::select! {
+                watch = inbox.recv() => match watch {
+                    Some(watch) => apply(&mut keys, watch),
+                    None => return,
+                },
+                notice = notices.recv() => match notice {
+                    Some(key) => keys.announced(key),
+                    None => break,
+                },
+            }
+        }
+    }
+}
+
+/// How long an announcement nobody here followed is remembered: a waiter
+/// that starts following its key a moment after the release (its failed
+/// attempt and the announcement crossed) still hears of it.
+const RECENT: Duration = Duration::from_millis(250);
+
+/// The keys followed, and the recent announcements of keys that were not.
+struct Followed {
+    keys: HashSet<String>,
+    recent: HashMap<String, Instant>,
+    on_released: OnReleased,
+}
+
+impl Followed {
+    fn new(on_released: OnReleased) -> Self {
+        Followed {
+            keys: HashSet::new(),
+            recent: HashMap::new(),
+            on_released,
+        }
+    }
+
+    fn apply(&mut self, (key, on): Watch) {
+        if !on {
+            self.keys.remove(&key);
+            return;
+        }
+        if self.recent.remove(&key).is_some_and(|at| at.elapsed() < RECENT) {
+            (self.on_released)(key.clone());
+        }
+        self.keys.insert(key);
+    }
+
+    fn announced(&mut self, key: String) {
+        if self.keys.contains(&key) {
+            (self.on_released)(key);
+            return;
+        }
+        if self.recent.len() >= 1_024 {
+            self.recent.retain(|_, at| at.elapsed() < RECENT);
+        }
+        if self.recent.len() < 4_096 {
+            self.recent.insert(key, Instant::now());
+        }
+    }
+}

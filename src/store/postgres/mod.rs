@@ -1,0 +1,315 @@
+//! A store on a PostgreSQL server, spoken to natively (tokio-postgres on
+//! Tokio): no JS client in the loop, and no client's clock in the decision.
+//!
+//! The table is the docs' database store's, so processes using either
+//! exclude each other; what this store adds lives beside it (a sequence for
+//! fencing tokens, a notification channel). Each operation is one prepared
+//! statement, one round trip, and every time in it is the server's.
+//!
+//! Read in this order: this file (the store and its operations, each
+//! bounded by the connect and command timeouts), `sql` (the statements),
+//! `pool` (the connections), `listen` (releases announced and heard),
+//! `errors` (what becomes which error code; a statement that finds its
+//! connection dead is sent again, which each allows: an acquire sent again
+//! finds its own row, an extend repeats, a release deletes only its own
+//! owner's row, reads are reads), `options` (the URL).
+
+mod errors;
+mod listen;
+mod options;
+mod pool;
+mod sql;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+
+use self::errors::{Failure, RESENDS};
+use self::listen::Watch;
+pub use self::options::PostgresOptions;
+use self::pool::{Conn, Opener, Pool};
+use self::sql::Sql;
+use super::options::whole_ms;
+use super::redis::OnReleased;
+use super::tls::client_config;
+use super::{LockStore, Op, StoreError};
+
+/// Expired rows deleted per statement when sweeping, and statements per sweep.
+const SWEEP_BATCH: i64 = 500;
+const SWEEP_BATCHES: usize = 20;
+
+struct Shared {
+    options: PostgresOptions,
+    opener: Arc<Opener>,
+    pool: Pool,
+    /// When expired rows were last swept (None: not yet).
+    swept: Mutex<Option<Instant>>,
+    /// Taken by `close()`: it holds the JS callback, which holds the store.
+    on_released: Mutex<Option<OnReleased>>,
+    /// The listener task's inbox, once it runs; dropping it ends the task.
+    watcher: Mutex<Option<mpsc::UnboundedSender<Watch>>>,
+}
+
+pub struct PostgresStore {
+    shared: Arc<Shared>,
+}
+
+impl PostgresStore {
+    /// Read the URL and certificates now (a bad one is the caller's mistake,
+    /// reported at once); connections open on the first operation.
+    pub fn new(options: PostgresOptions, on_released: Option<OnReleased>) -> Result<Self, String> {
+        let target = options::target(&options)?;
+        let tls = if target.tls {
+            Some(client_config(&options.tls.clone().unwrap_or_default())?)
+        } else {
+            None
+        };
+        let opener = Arc::new(Opener {
+            target,
+            tls,
+            sql: Sql::new(&options.table),
+        });
+        Ok(PostgresStore {
+            shared: Arc::new(Shared {
+                pool: Pool::new(options.pool_size),
+                options,
+                opener,
+                swept: Mutex::new(None),
+                on_released: Mutex::new(on_released),
+                watcher: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Drop the connections. Operations after this fail with a "closed"
+    /// error; ones already sent finish on the connection they hold.
+    pub fn close(&self) {
+        self.shared.pool.close();
+        if let Ok(mut watcher) = self.shared.watcher.lock() {
+            *watcher = None;
+        }
+        if let Ok(mut on_released) = self.shared.on_released.lock() {
+            *on_released = None;
+        }
+    }
+
+    /// Run one statement on a pooled connection, within the store's time
+    /// bounds; sent again on a fresh connection if it found its own dead.
+    fn op<T, F, Fut>(&self, name: &'static str, run: F) -> Op<T>
+    where
+        T: Send + 'static,
+        F: Fn(Arc<Conn>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send,
+    {
+        let shared = Arc::clone(&self.shared);
+        Op::Pending(Box::pin(async move {
+            let options = &shared.options;
+            let mut resent = 0;
+            let failure = loop {
+                let taken = match tokio::time::timeout(
+                    options.connect_timeout,
+                    shared.pool.take(&shared.opener),
+                )
+                .await
+                {
+                    Ok(Ok(taken)) => taken,
+                    Ok(Err(failure)) => break failure,
+                    Err(_) => break Failure::Timeout(options.connect_timeout),
+                };
+                match tokio::time::timeout(options.command_timeout, run(Arc::clone(&taken.conn)))
+                    .await
+                {
+                    Ok(Ok(value)) => return Ok(value),
+                    Ok(Err(e)) => {
+                        let failure = Failure::from(e);
+                        if !failure.found_dead() {
+                            break failure;
+                        }
+                        shared.pool.discard(&taken).await;
+                        if resent == RESENDS {
+                            break failure;
+                        }
+                        resent += 1;
+                    }
+                    Err(_) => {
+                        // The server would have cancelled the statement itself by
+                        // now (statement_timeout): this connection is not answering.
+                        shared.pool.discard(&taken).await;
+                        break Failure::Timeout(options.command_timeout);
+                    }
+                }
+            };
+            Err(failure.into_store_error(name, &shared.opener.target.display))
+        }))
+    }
+
+    /// The acquire statement: `Some(fencing token)` when taken.
+    fn acquire_statement(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
+        if let Some(refused) = unstorable("acquire", key, owner) {
+            return Op::Ready(Err(refused));
+        }
+        let (key, owner, ttl) = (key.to_owned(), owner.to_owned(), ttl_of(ttl_ms));
+        let shared = Arc::clone(&self.shared);
+        self.op("acquire", move |conn| {
+            let (key, owner, shared) = (key.clone(), owner.clone(), Arc::clone(&shared));
+            async move {
+                let row = conn
+                    .client
+                    .query_opt(&conn.acquire, &[&key, &owner, &ttl])
+                    .await?;
+                let token = row.map(|row| row.try_get::<_, i64>(0)).transpose()?;
+                shared.sweep_if_due();
+                Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
+            }
+        })
+    }
+}
+
+impl Shared {
+    /// Start a sweep of expired rows if none ran within the sweep interval.
+    fn sweep_if_due(self: &Arc<Self>) {
+        let Ok(mut swept) = self.swept.lock() else {
+            return;
+        };
+        if swept.is_some_and(|at| at.elapsed() < self.options.sweep_interval) {
+            return;
+        }
+        *swept = Some(Instant::now());
+        let shared = Arc::downgrade(self);
+        tokio::spawn(async move {
+            for _ in 0..SWEEP_BATCHES {
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                let Ok(Ok(taken)) = tokio::time::timeout(
+                    shared.options.connect_timeout,
+                    shared.pool.take(&shared.opener),
+                )
+                .await
+                else {
+                    return;
+                };
+                let conn = &taken.conn;
+                let deleted = tokio::time::timeout(
+                    shared.options.command_timeout,
+                    conn.client.execute(&conn.sweep, &[&SWEEP_BATCH]),
+                )
+                .await;
+                match deleted {
+                    Ok(Ok(n)) if n == SWEEP_BATCH as u64 => continue,
+                    _ => return,
+                }
+            }
+        });
+    }
+}
+
+/// PostgreSQL `text` holds no NUL character: such a key or owner is refused
+/// before it is sent, with a reason, instead of as an encoding error.
+fn unstorable(name: &str, key: &str, owner: &str) -> Option<StoreError> {
+    (key.contains('\0') || owner.contains('\0')).then(|| {
+        StoreError::Type(format!(
+            "PostgresLockStore.{name}: PostgreSQL text cannot hold a NUL character (\\u0000), and this key or owner has one"
+        ))
+    })
+}
+
+fn ttl_of(ttl_ms: f64) -> i64 {
+    // `whole_ms` is at most 2^53 - 1, which fits.
+    i64::try_from(whole_ms(ttl_ms)).unwrap_or(i64::MAX)
+}
+
+impl LockStore for PostgresStore {
+    fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        self.acquire_statement(key, owner, ttl_ms)
+            .map(|token| token.is_some())
+    }
+
+    fn acquire_fenced(&self, key: &str, owner: &str, ttl_ms: f64) -> Option<Op<Option<u64>>> {
+        Some(self.acquire_statement(key, owner, ttl_ms))
+    }
+
+    fn release(&self, key: &str, owner: &str) -> Op<bool> {
+        if key.contains('\0') || owner.contains('\0') {
+            return Op::Ready(Ok(false));
+        }
+        let (key, owner) = (key.to_owned(), owner.to_owned());
+        self.op("release", move |conn| {
+            let (key, owner) = (key.clone(), owner.clone());
+            async move {
+                let row = conn
+                    .client
+                    .query_opt(&conn.release, &[&key, &owner])
+                    .await?;
+                Ok(row.map(|row| row.try_get::<_, bool>(0)).transpose()? == Some(true))
+            }
+        })
+    }
+
+    fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        if key.contains('\0') || owner.contains('\0') {
+            return Op::Ready(Ok(false));
+        }
+        let (key, owner, ttl) = (key.to_owned(), owner.to_owned(), ttl_of(ttl_ms));
+        self.op("extend", move |conn| {
+            let (key, owner) = (key.clone(), owner.clone());
+            async move {
+                Ok(conn
+                    .client
+                    .execute(&conn.extend, &[&key, &owner, &ttl])
+                    .await?
+                    == 1)
+            }
+        })
+    }
+
+    fn is_locked(&self, key: &str) -> Op<bool> {
+        if key.contains('\0') {
+            return Op::Ready(Ok(false));
+        }
+        let key = key.to_owned();
+        self.op("isLocked", move |conn| {
+            let key = key.clone();
+            async move {
+                conn.client
+                    .query_one(&conn.is_locked, &[&key])
+                    .await?
+                    .try_get(0)
+            }
+        })
+    }
+
+    fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
+        if key.contains('\0') {
+            return Op::Ready(Ok(None));
+        }
+        let key = key.to_owned();
+        self.op("remainingTime", move |conn| {
+            let key = key.clone();
+            async move {
+                let row = conn.client.query_opt(&conn.remaining_time, &[&key]).await?;
+                Ok(row
+                    .map(|row| row.try_get::<_, i64>(0))
+                    .transpose()?
+                    .map(|ms| ms as f64))
+            }
+        })
+    }
+
+    fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
+        if key.contains('\0') || owner.contains('\0') {
+            return Some(Op::Ready(Ok(false)));
+        }
+        let (key, owner) = (key.to_owned(), owner.to_owned());
+        Some(self.op("isExpired", move |conn| {
+            let (key, owner) = (key.clone(), owner.clone());
+            async move {
+                conn.client
+                    .query_one(&conn.holds, &[&key, &owner])
+                    .await?
+                    .try_get(0)
+            }
+        }))
+    }
+}

@@ -1,0 +1,129 @@
+//! What a PostgreSQL store is told: the server (a `postgres://` URL read by
+//! tokio-postgres), the table, the pool, the time bounds, TLS; and the
+//! server as an error message may name it.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::Config;
+
+use crate::store::options::{redacted, TlsOptions};
+
+/// How a store connects; every field but the URL already checked by the JS layer.
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    pub url: String,
+    /// The lock table, `name` or `schema.name`, lower case (unquoted SQL).
+    pub table: String,
+    pub pool_size: usize,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+    /// How often expired rows are swept away (at most; only while acquiring).
+    pub sweep_interval: Duration,
+    pub tls: Option<TlsOptions>,
+}
+
+/// The connection settings read from the URL, and whether they ask for TLS.
+pub(super) struct Target {
+    pub config: Config,
+    pub tls: bool,
+    /// The server as error messages name it: `postgres://user@host:port/db`.
+    pub display: String,
+}
+
+/// Read `options.url`; a URL that cannot be used is the caller's mistake,
+/// reported with its password hidden.
+pub(super) fn target(options: &PostgresOptions) -> Result<Target, String> {
+    let shown = redacted(&options.url);
+    if !options.url.starts_with("postgres://") && !options.url.starts_with("postgresql://") {
+        return Err(format!(
+            "url {shown:?} is not a postgres:// URL (postgres://user:password@host:port/database)"
+        ));
+    }
+    let mut config = Config::from_str(&options.url)
+        .map_err(|e| format!("url {shown:?} is not a PostgreSQL URL this store can use: {e}"))?;
+    if config.get_hosts().is_empty() {
+        config.host("localhost");
+    }
+    if config.get_user().is_none() {
+        config.user("postgres");
+    }
+    let asks_tls = matches!(config.get_ssl_mode(), SslMode::Require);
+    let tls = asks_tls || options.tls.is_some();
+    config.ssl_mode(if tls {
+        SslMode::Require
+    } else {
+        SslMode::Disable
+    });
+    config.connect_timeout(options.connect_timeout);
+    config.application_name("keel-lock");
+    // The server cancels a statement that outlives the command timeout, so a
+    // statement stuck behind another session's lock does not hold its
+    // connection after the caller has been told it timed out.
+    let bound = format!(
+        "-c statement_timeout={}",
+        options.command_timeout.as_millis().max(1)
+    );
+    let given = config.get_options().unwrap_or_default().to_owned();
+    config.options(if given.is_empty() {
+        bound
+    } else {
+        format!("{given} {bound}")
+    });
+    let display = display(&config);
+    Ok(Target {
+        config,
+        tls,
+        display,
+    })
+}
+
+fn display(config: &Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(name)) => name.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user().unwrap_or("postgres");
+    let db = config.get_dbname().unwrap_or(user);
+    format!("postgres://{user}@{host}:{port}/{db}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(url: &str) -> PostgresOptions {
+        PostgresOptions {
+            url: url.to_owned(),
+            table: "locks".to_owned(),
+            pool_size: 1,
+            connect_timeout: Duration::from_secs(1),
+            command_timeout: Duration::from_millis(2500),
+            sweep_interval: Duration::from_secs(60),
+            tls: None,
+        }
+    }
+
+    #[test]
+    fn urls_are_read_and_named_without_their_password() {
+        let t = target(&options("postgres://app:s3cret@db.internal:6543/orders")).unwrap();
+        assert_eq!(t.display, "postgres://app@db.internal:6543/orders");
+        assert!(!t.tls);
+        assert_eq!(t.config.get_options(), Some("-c statement_timeout=2500"));
+        let t = target(&options("postgres://app@h/db?sslmode=require")).unwrap();
+        assert!(t.tls);
+        let bad = target(&options("mysql://app:s3cret@h/db")).err().unwrap();
+        assert!(
+            bad.contains("postgres://") && !bad.contains("s3cret"),
+            "{bad}"
+        );
+        let bad = target(&options("postgres://app:s3cret@h/db?nonsense=1"))
+            .err()
+            .unwrap();
+        assert!(!bad.contains("s3cret"), "{bad}");
+    }
+}

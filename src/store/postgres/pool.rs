@@ -1,0 +1,215 @@
+//! The connections: `pool_size` of them, each opened on first use and
+//! again after it dies, taken in turn. One connection pipelines whatever is
+//! sent on it concurrently; several let the server work on more than one
+//! statement at a time. A connection carries its prepared statements.
+//!
+//! After the server refuses our credentials, no new connection is tried for
+//! a second: operations meanwhile fail with the same error at once, so a
+//! wrong password is reported, not hammered at the server.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use rustls::ClientConfig;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::errors::Failure;
+use super::options::Target;
+use super::sql::Sql;
+
+/// How long a refusal of our credentials is remembered.
+const REFUSAL_PAUSE: Duration = Duration::from_secs(1);
+
+/// A live connection and its prepared statements.
+pub(super) struct Conn {
+    pub client: Client,
+    pub acquire: Statement,
+    pub release: Statement,
+    pub extend: Statement,
+    pub is_locked: Statement,
+    pub remaining_time: Statement,
+    pub holds: Statement,
+    pub sweep: Statement,
+}
+
+/// Where a connection is opened, and with what.
+pub(super) struct Opener {
+    pub target: Target,
+    pub tls: Option<Arc<ClientConfig>>,
+    pub sql: Sql,
+}
+
+pub(super) struct Pool {
+    slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
+    next: AtomicUsize,
+    refused: Mutex<Option<(Instant, String)>>,
+    closed: AtomicBool,
+}
+
+/// A connection taken from the pool, and where it goes back if it dies.
+pub(super) struct Taken {
+    pub conn: Arc<Conn>,
+    slot: usize,
+}
+
+impl Pool {
+    pub fn new(size: usize) -> Pool {
+        Pool {
+            slots: (0..size.max(1))
+                .map(|_| tokio::sync::Mutex::new(None))
+                .collect(),
+            next: AtomicUsize::new(0),
+            refused: Mutex::new(None),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The next connection in turn, opened now if it is not open.
+    pub async fn take(&self, opener: &Opener) -> Result<Taken, Failure> {
+        let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let mut held = self.slots[slot].lock().await;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Failure::Closed);
+        }
+        if let Some(conn) = held.as_ref().filter(|c| !c.client.is_closed()) {
+            return Ok(Taken {
+                conn: Arc::clone(conn),
+                slot,
+            });
+        }
+        *held = None;
+        if let Ok(refused) = self.refused.lock() {
+            if let Some((at, detail)) = refused.as_ref() {
+                if at.elapsed() < REFUSAL_PAUSE {
+                    return Err(Failure::Refused(detail.clone()));
+                }
+            }
+        }
+        let conn = match self.open(opener).await {
+            Ok(conn) => Arc::new(conn),
+            Err(failure) => {
+                if failure.is_auth() {
+                    if let Ok(mut refused) = self.refused.lock() {
+                        *refused = Some((Instant::now(), detail_of(&failure)));
+                    }
+                }
+                return Err(failure);
+            }
+        };
+        *held = Some(Arc::clone(&conn));
+        Ok(Taken { conn, slot })
+    }
+
+    /// Forget `taken`'s connection (it died, or stopped answering), so the
+    /// next operation in its slot opens a fresh one.
+    pub async fn discard(&self, taken: &Taken) {
+        let mut held = self.slots[taken.slot].lock().await;
+        if held.as_ref().is_some_and(|c| Arc::ptr_eq(c, &taken.conn)) {
+            *held = None;
+        }
+    }
+
+    /// Drop every connection; operations after this fail as closed.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        for slot in &self.slots {
+            if let Ok(mut held) = slot.try_lock() {
+                *held = None;
+            }
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    async fn open(&self, opener: &Opener) -> Result<Conn, Failure> {
+        let client = connect(opener, None).await?;
+        // Looked for on every new connection (they are rare): a database
+        // restored or recreated under a running store gets its table back.
+        let exists = client
+            .query_one(
+                "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
+                &[&opener.sql.table, &opener.sql.sequence],
+            )
+            .await?
+            .try_get::<_, bool>(0)?;
+        if !exists {
+            client.batch_execute(&opener.sql.create).await?;
+        }
+        let sql = &opener.sql;
+        let (acquire, release, extend, is_locked, remaining_time, holds, sweep) = tokio::try_join!(
+            client.prepare(&sql.acquire),
+            client.prepare(&sql.release),
+            client.prepare(&sql.extend),
+            client.prepare(&sql.is_locked),
+            client.prepare(&sql.remaining_time),
+            client.prepare(&sql.holds),
+            client.prepare(&sql.sweep),
+        )?;
+        Ok(Conn {
+            client,
+            acquire,
+            release,
+            extend,
+            is_locked,
+            remaining_time,
+            holds,
+            sweep,
+        })
+    }
+}
+
+fn detail_of(failure: &Failure) -> String {
+    match failure {
+        Failure::Postgres(e) => match e.as_db_error() {
+            Some(db) => format!("{}: {}", db.severity(), db.message()),
+            None => e.to_string(),
+        },
+        Failure::Refused(detail) => detail.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Open one connection (TLS if asked for), its I/O driven by a task on
+/// Tokio that ends when the connection does. `notices`, when given, hears
+/// the payload of every notification the connection receives.
+pub(super) async fn connect(
+    opener: &Opener,
+    notices: Option<mpsc::UnboundedSender<String>>,
+) -> Result<Client, tokio_postgres::Error> {
+    let config = &opener.target.config;
+    match &opener.tls {
+        None => {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(drive(connection, notices));
+            Ok(client)
+        }
+        Some(tls) => {
+            let tls = MakeRustlsConnect::new(ClientConfig::clone(tls));
+            let (client, connection) = config.connect(tls).await?;
+            tokio::spawn(drive(connection, notices));
+            Ok(client)
+        }
+    }
+}
+
+async fn drive<S, T>(
+    mut connection: Connection<S, T>,
+    notices: Option<mpsc::UnboundedSender<String>>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+    while let Some(Ok(message)) = messages.next().await {
+        if let (AsyncMessage::Notification(n), Some(notices)) = (message, &notices) {
+            let _ = notices.send(n.payload().to_owned());
+        }
+    }
+}
