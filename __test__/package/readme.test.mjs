@@ -1,5 +1,6 @@
 // Every example in the README's API and Stores sections runs as written
-// (the Redis ones against a redis-server the test starts).
+// (the Redis ones against a redis-server the test starts, the PostgreSQL
+// ones against a cluster of its own).
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
@@ -7,12 +8,16 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 
-import { redisForTests } from '../../support/servers.mjs'
+import { postgresForTests, redisForTests } from '../../support/servers.mjs'
 
 const run = promisify(execFile)
 // The Redis examples connect to REDIS_URL: a server of the test's own.
 const redis = await redisForTests()
-after(() => redis.close())
+const postgres = await postgresForTests()
+after(async () => {
+  await redis.close()
+  await postgres.close()
+})
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
 const section = readme.slice(readme.indexOf('\n## API'), readme.indexOf('\n## Testing your code'))
@@ -28,7 +33,7 @@ for (const [i, source] of examples.entries()) {
     const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', source], {
       cwd: root,
       timeout: 20_000,
-      env: { ...process.env, REDIS_URL: redis.url },
+      env: { ...process.env, REDIS_URL: redis.url, DATABASE_URL: postgres.url },
     })
     assert.equal(stderr, '')
     // Lines the README annotates with `// value` print that value first.
