@@ -11,9 +11,12 @@ impl.install?.()
 // Warm up as a long-lived process would be: one handoff on a key of its own
 // (a store that follows releases opens what it follows them with now).
 const warm = `${key}:warm:${process.pid}`
-let release
-const held = impl.run(warm, () => new Promise((resolve) => (release = resolve)), { timeout: 1_000 })
-const waiter = impl.run(warm, async () => {}, { timeout: 1_000, retryDelay: 5 })
+let release = () => {}
+let holding
+const started = new Promise((resolve) => (holding = resolve))
+const held = impl.run(warm, () => new Promise((resolve) => ((release = resolve), holding())), { timeout: 5_000 })
+await Promise.race([started, held])
+const waiter = impl.run(warm, async () => {}, { timeout: 5_000, retryDelay: 5 })
 await sleep(50)
 release()
 await Promise.all([held, waiter])

@@ -76,7 +76,7 @@ async function burstAcrossProcesses(name, retryDelay) {
   let overlaps = 0
   for (let b = 0; b < settings.bursts; b++) {
     const key = `burst-processes:${Math.random()}`
-    const startAt = Date.now() + 1_000
+    const startAt = Date.now() + 2_000
     const children = Array.from({ length: 4 }, () =>
       runChild([name, key, String(retryDelay), String(startAt), '4']),
     )

@@ -139,11 +139,13 @@ export async function postgresForTests() {
  * free port). With `password`, the `postgres` user needs it (scram-sha-256).
  * Commits do not wait for their WAL (faster tests) unless `durable`: then a
  * crash (`stop()`) loses nothing committed, as on a server left at its defaults.
+ * With `tls: { cert, key }` (PEM), the server speaks TLS with that certificate,
+ * listens on 127.0.0.1 and 127.0.0.2, and accepts TLS connections only.
  * Returns `{ url, port, log(), stop(), start(), restart(), close() }`:
  * `stop()` kills the server (immediate mode, as a crash would), `start()`
  * brings it back on the same port and data, `log()` is the server's log.
  */
-export async function startPostgres({ password, durable = false } = {}) {
+export async function startPostgres({ password, durable = false, tls } = {}) {
   const bin = postgresBin()
   if (!bin) {
     throw new Error(
@@ -171,9 +173,23 @@ export async function startPostgres({ password, durable = false } = {}) {
     if (asRoot) chownSync(join(dir, 'pw'), Number(id('-u')), Number(id('-g')))
   }
   run('initdb', ['-D', data, ...auth, '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-instructions'])
+  if (tls) {
+    const method = password === undefined ? 'trust' : 'scram-sha-256'
+    const files = {
+      'server.crt': tls.cert,
+      'server.key': tls.key,
+      'pg_hba.conf': `local all all trust\nhostssl all all 127.0.0.1/32 ${method}\nhostssl all all 127.0.0.2/32 ${method}\n`,
+    }
+    for (const [name, text] of Object.entries(files)) {
+      writeFileSync(join(data, name), text, { mode: 0o600 })
+      if (asRoot) chownSync(join(data, name), Number(id('-u')), Number(id('-g')))
+    }
+  }
+  const listen = tls ? '127.0.0.1,127.0.0.2' : '127.0.0.1'
   const settings =
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off` +
-    (durable ? '' : ' -c synchronous_commit=off')
+    `-p ${port} -k ${dir} -c listen_addresses=${listen} -c fsync=off -c full_page_writes=off` +
+    (durable ? '' : ' -c synchronous_commit=off') +
+    (tls ? ' -c ssl=on' : '')
   const start = () => {
     try {
       run('pg_ctl', ['-D', data, '-l', logFile, '-w', '-t', '30', '-o', settings, 'start'])

@@ -1,4 +1,5 @@
-// Running child.mjs: to completion, or as a holder to kill.
+// Running child.mjs: to completion, or as a holder to kill; and other
+// processes that print a JSON result.
 
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -14,7 +15,20 @@ function start(env, args) {
 
 /** Run a child to its end; resolves to the JSON it printed. */
 export function runChild(env, ...args) {
-  const child = start(env, args)
+  return finished(start(env, args), `child ${args.join(' ')}`)
+}
+
+/**
+ * Run `file` with `args` (and `env` over this process's) to its end;
+ * resolves to the last JSON line it printed. For children that need a
+ * wrapper, such as faketime.
+ */
+export function runProcess(file, args, env) {
+  const child = spawn(file, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  return finished(child, `${file} ${args.join(' ')}`)
+}
+
+function finished(child, name) {
   let out = ''
   let err = ''
   child.stdout.on('data', (d) => (out += d))
@@ -22,11 +36,11 @@ export function runChild(env, ...args) {
   return new Promise((resolve, reject) => {
     child.once('error', reject)
     child.once('exit', (code, signal) => {
-      if (code !== 0) return reject(new Error(`child ${args.join(' ')} exited with ${code ?? signal}:\n${err}`))
+      if (code !== 0) return reject(new Error(`${name} exited with ${code ?? signal}:\n${err}`))
       try {
         resolve(JSON.parse(out.trim().split('\n').pop()))
       } catch {
-        reject(new Error(`child ${args.join(' ')} printed no result:\n${out}\n${err}`))
+        reject(new Error(`${name} printed no result:\n${out}\n${err}`))
       }
     })
   })

@@ -6,10 +6,11 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { PostgresLockStore } from '@shaferllc/keel/core'
 import { postgresForTests, uniqueKey } from '../../support/servers.mjs'
+import { runProcess } from '../helpers/processes.mjs'
 
 const CHILD = fileURLToPath(new URL('../helpers/skewed-clock.mjs', import.meta.url))
 
@@ -39,23 +40,12 @@ after(async () => {
 })
 
 /** Runs the skewed child with `env`; resolves to what it printed. */
-function runSkewed(offset, env) {
-  const child = spawn('faketime', ['-f', offset, process.execPath, CHILD], {
-    env: { ...process.env, ...env, DONT_FAKE_MONOTONIC: '1', REAL_NOW: String(Date.now()) },
-    stdio: ['ignore', 'pipe', 'pipe'],
+const runSkewed = (offset, env) =>
+  runProcess('faketime', ['-f', offset, process.execPath, CHILD], {
+    ...env,
+    DONT_FAKE_MONOTONIC: '1',
+    REAL_NOW: String(Date.now()),
   })
-  let out = ''
-  let err = ''
-  child.stdout.on('data', (d) => (out += d))
-  child.stderr.on('data', (d) => (err += d))
-  return new Promise((resolve, reject) => {
-    child.once('error', reject)
-    child.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`the skewed process exited with ${code}:\n${err}`))
-      resolve(JSON.parse(out.trim().split('\n').pop()))
-    })
-  })
-}
 
 test('a process 10 minutes fast: exact TTLs and no early takeover natively; the docs store takes a held lock', async () => {
   const nativeHeld = uniqueKey('native-held')

@@ -1,46 +1,15 @@
 // rediss://: RedisLockStore over TLS to redis-servers this file starts with
-// a throwaway CA and certificates made here by the openssl CLI. The servers
+// a throwaway CA and certificates (support/certs.mjs, the openssl CLI). The servers
 // listen on a TLS port only, so a plain connection cannot pass these tests.
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { lock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
 import { startRedis, uniqueKey } from '../../support/servers.mjs'
+import { makeCertificates } from '../../support/certs.mjs'
 
-const dir = mkdtempSync(join(tmpdir(), 'keel-tls-'))
-const file = (name) => join(dir, name)
-
-function openssl(...args) {
-  const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' })
-  if (r.error) {
-    throw new Error(
-      `the openssl CLI is needed to make the test certificates (apt-get install openssl): ${r.error.message}`,
-    )
-  }
-  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')} failed:\n${r.stderr}`)
-}
-
-/** A certificate for `name`, signed by the test CA, with the given extensions. */
-function issue(name, extensions) {
-  writeFileSync(file(`${name}.ext`), extensions)
-  openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${name}`,
-    '-keyout', `${name}.key`, '-out', `${name}.csr`)
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
-    '-extfile', `${name}.ext`, '-out', `${name}.crt`)
-  return { cert: readFileSync(file(`${name}.crt`), 'utf8'), key: readFileSync(file(`${name}.key`), 'utf8') }
-}
-
-openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-  '-subj', '/CN=keel test CA', '-addext', 'basicConstraints=critical,CA:TRUE',
-  '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-keyout', 'ca.key', '-out', 'ca.crt')
-const ca = readFileSync(file('ca.crt'), 'utf8')
-// Valid for localhost and 127.0.0.1 only: the servers also listen on 127.0.0.2.
-issue('server', 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n')
-const client = issue('client', 'extendedKeyUsage=clientAuth\n')
+const certificates = makeCertificates()
+const { ca, client, file } = certificates
 
 const tlsArgs = (authClients) => (port) => [
   // The TLS port is the server's only port: --port 0 switches the plain one off.
@@ -67,7 +36,7 @@ after(async () => {
   for (const s of stores) await s.close()
   await server?.close()
   await mutual?.close()
-  rmSync(dir, { recursive: true, force: true })
+  certificates.remove()
 })
 
 const at = (s, host = '127.0.0.1', scheme = 'rediss') => `${scheme}://${host}:${s.port}`

@@ -28,7 +28,7 @@ use self::errors::new_error;
 use self::handle::{Handle, Kind, NewHandle, StoreHandle, StoreKind};
 use self::pump::Pump;
 use crate::lock;
-use crate::store::redis::OnReleased;
+use crate::store::follow::OnReleased;
 use crate::store::{
     MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TlsOptions,
 };

@@ -12,6 +12,7 @@
 //! lets each answer without a thread hop it does not need. (A store written
 //! in JS never reaches Rust: `lib/js-store.js` calls it.)
 
+pub mod follow;
 pub mod memory;
 pub mod options;
 pub mod postgres;

@@ -98,10 +98,7 @@ impl Failure {
     pub fn into_store_error(self, name: &str, server: &str) -> StoreError {
         let (code, verb) = self.code_and_verb();
         let detail = match &self {
-            Failure::Postgres(e) => match e.as_db_error() {
-                Some(db) => format!("{}: {}", db.severity(), db.message()),
-                None => e.to_string(),
-            },
+            Failure::Postgres(e) => detail(e),
             Failure::Timeout(bound) => format!("within {} ms", bound.as_millis()),
             Failure::Refused(detail) => format!("{detail} (not tried again for a moment)"),
             Failure::Closed => "close() was called".to_owned(),
@@ -112,6 +109,25 @@ impl Failure {
         };
         StoreError::Backend(BackendError { code, message })
     }
+}
+
+/// What the server said, or the error with its causes (a TLS failure says
+/// why only in its source: `invalid peer certificate: UnknownIssuer`).
+pub(super) fn detail(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.severity(), db.message());
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        let said = inner.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = inner.source();
+    }
+    text
 }
 
 fn io_kind(e: &tokio_postgres::Error) -> Option<std::io::ErrorKind> {

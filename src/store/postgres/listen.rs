@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::pool::{connect, Opener};
 use super::PostgresStore;
-use crate::store::redis::OnReleased;
+use crate::store::follow::{pause_taking, OnReleased};
 
 /// A request to the listener task: follow (or stop following) a key.
 pub type Watch = (String, bool);
@@ -75,16 +75,8 @@ async fn listener(
         .await;
         let Ok(Ok(_client)) = listening else {
             // Not reachable now: keep track of what is wanted, and try again soon.
-            let pause = tokio::time::sleep(Duration::from_millis(250));
-            tokio::pin!(pause);
-            loop {
-                tokio::select! {
-                    _ = &mut pause => break,
-                    watch = inbox.recv() => match watch {
-                        Some(watch) => apply(&mut keys, watch),
-                        None => return,
-                    },
-                }
+            if !pause_taking(&mut inbox, |watch| apply(&mut keys, watch)).await {
+                return;
             }
             continue;
         };
@@ -137,7 +129,11 @@ impl Followed {
             self.keys.remove(&key);
             return;
         }
-        if self.recent.remove(&key).is_some_and(|at| at.elapsed() < RECENT) {
+        if self
+            .recent
+            .remove(&key)
+            .is_some_and(|at| at.elapsed() < RECENT)
+        {
             (self.on_released)(key.clone());
         }
         self.keys.insert(key);

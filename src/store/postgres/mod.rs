@@ -30,8 +30,8 @@ use self::listen::Watch;
 pub use self::options::PostgresOptions;
 use self::pool::{Conn, Opener, Pool};
 use self::sql::Sql;
+use super::follow::OnReleased;
 use super::options::whole_ms;
-use super::redis::OnReleased;
 use super::tls::client_config;
 use super::{LockStore, Op, StoreError};
 

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::errors::Failure;
+use super::errors::{detail, Failure};
 use super::options::Target;
 use super::sql::Sql;
 
@@ -167,10 +167,7 @@ impl Pool {
 
 fn detail_of(failure: &Failure) -> String {
     match failure {
-        Failure::Postgres(e) => match e.as_db_error() {
-            Some(db) => format!("{}: {}", db.severity(), db.message()),
-            None => e.to_string(),
-        },
+        Failure::Postgres(e) => detail(e),
         Failure::Refused(detail) => detail.clone(),
         other => format!("{other:?}"),
     }

@@ -46,9 +46,9 @@ use tokio::sync::mpsc;
 use self::connection::Connection;
 pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
-pub use self::pubsub::OnReleased;
 use self::pubsub::Watch;
 use self::scripts::{ACQUIRE, EXTEND, RELEASE};
+use super::follow::OnReleased;
 use super::options::{redacted, whole_ms, TlsOptions};
 use super::{LockStore, Op};
 

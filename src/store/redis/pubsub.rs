@@ -11,7 +11,6 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -21,9 +20,7 @@ use tokio::sync::mpsc;
 use super::connection::Connection;
 use super::scripts::channel;
 use super::RedisStore;
-
-/// Called with a key (without the prefix) whose release another client announced.
-pub type OnReleased = Arc<dyn Fn(String) + Send + Sync>;
+use crate::store::follow::{pause_taking, OnReleased};
 
 /// A request to the subscriber task: follow (or stop following) a channel.
 pub type Watch = (String, bool);
@@ -88,16 +85,8 @@ async fn subscriber(
         let connected = tokio::time::timeout(connect_timeout, client.get_async_pubsub()).await;
         let Ok(Ok(pubsub)) = connected else {
             // Not reachable now: keep track of what is wanted, and try again soon.
-            let pause = tokio::time::sleep(Duration::from_millis(250));
-            tokio::pin!(pause);
-            loop {
-                tokio::select! {
-                    _ = &mut pause => break,
-                    watch = inbox.recv() => match watch {
-                        Some(watch) => apply(&mut channels, watch),
-                        None => return,
-                    },
-                }
+            if !pause_taking(&mut inbox, |watch| apply(&mut channels, watch)).await {
+                return;
             }
             continue;
         };

@@ -1,0 +1,76 @@
+// PostgresLockStore over TLS, to a PostgreSQL cluster this file starts with
+// a throwaway CA and certificate (support/certs.mjs) that accepts TLS
+// connections only, so a plain connection cannot pass these tests.
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { lock, setLockStore, getLockStore, PostgresLockStore } from '@shaferllc/keel/core'
+import { startPostgres, uniqueKey } from '../../support/servers.mjs'
+import { makeCertificates } from '../../support/certs.mjs'
+
+const certificates = makeCertificates()
+const { ca } = certificates
+let server
+const stores = []
+const store = (options) => {
+  const s = new PostgresLockStore({ connectTimeout: 2_000, commandTimeout: 2_000, ...options })
+  stores.push(s)
+  return s
+}
+
+before(async () => {
+  server = await startPostgres({ tls: certificates.server })
+})
+
+after(async () => {
+  for (const s of stores) await s.close()
+  await server?.close()
+  certificates.remove()
+})
+
+const at = (host = '127.0.0.1', query = '') => `postgres://postgres@${host}:${server.port}/postgres${query}`
+
+test('with the private CA: locks are taken, held, announced and released over TLS', async () => {
+  const tls = store({ url: at(), tls: { ca } })
+  const other = store({ url: at('localhost', '?sslmode=require'), tls: { ca: Buffer.from(ca) } })
+  const previous = getLockStore()
+  setLockStore(tls)
+  try {
+    const key = uniqueKey('pg-tls')
+    const held = lock(key, 5_000)
+    assert.equal(await held.acquire(), true)
+    assert.equal(await other.acquire(key, 'someone-else', 5_000), false)
+    assert.equal(typeof held.fencingToken, 'number')
+    // A waiter here hears a release made through the other store (its own TLS connections).
+    await held.release()
+    assert.equal(await other.acquire(key, 'other-owner', 60_000), true)
+    const waiting = lock(key).acquire({ timeout: 10_000, retryDelay: 60_000 })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const released = performance.now()
+    assert.equal(await other.release(key, 'other-owner'), true)
+    assert.equal(await waiting, true)
+    assert.ok(performance.now() - released < 5_000, 'woken by the announcement, not the 60 s poll')
+  } finally {
+    setLockStore(previous)
+  }
+})
+
+test('a plain connection is refused by a server that accepts TLS only', async () => {
+  const plain = store({ url: at() })
+  await assert.rejects(plain.isLocked('k'), (e) => e.code === 'ERR_LOCK_STORE_AUTH' && /no encryption/.test(e.message))
+})
+
+test('the system roots do not trust the private CA: a connection error naming the reason', async () => {
+  const untrusted = store({ url: at('127.0.0.1', '?sslmode=require') })
+  await assert.rejects(untrusted.isLocked('k'), (e) => e.code === 'ERR_LOCK_STORE_CONNECTION' && /UnknownIssuer/.test(e.message))
+})
+
+test('a host name the certificate does not hold is refused', async () => {
+  const wrongName = store({ url: at('127.0.0.2'), tls: { ca } })
+  await assert.rejects(wrongName.isLocked('k'), (e) => e.code === 'ERR_LOCK_STORE_CONNECTION' && /not valid for name/i.test(e.message))
+})
+
+test('certificates are checked when the store is made', () => {
+  assert.throws(() => new PostgresLockStore({ url: at(), tls: { ca: 'not a certificate' } }), (e) => e instanceof TypeError && /options\.tls\.ca/.test(e.message))
+  assert.throws(() => new PostgresLockStore({ url: at(), tls: { cert: certificates.client.cert } }), (e) => e instanceof TypeError && /options\.tls\.cert and options\.tls\.key go together/.test(e.message))
+})
