@@ -12,7 +12,7 @@
 //! 2. **Expiry.** A lock always expires; there is no hold-forever mode, so a
 //!    holder that crashes cannot block everyone else for good. The store owns
 //!    the clock that decides expiry (memory: a monotonic clock; Redis: the
-//!    server's own `PX` expiry).
+//!    server's own `PX` expiry; PostgreSQL: the server's `clock_timestamp()`).
 //!
 //! And one property of every store: `acquire` is an atomic set-if-absent.
 //!
@@ -21,7 +21,9 @@
 //! attempt for a fresh owner, the serialized form), [`owner`] the tokens,
 //! [`text`] short strings kept inline; [`store`] the seam, one trait with a
 //! file or folder per backend (`memory.rs`, `redis/`, whose `direct/` is a
-//! single server's connection on the JS thread's event loop); `uv` the
+//! single server's connection on the JS thread's event loop, `postgres/`)
+//! and what the server stores share (`options.rs`, `tls.rs`, `follow.rs`);
+//! `uv` the
 //! libuv handles that loop needs; and `napi/` the surface JavaScript calls
 //! (the `#[napi]` functions alone in its `mod.rs`, beside the handle, the
 //! conversions, the errors and the promise pump). A store written in JS
