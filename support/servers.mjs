@@ -1,13 +1,13 @@
-// Real servers for the tests and the benchmarks: a redis-server, a Redis
-// Cluster or a PostgreSQL cluster of our own, on free loopback ports, in a
-// temporary folder, stopped when the test file (or benchmark) ends; and a TCP
-// proxy that loses replies on demand. REDIS_URL / DATABASE_URL point the tests
+// Real servers for the tests and the benchmarks: a redis-server or a Redis
+// Cluster of our own (a PostgreSQL cluster: postgres.mjs), on free loopback
+// ports, in a temporary folder, stopped when the test file (or benchmark)
+// ends; and a TCP proxy that loses, splits or cuts replies on demand. REDIS_URL / DATABASE_URL point the tests
 // at servers to use instead (tests that stop or restart a server always start
 // their own). A server that cannot be started is a failure that says what to
 // install; nothing is skipped.
 
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -25,7 +25,8 @@ export async function freePort() {
   return port
 }
 
-function which(cmd, extraDirs = []) {
+/** The path of `cmd` on the PATH (or in `extraDirs`), or null. */
+export function which(cmd, extraDirs = []) {
   for (const dir of [...(process.env.PATH ?? '').split(':'), ...extraDirs]) {
     if (dir && existsSync(join(dir, cmd))) return join(dir, cmd)
   }
@@ -114,122 +115,6 @@ export async function startRedis({ args = [] } = {}) {
 export async function redisForTests() {
   if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, async close() {} }
   return startRedis()
-}
-
-function postgresBin() {
-  const versions = existsSync('/usr/lib/postgresql')
-    ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
-    : []
-  for (const v of versions) {
-    const dir = `/usr/lib/postgresql/${v}/bin`
-    if (existsSync(join(dir, 'initdb'))) return dir
-  }
-  const initdb = which('initdb')
-  return initdb ? join(initdb, '..') : null
-}
-
-/** The PostgreSQL URL the tests use: DATABASE_URL if set, else a cluster of our own. */
-export async function postgresForTests() {
-  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, async close() {} }
-  return startPostgres()
-}
-
-/**
- * A throwaway PostgreSQL cluster (initdb + pg_ctl in a temporary folder, on a
- * free port). With `password`, the `postgres` user needs it (scram-sha-256).
- * Commits do not wait for their WAL (faster tests) unless `durable`: then a
- * crash (`stop()`) loses nothing committed, as on a server left at its defaults.
- * With `tls: { cert, key }` (PEM), the server speaks TLS with that certificate,
- * listens on 127.0.0.1 and 127.0.0.2, and accepts TLS connections only.
- * Returns `{ url, port, log(), stop(), start(), restart(), close() }`:
- * `stop()` kills the server (immediate mode, as a crash would), `start()`
- * brings it back on the same port and data, `log()` is the server's log.
- */
-export async function startPostgres({ password, durable = false, tls } = {}) {
-  const bin = postgresBin()
-  if (!bin) {
-    throw new Error(
-      'PostgreSQL is not installed: these tests start their own cluster with initdb and pg_ctl. Install the ' +
-        'Debian package "postgresql" (apt-get install postgresql), or set DATABASE_URL to a database the tests may use.',
-    )
-  }
-  const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'keel-pg-'))
-  const data = join(dir, 'data')
-  const logFile = join(dir, 'log')
-  // PostgreSQL refuses to run as root: as root, the cluster belongs to `postgres`.
-  const asRoot = process.getuid?.() === 0
-  if (asRoot) chownSync(dir, Number(id('-u')), Number(id('-g')))
-  const run = (cmd, args) => {
-    const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args]] : [join(bin, cmd), args]
-    const r = spawnSync(file, argv, { encoding: 'utf8', cwd: dir })
-    if (r.error || r.status !== 0) {
-      throw new Error(`${cmd} ${args.join(' ')} failed: ${r.error?.message ?? ''}${r.stdout}${r.stderr}`)
-    }
-  }
-  const auth = password === undefined ? ['-A', 'trust'] : ['-A', 'scram-sha-256', '--pwfile', join(dir, 'pw')]
-  if (password !== undefined) {
-    writeFileSync(join(dir, 'pw'), `${password}\n`)
-    if (asRoot) chownSync(join(dir, 'pw'), Number(id('-u')), Number(id('-g')))
-  }
-  run('initdb', ['-D', data, ...auth, '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-instructions'])
-  if (tls) {
-    const method = password === undefined ? 'trust' : 'scram-sha-256'
-    const files = {
-      'server.crt': tls.cert,
-      'server.key': tls.key,
-      'pg_hba.conf': `local all all trust\nhostssl all all 127.0.0.1/32 ${method}\nhostssl all all 127.0.0.2/32 ${method}\n`,
-    }
-    for (const [name, text] of Object.entries(files)) {
-      writeFileSync(join(data, name), text, { mode: 0o600 })
-      if (asRoot) chownSync(join(data, name), Number(id('-u')), Number(id('-g')))
-    }
-  }
-  const listen = tls ? '127.0.0.1,127.0.0.2' : '127.0.0.1'
-  const settings =
-    `-p ${port} -k ${dir} -c listen_addresses=${listen} -c fsync=off -c full_page_writes=off` +
-    (durable ? '' : ' -c synchronous_commit=off') +
-    (tls ? ' -c ssl=on' : '')
-  const start = () => {
-    try {
-      run('pg_ctl', ['-D', data, '-l', logFile, '-w', '-t', '30', '-o', settings, 'start'])
-    } catch (e) {
-      const log = existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''
-      throw new Error(`${e.message}\n${log}`)
-    }
-  }
-  const stop = () => {
-    try {
-      run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop'])
-    } catch {}
-  }
-  const remove = () => {
-    stop()
-    rmSync(dir, { recursive: true, force: true })
-  }
-  start()
-  // A test file that dies mid-run still stops its cluster.
-  process.once('exit', remove)
-  const credentials = password === undefined ? 'postgres' : `postgres:${encodeURIComponent(password)}`
-  return {
-    url: `postgres://${credentials}@127.0.0.1:${port}/postgres`,
-    port,
-    log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
-    stop,
-    start,
-    restart() {
-      stop()
-      start()
-    },
-    async close() {
-      process.removeListener('exit', remove)
-      remove()
-    },
-  }
-}
-
-function id(flag) {
-  return spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim()
 }
 
 /** Runs redis-cli with `args`; its output, or a failure that says what it printed. */

@@ -8,7 +8,8 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 
-import { postgresForTests, redisForTests } from '../../support/servers.mjs'
+import { redisForTests } from '../../support/servers.mjs'
+import { postgresForTests } from '../../support/postgres.mjs'
 
 const run = promisify(execFile)
 // The Redis examples connect to REDIS_URL: a server of the test's own.

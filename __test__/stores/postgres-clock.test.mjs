@@ -9,7 +9,8 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { PostgresLockStore } from '@shaferllc/keel/core'
-import { postgresForTests, uniqueKey } from '../../support/servers.mjs'
+import { uniqueKey } from '../../support/servers.mjs'
+import { postgresForTests } from '../../support/postgres.mjs'
 import { runProcess } from '../helpers/processes.mjs'
 
 const CHILD = fileURLToPath(new URL('../helpers/skewed-clock.mjs', import.meta.url))

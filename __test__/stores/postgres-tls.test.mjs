@@ -5,7 +5,8 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { lock, setLockStore, getLockStore, PostgresLockStore } from '@shaferllc/keel/core'
-import { startPostgres, uniqueKey } from '../../support/servers.mjs'
+import { uniqueKey } from '../../support/servers.mjs'
+import { startPostgres } from '../../support/postgres.mjs'
 import { makeCertificates } from '../../support/certs.mjs'
 
 const certificates = makeCertificates()

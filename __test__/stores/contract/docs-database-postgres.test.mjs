@@ -4,7 +4,7 @@
 // fencing tokens and announces nothing; its keys are TEXT primary keys, so
 // PostgreSQL's limits on text apply (no NUL, no 1 MB index entries).
 import { storeContract } from '../contract.mjs'
-import { postgresForTests } from '../../../support/servers.mjs'
+import { postgresForTests } from '../../../support/postgres.mjs'
 import { openStore } from '../../helpers/stores.mjs'
 
 storeContract("the docs' database store on PostgreSQL", {

@@ -5,7 +5,7 @@
 // NUL, no 1 MB index entries).
 import pg from 'pg'
 import { storeContract } from '../contract.mjs'
-import { postgresForTests } from '../../../support/servers.mjs'
+import { postgresForTests } from '../../../support/postgres.mjs'
 import { openStore } from '../../helpers/stores.mjs'
 
 storeContract('PostgresLockStore', {

@@ -58,11 +58,10 @@ async fn listener(
     on_released: OnReleased,
 ) {
     let mut keys = Followed::new(on_released.clone());
-    let apply = |keys: &mut Followed, watch: Watch| keys.apply(watch);
     loop {
         while keys.keys.is_empty() {
             match inbox.recv().await {
-                Some(watch) => apply(&mut keys, watch),
+                Some(watch) => keys.apply(watch),
                 None => return,
             }
         }
@@ -75,7 +74,7 @@ async fn listener(
         .await;
         let Ok(Ok(_client)) = listening else {
             // Not reachable now: keep track of what is wanted, and try again soon.
-            if !pause_taking(&mut inbox, |watch| apply(&mut keys, watch)).await {
+            if !pause_taking(&mut inbox, |watch| keys.apply(watch)).await {
                 return;
             }
             continue;
@@ -91,7 +90,7 @@ async fn listener(
         loop {
             tokio::select! {
                 watch = inbox.recv() => match watch {
-                    Some(watch) => apply(&mut keys, watch),
+                    Some(watch) => keys.apply(watch),
                     None => return,
                 },
                 notice = notices.recv() => match notice {

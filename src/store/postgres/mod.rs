@@ -208,11 +208,17 @@ impl Shared {
 /// PostgreSQL `text` holds no NUL character: such a key or owner is refused
 /// before it is sent, with a reason, instead of as an encoding error.
 fn unstorable(name: &str, key: &str, owner: &str) -> Option<StoreError> {
-    (key.contains('\0') || owner.contains('\0')).then(|| {
+    (!storable(&[key, owner])).then(|| {
         StoreError::Type(format!(
             "PostgresLockStore.{name}: PostgreSQL text cannot hold a NUL character (\\u0000), and this key or owner has one"
         ))
     })
+}
+
+/// Whether PostgreSQL text can hold all of `texts`. A key it cannot hold
+/// is in no row: reads answer "free", release and extend `false`.
+fn storable(texts: &[&str]) -> bool {
+    texts.iter().all(|t| !t.contains('\0'))
 }
 
 fn ttl_of(ttl_ms: f64) -> i64 {
@@ -231,7 +237,7 @@ impl LockStore for PostgresStore {
     }
 
     fn release(&self, key: &str, owner: &str) -> Op<bool> {
-        if key.contains('\0') || owner.contains('\0') {
+        if !storable(&[key, owner]) {
             return Op::Ready(Ok(false));
         }
         let (key, owner) = (key.to_owned(), owner.to_owned());
@@ -248,7 +254,7 @@ impl LockStore for PostgresStore {
     }
 
     fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        if key.contains('\0') || owner.contains('\0') {
+        if !storable(&[key, owner]) {
             return Op::Ready(Ok(false));
         }
         let (key, owner, ttl) = (key.to_owned(), owner.to_owned(), ttl_of(ttl_ms));
@@ -265,7 +271,7 @@ impl LockStore for PostgresStore {
     }
 
     fn is_locked(&self, key: &str) -> Op<bool> {
-        if key.contains('\0') {
+        if !storable(&[key]) {
             return Op::Ready(Ok(false));
         }
         let key = key.to_owned();
@@ -281,7 +287,7 @@ impl LockStore for PostgresStore {
     }
 
     fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
-        if key.contains('\0') {
+        if !storable(&[key]) {
             return Op::Ready(Ok(None));
         }
         let key = key.to_owned();
@@ -298,7 +304,7 @@ impl LockStore for PostgresStore {
     }
 
     fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
-        if key.contains('\0') || owner.contains('\0') {
+        if !storable(&[key, owner]) {
             return Some(Op::Ready(Ok(false)));
         }
         let (key, owner) = (key.to_owned(), owner.to_owned());

@@ -101,6 +101,10 @@ impl Pool {
                 return Err(failure);
             }
         };
+        if self.closed.load(Ordering::Acquire) {
+            // Closed while it was opening: it goes with this operation.
+            return Err(Failure::Closed);
+        }
         *held = Some(Arc::clone(&conn));
         Ok(Taken { conn, slot })
     }
