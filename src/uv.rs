@@ -32,6 +32,7 @@ mod ffi {
         pub fn uv_ref(handle: *mut c_void);
         pub fn uv_unref(handle: *mut c_void);
         pub fn uv_now(loop_: *const Loop) -> u64;
+        pub fn uv_update_time(loop_: *mut Loop);
 
         pub fn uv_poll_init_socket(loop_: *mut Loop, handle: *mut c_void, socket: c_int) -> c_int;
         pub fn uv_poll_start(handle: *mut c_void, events: c_int, cb: PollCb) -> c_int;
@@ -199,13 +200,19 @@ pub unsafe fn data_of(raw: *mut c_void) -> *mut c_void {
     unsafe { ffi::uv_handle_get_data(raw) }
 }
 
-/// Milliseconds of the loop's clock (cached at the start of each iteration).
+/// Milliseconds of the loop's clock, read now. The loop caches its clock at
+/// the start of each iteration, so after JS blocked the thread (a long
+/// synchronous call) the cached time is behind: a deadline counted from it
+/// would already have passed when the loop next looks.
 ///
 /// # Safety
-/// `loop_` is this thread's live loop.
-pub unsafe fn now(loop_: *const Loop) -> u64 {
+/// `loop_` is this thread's live loop, and this is its thread.
+pub unsafe fn now(loop_: *mut Loop) -> u64 {
     // SAFETY: as the caller promises.
-    unsafe { ffi::uv_now(loop_) }
+    unsafe {
+        ffi::uv_update_time(loop_);
+        ffi::uv_now(loop_)
+    }
 }
 
 /// A socket watcher.

@@ -105,3 +105,18 @@ test('many commands in flight while the connection is killed and remade: none is
     await close()
   }
 })
+
+test('a command sent just after the JS thread was blocked for longer than commandTimeout is not failed as late', async () => {
+  const store = new RedisLockStore({ url: server.url, commandTimeout: 300, connectTimeout: 300 })
+  try {
+    const block = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+    block(700) // before the first command: the connection opens after it
+    assert.equal(await store.acquire(uniqueKey('blocked'), 'o', 1_000), true)
+    block(700) // and on an open connection
+    const key = uniqueKey('blocked-open')
+    assert.equal(await store.acquire(key, 'o', 1_000), true)
+    assert.equal(await store.release(key, 'o'), true)
+  } finally {
+    await store.close()
+  }
+})

@@ -135,9 +135,11 @@ pub fn create_postgres_store(
         sweep_interval: ms(config.sweep_interval),
         tls: config.tls.map(tls_options),
     };
-    let postgres = PostgresStore::new(options, Some(on_released)).map_err(|reason| {
-        new_error(env, true, None, &format!("new PostgresLockStore: {reason}"))
-    })?;
+    let postgres = PostgresStore::new(options, Some(on_released))
+        .and_then(|postgres| postgres.on_event_loop(env.raw()))
+        .map_err(|reason| {
+            new_error(env, true, None, &format!("new PostgresLockStore: {reason}"))
+        })?;
     let pump = Pump::new(env)?;
     Ok(NewHandle(StoreHandle::new(
         Kind::Postgres(Arc::new(postgres)),

@@ -12,6 +12,8 @@
 //! lets each answer without a thread hop it does not need. (A store written
 //! in JS never reaches Rust: `lib/js-store.js` calls it.)
 
+#[cfg(not(test))]
+pub mod direct;
 pub mod follow;
 pub mod memory;
 pub mod options;

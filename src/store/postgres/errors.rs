@@ -59,18 +59,7 @@ impl Failure {
             Failure::Closed => return ("ERR_LOCK_STORE_CLOSED", "is closed:"),
         };
         if let Some(code) = e.code() {
-            return if *code == SqlState::INVALID_PASSWORD
-                || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
-                || *code == SqlState::INVALID_CATALOG_NAME
-            {
-                ("ERR_LOCK_STORE_AUTH", "was refused by")
-            } else if *code == SqlState::QUERY_CANCELED {
-                ("ERR_LOCK_STORE_TIMEOUT", "timed out talking to")
-            } else if code.code().starts_with("57P") || code.code().starts_with("08") {
-                ("ERR_LOCK_STORE_CONNECTION", "lost the connection to")
-            } else {
-                ("ERR_LOCK_STORE_POSTGRES", "got an error from")
-            };
+            return code_and_verb(code.code());
         }
         let text = e.to_string();
         if text.contains("password missing") {
@@ -108,6 +97,23 @@ impl Failure {
             _ => format!("PostgresLockStore.{name}: {verb} {server}: {detail}"),
         };
         StoreError::Backend(BackendError { code, message })
+    }
+}
+
+/// The error code a SQLSTATE the server reported becomes, and how the
+/// message puts it.
+pub(super) fn code_and_verb(sqlstate: &str) -> (&'static str, &'static str) {
+    if sqlstate == SqlState::INVALID_PASSWORD.code()
+        || sqlstate == SqlState::INVALID_AUTHORIZATION_SPECIFICATION.code()
+        || sqlstate == SqlState::INVALID_CATALOG_NAME.code()
+    {
+        ("ERR_LOCK_STORE_AUTH", "was refused by")
+    } else if sqlstate == SqlState::QUERY_CANCELED.code() {
+        ("ERR_LOCK_STORE_TIMEOUT", "timed out talking to")
+    } else if sqlstate.starts_with("57P") || sqlstate.starts_with("08") {
+        ("ERR_LOCK_STORE_CONNECTION", "lost the connection to")
+    } else {
+        ("ERR_LOCK_STORE_POSTGRES", "got an error from")
     }
 }
 

@@ -19,6 +19,10 @@ mod listen;
 mod options;
 mod pool;
 mod sql;
+#[cfg(not(test))]
+mod via_loop;
+#[cfg(not(test))]
+mod wire;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -53,6 +57,10 @@ struct Shared {
 
 pub struct PostgresStore {
     shared: Arc<Shared>,
+    /// The connections, driven by the JS thread's own event loop (one
+    /// server over TCP); otherwise they live on Tokio (`pool`).
+    #[cfg(not(test))]
+    direct: Option<wire::Direct>,
 }
 
 impl PostgresStore {
@@ -68,7 +76,7 @@ impl PostgresStore {
         let opener = Arc::new(Opener {
             target,
             tls,
-            sql: Sql::new(&options.table),
+            sql: Arc::new(Sql::new(&options.table)),
         });
         Ok(PostgresStore {
             shared: Arc::new(Shared {
@@ -79,6 +87,8 @@ impl PostgresStore {
                 on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
             }),
+            #[cfg(not(test))]
+            direct: None,
         })
     }
 
@@ -86,6 +96,10 @@ impl PostgresStore {
     /// error; ones already sent finish on the connection they hold.
     pub fn close(&self) {
         self.shared.pool.close();
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            direct.close();
+        }
         if let Ok(mut watcher) = self.shared.watcher.lock() {
             *watcher = None;
         }
@@ -149,6 +163,10 @@ impl PostgresStore {
         if let Some(refused) = unstorable("acquire", key, owner) {
             return Op::Ready(Err(refused));
         }
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::acquire(direct, &self.shared, key, owner, ttl_of(ttl_ms));
+        }
         let (key, owner, ttl) = (key.to_owned(), owner.to_owned(), ttl_of(ttl_ms));
         let shared = Arc::clone(&self.shared);
         self.op("acquire", move |conn| {
@@ -167,15 +185,24 @@ impl PostgresStore {
 }
 
 impl Shared {
-    /// Start a sweep of expired rows if none ran within the sweep interval.
-    fn sweep_if_due(self: &Arc<Self>) {
+    /// Whether a sweep of expired rows is due (none ran within the sweep
+    /// interval); if so, it counts as started now.
+    fn sweep_due(&self) -> bool {
         let Ok(mut swept) = self.swept.lock() else {
-            return;
+            return false;
         };
         if swept.is_some_and(|at| at.elapsed() < self.options.sweep_interval) {
-            return;
+            return false;
         }
         *swept = Some(Instant::now());
+        true
+    }
+
+    /// Start a sweep of expired rows on Tokio, if one is due.
+    fn sweep_if_due(self: &Arc<Self>) {
+        if !self.sweep_due() {
+            return;
+        }
         let shared = Arc::downgrade(self);
         tokio::spawn(async move {
             for _ in 0..SWEEP_BATCHES {
@@ -240,6 +267,10 @@ impl LockStore for PostgresStore {
         if !storable(&[key, owner]) {
             return Op::Ready(Ok(false));
         }
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::release(direct, key, owner);
+        }
         let (key, owner) = (key.to_owned(), owner.to_owned());
         self.op("release", move |conn| {
             let (key, owner) = (key.clone(), owner.clone());
@@ -256,6 +287,10 @@ impl LockStore for PostgresStore {
     fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         if !storable(&[key, owner]) {
             return Op::Ready(Ok(false));
+        }
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::extend(direct, key, owner, ttl_of(ttl_ms));
         }
         let (key, owner, ttl) = (key.to_owned(), owner.to_owned(), ttl_of(ttl_ms));
         self.op("extend", move |conn| {
@@ -274,6 +309,10 @@ impl LockStore for PostgresStore {
         if !storable(&[key]) {
             return Op::Ready(Ok(false));
         }
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::is_locked(direct, key);
+        }
         let key = key.to_owned();
         self.op("isLocked", move |conn| {
             let key = key.clone();
@@ -289,6 +328,10 @@ impl LockStore for PostgresStore {
     fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
         if !storable(&[key]) {
             return Op::Ready(Ok(None));
+        }
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return via_loop::remaining_time(direct, key);
         }
         let key = key.to_owned();
         self.op("remainingTime", move |conn| {
@@ -306,6 +349,10 @@ impl LockStore for PostgresStore {
     fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
         if !storable(&[key, owner]) {
             return Some(Op::Ready(Ok(false)));
+        }
+        #[cfg(not(test))]
+        if let Some(direct) = &self.direct {
+            return Some(via_loop::holds(direct, key, owner));
         }
         let (key, owner) = (key.to_owned(), owner.to_owned());
         Some(self.op("isExpired", move |conn| {

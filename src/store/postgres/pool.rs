@@ -41,7 +41,7 @@ pub(super) struct Conn {
 pub(super) struct Opener {
     pub target: Target,
     pub tls: Option<Arc<ClientConfig>>,
-    pub sql: Sql,
+    pub sql: Arc<Sql>,
 }
 
 pub(super) struct Pool {

@@ -6,7 +6,7 @@ use redis::{Cmd, Value};
 use rustls::pki_types::ServerName;
 
 use super::direct::connect::Target;
-use super::direct::{scripts, Direct, Request};
+use super::direct::{scripts, send, Direct, Request};
 use super::scripts::channel;
 use super::RedisStore;
 use crate::store::tls::client_config;
@@ -45,7 +45,7 @@ impl RedisStore {
         };
         let command_timeout =
             u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
-        self.direct = Some(Direct::new(env, target, command_timeout)?);
+        self.direct = Some(Direct::new(env, target, 1, command_timeout)?);
         Ok(self)
     }
 }
@@ -73,7 +73,7 @@ pub fn acquire(
         vec![full_key, counter],
         vec![owner.as_bytes().to_vec(), ttl.to_string().into_bytes()],
     );
-    direct.send(request, |value| match value {
+    send(direct, request, |value| match value {
         Value::Nil => Ok(None),
         Value::Int(token) => Ok(Some(u64::try_from(token).unwrap_or(0))),
         _ => Err("something other than a fencing token or nil"),
@@ -89,7 +89,7 @@ pub fn release(direct: &Direct, key: String, owner: &str) -> Op<bool> {
         vec![key],
         vec![owner.as_bytes().to_vec(), announce],
     );
-    direct.send(request, |value| Ok(count(value)? == 1))
+    send(direct, request, |value| Ok(count(value)? == 1))
 }
 
 pub fn extend(direct: &Direct, key: String, owner: &str, ttl: u64) -> Op<bool> {
@@ -100,27 +100,31 @@ pub fn extend(direct: &Direct, key: String, owner: &str, ttl: u64) -> Op<bool> {
         vec![key],
         vec![owner.as_bytes().to_vec(), ttl.to_string().into_bytes()],
     );
-    direct.send(request, |value| Ok(count(value)? == 1))
+    send(direct, request, |value| Ok(count(value)? == 1))
 }
 
 pub fn is_locked(direct: &Direct, exists: &Cmd) -> Op<bool> {
-    direct.send(Request::plain("isLocked", exists), |value| {
+    send(direct, Request::plain("isLocked", exists), |value| {
         Ok(count(value)? == 1)
     })
 }
 
 pub fn remaining_time(direct: &Direct, pttl: &Cmd) -> Op<Option<f64>> {
     // -2: no such key; -1: a key without expiry, which no lock writes.
-    direct.send(Request::plain("remainingTime", pttl), |value| {
+    send(direct, Request::plain("remainingTime", pttl), |value| {
         let ms = count(value)?;
         Ok((ms >= 0).then_some(ms as f64))
     })
 }
 
 pub fn holds(direct: &Direct, get: &Cmd, owner: String) -> Op<bool> {
-    direct.send(Request::plain("isExpired", get), move |value| match value {
-        Value::Nil => Ok(false),
-        Value::BulkString(bytes) => Ok(bytes == owner.as_bytes()),
-        _ => Err("something other than a string or nil"),
-    })
+    send(
+        direct,
+        Request::plain("isExpired", get),
+        move |value| match value {
+            Value::Nil => Ok(false),
+            Value::BulkString(bytes) => Ok(bytes == owner.as_bytes()),
+            _ => Err("something other than a string or nil"),
+        },
+    )
 }

@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::codec::Decoder;
 
+use crate::store::direct::{Failure, Opened};
 use crate::store::redis::errors::auth_refused;
 
 /// Where and how to connect; made once per store.
@@ -28,20 +29,6 @@ pub struct Target {
     pub connect_timeout: Duration,
     /// The server as error messages name it (no password).
     pub display: String,
-}
-
-/// A connected, greeted socket, in non-blocking mode, ready for the event loop.
-pub struct Opened {
-    pub tcp: std::net::TcpStream,
-    pub tls: Option<rustls::ClientConnection>,
-}
-
-/// Why a connection could not be opened: a store error code and what
-/// happened (each waiting command's error prefixes its own operation).
-#[derive(Debug, Clone)]
-pub struct Failure {
-    pub code: &'static str,
-    pub text: String,
 }
 
 /// Open a connection to `target`, within its connect timeout.

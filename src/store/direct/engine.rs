@@ -12,16 +12,15 @@ use std::sync::{Arc, Mutex};
 use napi::sys;
 
 use super::callbacks::{on_check, on_env_exit, on_idle, on_poll, on_timer, on_wake};
-use super::conn::{Conn, Due, Next, Reply, State};
-use super::connect::{self, Failure, Opened, Target};
-use super::request::Request;
+use super::conn::{Conn, Next, Outcomes, Reply, State};
 use super::socket::Socket;
+use super::{Failure, Opened, Wire};
 use crate::uv;
 
-pub(super) struct Engine {
+pub(super) struct Engine<W: Wire> {
     pub(super) env: sys::napi_env,
     pub(super) loop_: *mut uv::Loop,
-    pub(super) conn: RefCell<Conn>,
+    pub(super) conn: RefCell<Conn<W>>,
     /// None once closed.
     pub(super) handles: RefCell<Option<Handles>>,
     /// Where a connection opened on Tokio is left for the loop to pick up.
@@ -37,7 +36,7 @@ pub(super) struct Engine {
     /// Inside the socket's own callback, which writes at its end.
     pub(super) in_poll: Cell<bool>,
     /// Held while closing, so the engine outlives its handles' callbacks.
-    pub(super) keep: RefCell<Option<Rc<Engine>>>,
+    pub(super) keep: RefCell<Option<Rc<Engine<W>>>>,
 }
 
 pub(super) struct Handles {
@@ -47,13 +46,13 @@ pub(super) struct Handles {
     pub(super) wake: uv::Handle,
 }
 
-impl Engine {
+impl<W: Wire> Engine<W> {
     /// A connection to `target` on `env`'s loop (opened on first use).
     pub(super) fn new(
         env: sys::napi_env,
-        target: Target,
+        target: Arc<W::Target>,
         command_timeout_ms: u64,
-    ) -> Result<Rc<Engine>, String> {
+    ) -> Result<Rc<Engine<W>>, String> {
         let mut loop_ = ptr::null_mut();
         // SAFETY: called from a napi function on the JS thread of `env`.
         let status = unsafe { sys::napi_get_uv_event_loop(env, &mut loop_) };
@@ -64,13 +63,13 @@ impl Engine {
         let mut name = ptr::null_mut();
         // SAFETY: as above; the name is a valid UTF-8 literal.
         unsafe {
-            sys::napi_create_string_utf8(env, c"keel-lock:redis".as_ptr(), 15, &mut name);
+            sys::napi_create_string_utf8(env, W::RESOURCE.as_ptr(), -1, &mut name);
             sys::napi_async_init(env, ptr::null_mut(), name, &mut async_context);
         }
         // SAFETY (the handle constructors): `loop_` is this thread's live loop.
         let made = unsafe {
             (|| {
-                let (slot, wake) = uv::AsyncSlot::new(loop_, on_wake)?;
+                let (slot, wake) = uv::AsyncSlot::new(loop_, on_wake::<W>)?;
                 Some((
                     slot,
                     Handles {
@@ -88,7 +87,7 @@ impl Engine {
         let engine = Rc::new(Engine {
             env,
             loop_,
-            conn: RefCell::new(Conn::new(Arc::new(target), command_timeout_ms)),
+            conn: RefCell::new(Conn::new(target, command_timeout_ms)),
             handles: RefCell::new(None),
             opened: Arc::new(Mutex::new(None)),
             wake: slot,
@@ -109,7 +108,9 @@ impl Engine {
         let mut cleanup = ptr::null_mut();
         // SAFETY: on the JS thread of `env`; `data` stays valid until the hook
         // is removed, which happens before the engine can be dropped (`shut`).
-        unsafe { sys::napi_add_async_cleanup_hook(env, Some(on_env_exit), data, &mut cleanup) };
+        unsafe {
+            sys::napi_add_async_cleanup_hook(env, Some(on_env_exit::<W>), data, &mut cleanup)
+        };
         engine.cleanup.set(cleanup);
         Ok(engine)
     }
@@ -119,7 +120,7 @@ impl Engine {
         unsafe { uv::now(self.loop_) }
     }
 
-    pub(super) fn submit(self: &Rc<Self>, request: Request, reply: Reply) {
+    pub(super) fn submit(self: &Rc<Self>, request: W::Request, reply: Reply<W>) {
         let next = self.conn.borrow_mut().submit(request, reply, self.now());
         self.follow(next, false);
         self.schedule_write();
@@ -127,7 +128,7 @@ impl Engine {
 
     /// Act on a change of state: open a connection, deliver what is due
     /// (`scoped`: inside a callback scope of our own, from a loop callback).
-    pub(super) fn follow(self: &Rc<Self>, next: Next, scoped: bool) {
+    pub(super) fn follow(self: &Rc<Self>, next: Next<W>, scoped: bool) {
         if next.connect {
             self.connect();
         }
@@ -148,7 +149,7 @@ impl Engine {
             return;
         }
         if let Some(handles) = self.handles.borrow().as_ref() {
-            handles.check.check_start(on_check);
+            handles.check.check_start(on_check::<W>);
             handles.idle.idle_start(on_idle);
             self.flush_armed.set(true);
         }
@@ -168,7 +169,7 @@ impl Engine {
         if let State::Open(socket) = &mut conn.state {
             let want = uv::READABLE | if more { uv::WRITABLE } else { 0 };
             if socket.watching != want {
-                socket.poll.poll_start(want, on_poll);
+                socket.poll.poll_start(want, on_poll::<W>);
                 socket.watching = want;
             }
         }
@@ -197,7 +198,7 @@ impl Engine {
         if let Some(at) = conn.next_deadline() {
             handles
                 .timer
-                .timer_start(on_timer, at.saturating_sub(self.now()));
+                .timer_start(on_timer::<W>, at.saturating_sub(self.now()));
             handles.timer.set_ref(true);
             self.timer_at.set(Some(at));
         }
@@ -208,7 +209,7 @@ impl Engine {
         let target = Arc::clone(&self.conn.borrow().target);
         let (slot, wake) = (Arc::clone(&self.opened), self.wake.clone());
         napi::bindgen_prelude::spawn(async move {
-            let opened = connect::open(target).await;
+            let opened = W::open(target).await;
             if let Ok(mut slot) = slot.lock() {
                 *slot = Some(opened);
             }
@@ -292,8 +293,8 @@ impl Engine {
     }
 }
 
-/// Hand each outcome to its command's reply (which settles its promise).
-pub(super) fn deliver(due: Due) {
+/// Hand each outcome to its request's reply (which settles its promise).
+pub(super) fn deliver<A>(due: Outcomes<A>) {
     for (reply, outcome) in due {
         reply(outcome);
     }

@@ -1,0 +1,333 @@
+//! A connection's state, on the JS thread: the requests waiting for an
+//! answer (in the order they were sent: both servers answer in order), the
+//! bytes not yet written, and what happens when the socket opens, answers,
+//! breaks or is too slow. Nothing here calls into JS: what is due to JS (an
+//! answer, an error) is handed back as [`Due`], for the event-loop callbacks
+//! to deliver once the state is no longer borrowed.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+
+use super::socket::{Arrived, Socket};
+use super::{error, Failure, Verdict, Wire};
+use crate::store::StoreError;
+
+/// What a waiting request does with its answer (or its failure).
+pub type Reply<W> = Box<dyn FnOnce(Result<<W as Wire>::Answer, StoreError>)>;
+
+/// Answers (of type `A`) and failures to deliver to JS, in order.
+pub type Outcomes<A> = Vec<(
+    Box<dyn FnOnce(Result<A, StoreError>)>,
+    Result<A, StoreError>,
+)>;
+
+/// A connection's answers and failures to deliver.
+pub type Due<W> = Outcomes<<W as Wire>::Answer>;
+
+pub struct Waiting<W: Wire> {
+    pub request: W::Request,
+    /// None once it timed out: its answer, when it comes, is read and dropped,
+    /// so the answers after it still meet their own requests.
+    pub reply: Option<Reply<W>>,
+    /// When it times out, in loop milliseconds, and how long it was given.
+    pub deadline: u64,
+    pub allowed: u64,
+    /// How many times it was sent again after a connection broke under it.
+    pub resent: u32,
+}
+
+pub enum State {
+    /// No connection; one is opened when a command comes.
+    Idle,
+    /// Opening on Tokio; commands wait, unsent.
+    Connecting,
+    Open(Box<Socket>),
+    Closed,
+}
+
+pub struct Conn<W: Wire> {
+    pub target: Arc<W::Target>,
+    pub command_timeout: u64,
+    pub state: State,
+    pub waiting: VecDeque<Waiting<W>>,
+    /// How many of them still wait for their reply (not timed out).
+    pub live: usize,
+    /// Bytes for the open socket, not yet written.
+    pub out: Vec<u8>,
+    inbound: BytesMut,
+    session: W::Session,
+}
+
+/// What the event-loop side must do after a change of state.
+pub struct Next<W: Wire> {
+    /// Open a connection (on Tokio).
+    pub connect: bool,
+    pub due: Due<W>,
+}
+
+impl<W: Wire> Default for Next<W> {
+    fn default() -> Self {
+        Next {
+            connect: false,
+            due: Vec::new(),
+        }
+    }
+}
+
+impl<W: Wire> Next<W> {
+    fn absorb(&mut self, mut other: Next<W>) {
+        self.due.append(&mut other.due);
+        self.connect |= other.connect;
+    }
+}
+
+impl<W: Wire> Conn<W> {
+    pub fn new(target: Arc<W::Target>, command_timeout: u64) -> Conn<W> {
+        Conn {
+            target,
+            command_timeout,
+            state: State::Idle,
+            waiting: VecDeque::new(),
+            live: 0,
+            out: Vec::new(),
+            inbound: BytesMut::with_capacity(16 * 1024),
+            session: W::Session::default(),
+        }
+    }
+
+    /// A new request at `now`: written to `out` if the socket is open, else
+    /// sent once it is (and a connection is opened if none is on its way).
+    pub fn submit(&mut self, request: W::Request, reply: Reply<W>, now: u64) -> Next<W> {
+        let mut next = Next::default();
+        let mut timeout = self.command_timeout;
+        match self.state {
+            State::Closed => {
+                let closed = error::<W>(
+                    "ERR_LOCK_STORE_CLOSED",
+                    W::name(&request),
+                    "the store is closed",
+                );
+                next.due.push((reply, Err(closed)));
+                return next;
+            }
+            State::Open(_) => W::encode(&mut self.session, &request, &mut self.out),
+            State::Connecting => timeout += W::connect_timeout_ms(&self.target),
+            State::Idle => {
+                timeout += W::connect_timeout_ms(&self.target);
+                self.state = State::Connecting;
+                next.connect = true;
+            }
+        }
+        self.live += 1;
+        self.waiting.push_back(Waiting {
+            request,
+            reply: Some(reply),
+            deadline: now.saturating_add(timeout),
+            allowed: timeout,
+            resent: 0,
+        });
+        next
+    }
+
+    /// The connection opened: everything waiting is written to it.
+    pub fn opened(&mut self, socket: Socket) {
+        self.out.clear();
+        self.inbound.clear();
+        self.session = W::Session::default();
+        self.waiting.retain(|w| w.reply.is_some());
+        for w in &self.waiting {
+            W::encode(&mut self.session, &w.request, &mut self.out);
+        }
+        self.state = State::Open(Box::new(socket));
+    }
+
+    /// Opening failed: every request waiting fails with why.
+    pub fn not_opened(&mut self, failure: &Failure) -> Next<W> {
+        self.state = State::Idle;
+        self.live = 0;
+        let mut next = Next::default();
+        for w in self.waiting.drain(..) {
+            if let Some(reply) = w.reply {
+                next.due.push((
+                    reply,
+                    Err(error::<W>(failure.code, W::name(&w.request), &failure.text)),
+                ));
+            }
+        }
+        next
+    }
+
+    /// Read what arrived and match the answers with their requests. A
+    /// connection that closed or failed is given up ([`Conn::broke`]).
+    pub fn read(&mut self) -> Next<W> {
+        let State::Open(socket) = &mut self.state else {
+            return Next::default();
+        };
+        let arrived = socket.read(&mut self.inbound);
+        let mut next = Next::default();
+        loop {
+            match W::decode(&mut self.session, &mut self.inbound) {
+                Ok(Some(answer)) => {
+                    let Some(waiting) = self.waiting.pop_front() else {
+                        next.absorb(self.broke("it answered a request that was never sent"));
+                        return next;
+                    };
+                    if let Err(why) = self.answered(waiting, answer, &mut next) {
+                        next.absorb(self.broke(&why));
+                        return next;
+                    }
+                }
+                Ok(None) => break,
+                Err(what) => {
+                    next.absorb(self.broke(&what));
+                    return next;
+                }
+            }
+        }
+        let why = match arrived {
+            Ok(Arrived::More) => return next,
+            Ok(Arrived::Closed) => "the server closed it".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        next.absorb(self.broke(&why));
+        next
+    }
+
+    /// An answer to `waiting`; `Err(why)` when it says the connection is
+    /// going away (the request is then first in line to be sent again).
+    fn answered(
+        &mut self,
+        waiting: Waiting<W>,
+        answer: W::Answer,
+        next: &mut Next<W>,
+    ) -> Result<(), String> {
+        if waiting.reply.is_some() {
+            match W::verdict(&mut self.session, &waiting.request, &answer) {
+                Verdict::Deliver => {}
+                Verdict::SendAgain => {
+                    if let State::Open(_) = self.state {
+                        W::encode(&mut self.session, &waiting.request, &mut self.out);
+                    }
+                    self.waiting.push_back(waiting);
+                    return Ok(());
+                }
+                Verdict::Broken(why) => {
+                    self.waiting.push_front(waiting);
+                    return Err(why);
+                }
+            }
+        }
+        if let Some(reply) = waiting.reply {
+            self.live -= 1;
+            next.due.push((reply, Ok(answer)));
+        }
+        Ok(())
+    }
+
+    /// Write what is waiting to be written. Returns whether the socket must
+    /// be watched for room to write the rest.
+    pub fn write(&mut self) -> Result<bool, Next<W>> {
+        let State::Open(socket) = &mut self.state else {
+            return Ok(false);
+        };
+        if self.out.is_empty() && !socket.wants_write() {
+            return Ok(false);
+        }
+        match socket.write(&mut self.out) {
+            Ok(all) => Ok(!all),
+            Err(e) => Err(self.broke(&e.to_string())),
+        }
+    }
+
+    /// The connection broke (`why`). Requests sent on it are sent again on a
+    /// fresh one (every operation of these stores may be), up to
+    /// [`Wire::RESENDS`] times each; past that they fail.
+    pub fn broke(&mut self, why: &str) -> Next<W> {
+        self.state = State::Idle;
+        self.out.clear();
+        let mut next = Next::default();
+        let display = W::display(&self.target).to_owned();
+        let mut kept = VecDeque::new();
+        for mut w in self.waiting.drain(..) {
+            let Some(reply) = w.reply.take() else {
+                continue;
+            };
+            if w.resent < W::RESENDS {
+                w.resent += 1;
+                w.reply = Some(reply);
+                kept.push_back(w);
+            } else {
+                let text = format!("lost the connection to {display}: {why}");
+                next.due.push((
+                    reply,
+                    Err(error::<W>(
+                        "ERR_LOCK_STORE_CONNECTION",
+                        W::name(&w.request),
+                        &text,
+                    )),
+                ));
+            }
+        }
+        self.waiting = kept;
+        self.live = self.waiting.len();
+        if !self.waiting.is_empty() {
+            self.state = State::Connecting;
+            next.connect = true;
+        }
+        next
+    }
+
+    /// Requests past their deadline at `now` fail; they keep their place.
+    pub fn expire(&mut self, now: u64) -> Due<W> {
+        let mut due = Due::<W>::new();
+        let display = W::display(&self.target);
+        for w in self.waiting.iter_mut().filter(|w| w.deadline <= now) {
+            if let Some(reply) = w.reply.take() {
+                self.live -= 1;
+                let text = format!("no answer from {display} within {} ms", w.allowed);
+                due.push((
+                    reply,
+                    Err(error::<W>(
+                        "ERR_LOCK_STORE_TIMEOUT",
+                        W::name(&w.request),
+                        &text,
+                    )),
+                ));
+            }
+        }
+        // Before the socket opened, nothing was sent: a timed-out request leaves no reply behind.
+        if !matches!(self.state, State::Open(_)) {
+            self.waiting.retain(|w| w.reply.is_some());
+        }
+        due
+    }
+
+    /// The earliest deadline of a request still waiting for its reply.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.waiting
+            .iter()
+            .filter(|w| w.reply.is_some())
+            .map(|w| w.deadline)
+            .min()
+    }
+
+    /// Closed for good: every waiting request fails.
+    pub fn close(&mut self) -> Due<W> {
+        self.state = State::Closed;
+        self.live = 0;
+        self.out.clear();
+        self.waiting
+            .drain(..)
+            .filter_map(|w| {
+                let closed = error::<W>(
+                    "ERR_LOCK_STORE_CLOSED",
+                    W::name(&w.request),
+                    "the store is closed",
+                );
+                w.reply.map(|reply| (reply, Err(closed)))
+            })
+            .collect()
+    }
+}

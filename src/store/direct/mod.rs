@@ -1,0 +1,235 @@
+//! A server connection driven by the JS thread's own event loop: no thread
+//! hop per command. Redis and PostgreSQL both ride it; each says how its
+//! requests are written and its answers read ([`Wire`]).
+//!
+//! Requests are written, and answers read, in libuv callbacks on the loop
+//! Node already runs (`uv_poll` on the socket, as zeromq.js does), and each
+//! answer settles its promise right there. What one turn of the loop
+//! produced goes out in one write: the requests a batch of answers set off
+//! (their promises' continuations run before the poll callback returns) are
+//! written at its end, and requests made anywhere else are written by a
+//! check handle at the end of the same loop iteration. Opening a connection
+//! (DNS, TCP, TLS handshake, logging in) waits on the network, so it runs
+//! on Tokio and hands the socket over ([`Wire::open`]).
+//!
+//! Read in this order: this file (the protocol seam, and the store's side
+//! of a set of connections), [`conn`] (one connection's state: requests
+//! waiting, what happens when the socket answers, breaks or is too slow),
+//! [`socket`] (bytes in and out, plain or TLS), [`engine`] (the handles, and
+//! delivering outcomes to JS inside a callback scope, so promise
+//! continuations run) and [`callbacks`].
+//!
+//! Lifetime: the handles are closed by `close()`, by the store being
+//! collected, or by the environment's async cleanup hook (a worker thread
+//! ending), whichever comes first; an idle connection keeps nothing alive.
+
+mod callbacks;
+mod conn;
+mod engine;
+mod socket;
+
+use std::ffi::CStr;
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::thread::{self, ThreadId};
+
+use bytes::BytesMut;
+use napi::sys;
+
+use self::callbacks::{on_collected, on_idle};
+pub use self::conn::Reply;
+use self::engine::{deliver, Engine};
+use super::{BackendError, StoreError};
+
+/// A connected, greeted socket, in non-blocking mode, ready for the event loop.
+pub struct Opened {
+    pub tcp: std::net::TcpStream,
+    pub tls: Option<rustls::ClientConnection>,
+}
+
+/// Why a connection could not be opened: a store error code and what
+/// happened (each waiting request's error prefixes its own operation).
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub code: &'static str,
+    pub text: String,
+}
+
+/// What a connection does with an answer, as its protocol sees it.
+pub enum Verdict {
+    /// The request's answer: hand it over.
+    Deliver,
+    /// The server wants the request again on this connection (a script it
+    /// did not know): written again, answered later.
+    SendAgain,
+    /// The connection is going away under the request (the server is
+    /// shutting down): sent again on a fresh one, like every request on it.
+    Broken(String),
+}
+
+/// A server protocol, as the event-loop connection needs to know it.
+pub trait Wire: Sized + 'static {
+    /// Where to connect, and how; made once per store.
+    type Target: Send + Sync + 'static;
+    /// A request, kept as what it is so it can be sent again.
+    type Request;
+    /// One request's answer.
+    type Answer;
+    /// A connection's own state (a half-read answer, scripts it has loaded):
+    /// fresh for every connection.
+    type Session: Default;
+
+    /// The store's class, which starts every error message.
+    const STORE: &'static str;
+    /// The async resource name its callbacks into JS run under.
+    const RESOURCE: &'static CStr;
+    /// How many times a request that found its connection dead is sent again.
+    const RESENDS: u32;
+
+    fn connect_timeout_ms(target: &Self::Target) -> u64;
+    /// The server as error messages name it (no password).
+    fn display(target: &Self::Target) -> &str;
+    /// The store operation a request serves, for error messages.
+    fn name(request: &Self::Request) -> &'static str;
+    /// Append the request's bytes to `out`.
+    fn encode(session: &mut Self::Session, request: &Self::Request, out: &mut Vec<u8>);
+    /// The next whole answer in `inbound`, if it has arrived; `Err` when
+    /// the bytes are not this protocol (what the server sent instead).
+    fn decode(
+        session: &mut Self::Session,
+        inbound: &mut BytesMut,
+    ) -> Result<Option<Self::Answer>, String>;
+    /// What to do with `answer` to `request`.
+    fn verdict(
+        session: &mut Self::Session,
+        request: &Self::Request,
+        answer: &Self::Answer,
+    ) -> Verdict;
+    /// Open and greet a connection (on Tokio), within the connect timeout.
+    fn open(
+        target: Arc<Self::Target>,
+    ) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>>;
+}
+
+/// The error `<Store>.<operation>` fails with.
+pub fn error<W: Wire>(code: &'static str, name: &str, text: &str) -> StoreError {
+    StoreError::Backend(BackendError {
+        code,
+        message: format!("{}.{name}: {text}", W::STORE),
+    })
+}
+
+/// The store's side: usable from any thread's point of view (the store
+/// is), acted on only on the thread whose loop drives it.
+pub struct Direct<W: Wire> {
+    thread: ThreadId,
+    local: ManuallyDrop<Local<W>>,
+}
+
+/// The connections, on their own thread: one or more, each request going
+/// to the one with the fewest waiting.
+pub struct Local<W: Wire>(Rc<Connections<W>>);
+
+struct Connections<W: Wire> {
+    target: Arc<W::Target>,
+    engines: Vec<Rc<Engine<W>>>,
+}
+
+// SAFETY: `local` is only touched on `thread` (checked in `local`); off it,
+// `Direct` is an inert value, and dropping it there leaks it instead of
+// touching the Rcs (see `Drop`).
+unsafe impl<W: Wire> Send for Direct<W> {}
+// SAFETY: as for Send.
+unsafe impl<W: Wire> Sync for Direct<W> {}
+
+impl<W: Wire> Direct<W> {
+    /// `connections` connections to `target` on `env`'s loop (each opened on
+    /// first use).
+    pub fn new(
+        env: sys::napi_env,
+        target: W::Target,
+        connections: usize,
+        command_timeout_ms: u64,
+    ) -> Result<Direct<W>, String> {
+        let target = Arc::new(target);
+        let engines = (0..connections.max(1))
+            .map(|_| Engine::new(env, Arc::clone(&target), command_timeout_ms))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Direct {
+            thread: thread::current().id(),
+            local: ManuallyDrop::new(Local(Rc::new(Connections { target, engines }))),
+        })
+    }
+
+    /// The connections, if this is the thread they belong to.
+    pub fn local(&self) -> Option<Local<W>> {
+        (thread::current().id() == self.thread).then(|| Local(Rc::clone(&self.local.0)))
+    }
+
+    /// Close the connections; requests waiting fail as closed, later ones too.
+    pub fn close(&self) {
+        if let Some(local) = self.local() {
+            for engine in &local.0.engines {
+                let due = engine.conn.borrow_mut().close();
+                deliver(due);
+                engine.shut();
+            }
+        }
+    }
+}
+
+impl<W: Wire> Clone for Local<W> {
+    fn clone(&self) -> Self {
+        Local(Rc::clone(&self.0))
+    }
+}
+
+impl<W: Wire> Local<W> {
+    /// Send `request`; `reply` is called with its answer (or why there is
+    /// none), on this thread.
+    pub fn submit(&self, request: W::Request, reply: Reply<W>) {
+        let engine = self
+            .0
+            .engines
+            .iter()
+            .min_by_key(|engine| engine.conn.borrow().live)
+            .map(Rc::clone);
+        if let Some(engine) = engine {
+            engine.submit(request, reply);
+        }
+    }
+
+    /// The server as error messages name it.
+    pub fn display(&self) -> &str {
+        W::display(&self.0.target)
+    }
+}
+
+impl<W: Wire> Drop for Direct<W> {
+    fn drop(&mut self) {
+        if thread::current().id() != self.thread {
+            // Not ours to touch from here: leaked, not raced.
+            return;
+        }
+        // SAFETY: taken once, here, and `self.local` is not used after.
+        let local = unsafe { ManuallyDrop::take(&mut self.local) };
+        // The store was collected: close at the end of this loop iteration,
+        // in a callback where waiting requests can be failed into JS.
+        for engine in &local.0.engines {
+            let open = match engine.handles.borrow().as_ref() {
+                Some(handles) => {
+                    handles.check.check_start(on_collected::<W>);
+                    handles.idle.idle_start(on_idle);
+                    true
+                }
+                None => false,
+            };
+            if open {
+                *engine.keep.borrow_mut() = Some(Rc::clone(engine));
+            }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The operations on connections the JS thread's event loop drives (a
+//! server reached over TCP): each a prepared statement's Bind, Execute and
+//! Sync, its answer read into the operation's on the JS thread (see
+//! `wire/` and `store/direct/`). A server behind a unix socket, or a URL
+//! naming several hosts, stays on Tokio.
+
+use std::sync::{Arc, Mutex};
+
+use rustls::pki_types::ServerName;
+use tokio_postgres::config::Host;
+
+use super::errors::code_and_verb;
+use super::wire::connect::Target;
+use super::wire::{Direct, Local, Rows, Statement};
+use super::{PostgresStore, Shared, SWEEP_BATCH, SWEEP_BATCHES};
+use crate::store::{BackendError, Done, LocalOp, Op, StoreError};
+
+impl PostgresStore {
+    /// Drive the store's connections on the loop of `env` (the JS thread
+    /// making the store), when the URL names one server over TCP.
+    pub fn on_event_loop(mut self, env: napi::sys::napi_env) -> Result<Self, String> {
+        let shared = &self.shared;
+        let opener = &shared.opener;
+        let config = &opener.target.config;
+        let (Some(Host::Tcp(host)), 1) = (config.get_hosts().first(), config.get_hosts().len())
+        else {
+            return Ok(self);
+        };
+        if config.get_ports().len() > 1 {
+            return Ok(self);
+        }
+        let tls = match &opener.tls {
+            None => None,
+            Some(tls) => {
+                let name = ServerName::try_from(host.clone())
+                    .map_err(|e| format!("url: {host:?} is not a host name TLS can check: {e}"))?;
+                Some((Arc::clone(tls), name))
+            }
+        };
+        let user = config.get_user().unwrap_or("postgres").to_owned();
+        let mut parameters = vec![("application_name".to_owned(), "keel-lock".to_owned())];
+        if let Some(options) = config.get_options() {
+            parameters.push(("options".to_owned(), options.to_owned()));
+        }
+        let target = Target {
+            host: host.clone(),
+            port: config.get_ports().first().copied().unwrap_or(5432),
+            tls,
+            database: config.get_dbname().unwrap_or(&user).to_owned(),
+            password: config.get_password().map(<[u8]>::to_vec),
+            user,
+            parameters,
+            connect_timeout: shared.options.connect_timeout,
+            display: opener.target.display.clone(),
+            sql: Arc::clone(&opener.sql),
+            refused: Mutex::new(None),
+        };
+        let command_timeout =
+            u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
+        self.direct = Some(Direct::new(
+            env,
+            target,
+            shared.options.pool_size,
+            command_timeout,
+        )?);
+        Ok(self)
+    }
+}
+
+/// Run `statement` with `params`; its rows become the operation's answer
+/// through `read` (which also gets the connections, to start a sweep).
+pub(super) fn run<T: 'static>(
+    direct: &Direct,
+    name: &'static str,
+    statement: Statement,
+    params: Vec<String>,
+    read: impl FnOnce(Rows, &Local) -> Result<T, &'static str> + 'static,
+) -> Op<T> {
+    let Some(local) = direct.local() else {
+        return Op::Ready(Err(StoreError::Backend(BackendError {
+            code: "ERR_LOCK_STORE_POSTGRES",
+            message: format!(
+                "PostgresLockStore.{name}: used from a thread other than the one it was made on"
+            ),
+        })));
+    };
+    Op::Local(LocalOp::new(move |done: Done<T>| {
+        let display = local.display().to_owned();
+        let connections = local.clone();
+        let request = super::wire::Request {
+            name,
+            statement,
+            params,
+        };
+        local.submit(
+            request,
+            Box::new(move |outcome| {
+                done(outcome.and_then(|answer| match answer {
+                    Err(e) => {
+                        let (code, verb) = code_and_verb(&e.code);
+                        Err(StoreError::Backend(BackendError {
+                            code,
+                            message: format!(
+                                "PostgresLockStore.{name}: {verb} {display}: {}: {}",
+                                e.severity, e.message
+                            ),
+                        }))
+                    }
+                    Ok(rows) => read(rows, &connections).map_err(|what| {
+                        StoreError::Backend(BackendError {
+                            code: "ERR_LOCK_STORE_POSTGRES",
+                            message: format!("PostgresLockStore.{name}: {display} answered {what}"),
+                        })
+                    }),
+                }))
+            }),
+        );
+    }))
+}
+
+/// The first column of the first row as a number, if a row came back.
+pub(super) fn first_number(rows: &Rows) -> Result<Option<i64>, &'static str> {
+    match rows.first() {
+        None => Ok(None),
+        Some(Some(text)) => text
+            .parse()
+            .map(Some)
+            .map_err(|_| "something other than a number"),
+        Some(None) => Err("NULL where a number belongs"),
+    }
+}
+
+/// The first column of the first row as a boolean (`None`: no row).
+pub(super) fn first_bool(rows: &Rows) -> Result<Option<bool>, &'static str> {
+    match rows.first() {
+        None => Ok(None),
+        Some(Some("t")) => Ok(Some(true)),
+        Some(Some("f")) => Ok(Some(false)),
+        Some(_) => Err("something other than true or false"),
+    }
+}
+
+impl Shared {
+    /// Sweep expired rows, in bounded batches, if none ran within the sweep
+    /// interval: each batch sent when the one before deleted a full batch.
+    pub(super) fn sweep_on_loop_if_due(self: &Arc<Self>, local: &Local) {
+        if self.sweep_due() {
+            sweep_batch(local.clone(), 1);
+        }
+    }
+}
+
+fn sweep_batch(local: Local, batch: usize) {
+    let request = super::wire::Request {
+        name: "sweep",
+        statement: Statement::Sweep,
+        params: vec![SWEEP_BATCH.to_string()],
+    };
+    let next = local.clone();
+    local.submit(
+        request,
+        Box::new(move |outcome| {
+            let full = matches!(outcome, Ok(Ok(rows)) if rows.changed == SWEEP_BATCH as u64);
+            if full && batch < SWEEP_BATCHES {
+                sweep_batch(next, batch + 1);
+            }
+        }),
+    );
+}
+
+/// The acquire statement: `Some(fencing token)` when taken.
+pub(super) fn acquire(
+    direct: &Direct,
+    shared: &Arc<Shared>,
+    key: &str,
+    owner: &str,
+    ttl: i64,
+) -> Op<Option<u64>> {
+    let shared = Arc::clone(shared);
+    let params = vec![key.to_owned(), owner.to_owned(), ttl.to_string()];
+    run(
+        direct,
+        "acquire",
+        Statement::Acquire,
+        params,
+        move |rows, local| {
+            let token = first_number(&rows)?;
+            shared.sweep_on_loop_if_due(local);
+            Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
+        },
+    )
+}
+
+pub(super) fn release(direct: &Direct, key: &str, owner: &str) -> Op<bool> {
+    let params = vec![key.to_owned(), owner.to_owned()];
+    run(direct, "release", Statement::Release, params, |rows, _| {
+        Ok(first_bool(&rows)? == Some(true))
+    })
+}
+
+pub(super) fn extend(direct: &Direct, key: &str, owner: &str, ttl: i64) -> Op<bool> {
+    let params = vec![key.to_owned(), owner.to_owned(), ttl.to_string()];
+    run(direct, "extend", Statement::Extend, params, |rows, _| {
+        Ok(rows.changed == 1)
+    })
+}
+
+pub(super) fn is_locked(direct: &Direct, key: &str) -> Op<bool> {
+    run(
+        direct,
+        "isLocked",
+        Statement::IsLocked,
+        vec![key.to_owned()],
+        |rows, _| first_bool(&rows)?.ok_or("no row"),
+    )
+}
+
+pub(super) fn remaining_time(direct: &Direct, key: &str) -> Op<Option<f64>> {
+    let params = vec![key.to_owned()];
+    run(
+        direct,
+        "remainingTime",
+        Statement::RemainingTime,
+        params,
+        |rows, _| Ok(first_number(&rows)?.map(|ms| ms as f64)),
+    )
+}
+
+pub(super) fn holds(direct: &Direct, key: &str, owner: &str) -> Op<bool> {
+    let params = vec![key.to_owned(), owner.to_owned()];
+    run(direct, "isExpired", Statement::Holds, params, |rows, _| {
+        first_bool(&rows)?.ok_or("no row")
+    })
+}

@@ -1,0 +1,381 @@
+//! Opening a connection, on Tokio: TCP, TLS when asked for (the server is
+//! asked first, as the protocol wants), the startup message, logging in
+//! (SCRAM-SHA-256, MD5 or a clear-text password, whichever the server
+//! asks), the table made if it is missing, and every statement prepared.
+//! Then the socket moves to the JS thread's event loop.
+//!
+//! After the server refuses our credentials, no new connection is tried for
+//! a second: operations meanwhile fail with the same error at once, so a
+//! wrong password is reported, not hammered at the server.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use postgres_protocol::authentication::md5_hash;
+use postgres_protocol::authentication::sasl::{self, ChannelBinding, ScramSha256};
+use postgres_protocol::message::backend::Message;
+use postgres_protocol::message::frontend;
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::{prepare_all, DbError};
+use crate::store::direct::{Failure, Opened};
+use crate::store::postgres::errors::code_and_verb;
+use crate::store::postgres::sql::Sql;
+
+/// How long a refusal of our credentials is remembered.
+const REFUSAL_PAUSE: Duration = Duration::from_secs(1);
+
+/// Where and how to connect; made once per store.
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
+    pub user: String,
+    pub password: Option<Vec<u8>>,
+    pub database: String,
+    /// The startup parameters beyond user and database (options, application_name).
+    pub parameters: Vec<(String, String)>,
+    pub connect_timeout: Duration,
+    /// The server as error messages name it: `postgres://user@host:port/db`.
+    pub display: String,
+    pub sql: Arc<Sql>,
+    /// The last refusal of our credentials, and what the server said.
+    pub refused: Mutex<Option<(Instant, String)>>,
+}
+
+/// Open a connection to `target`, within its connect timeout.
+pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
+    if let Ok(refused) = target.refused.lock() {
+        if let Some((at, detail)) = refused.as_ref() {
+            if at.elapsed() < REFUSAL_PAUSE {
+                return Err(Failure {
+                    code: "ERR_LOCK_STORE_AUTH",
+                    text: format!(
+                        "was refused by {}: {detail} (not tried again for a moment)",
+                        target.display
+                    ),
+                });
+            }
+        }
+    }
+    let within = target.connect_timeout;
+    let outcome = match tokio::time::timeout(within, connect(&target)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(Failure {
+            code: "ERR_LOCK_STORE_TIMEOUT",
+            text: format!(
+                "timed out connecting to {}: within {} ms",
+                target.display,
+                within.as_millis()
+            ),
+        }),
+    };
+    if let Err(failure) = &outcome {
+        if failure.code == "ERR_LOCK_STORE_AUTH" {
+            if let Ok(mut refused) = target.refused.lock() {
+                let detail = failure.text.split_once(": ").map_or("", |(_, d)| d);
+                *refused = Some((Instant::now(), detail.to_owned()));
+            }
+        }
+    }
+    outcome
+}
+
+async fn connect(target: &Target) -> Result<Opened, Failure> {
+    let mut tcp = TcpStream::connect((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| {
+            let what = if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                "could not connect to"
+            } else {
+                "could not reach"
+            };
+            failure("ERR_LOCK_STORE_CONNECTION", what, target, &e.to_string())
+        })?;
+    let _ = tcp.set_nodelay(true);
+    let Some((config, name)) = &target.tls else {
+        start(&mut tcp, target).await?;
+        let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
+        return Ok(Opened { tcp, tls: None });
+    };
+    let mut ask = BytesMut::new();
+    frontend::ssl_request(&mut ask);
+    tcp.write_all(&ask).await.map_err(|e| lost(target, &e))?;
+    let mut answer = [0u8; 1];
+    tcp.read_exact(&mut answer)
+        .await
+        .map_err(|e| lost(target, &e))?;
+    if answer[0] != b'S' {
+        return Err(failure(
+            "ERR_LOCK_STORE_CONNECTION",
+            "could not set up TLS with",
+            target,
+            "the server does not accept TLS connections",
+        ));
+    }
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
+    let mut tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+        let mut why = e.to_string();
+        if let Some(inner) = std::error::Error::source(&e) {
+            why = format!("{why}: {inner}");
+        }
+        failure(
+            "ERR_LOCK_STORE_CONNECTION",
+            "could not set up TLS with",
+            target,
+            &why,
+        )
+    })?;
+    start(&mut tls, target).await?;
+    let (tcp, session) = tls.into_inner();
+    let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
+    Ok(Opened {
+        tcp,
+        tls: Some(session),
+    })
+}
+
+fn failure(code: &'static str, verb: &str, target: &Target, detail: &str) -> Failure {
+    Failure {
+        code,
+        text: format!("{verb} {}: {detail}", target.display),
+    }
+}
+
+fn lost(target: &Target, e: &std::io::Error) -> Failure {
+    failure(
+        "ERR_LOCK_STORE_CONNECTION",
+        "lost the connection to",
+        target,
+        &e.to_string(),
+    )
+}
+
+fn refused(target: &Target, e: &DbError) -> Failure {
+    let (code, verb) = code_and_verb(&e.code);
+    failure(
+        code,
+        verb,
+        target,
+        &format!("{}: {}", e.severity, e.message),
+    )
+}
+
+/// A connection being set up: messages out, messages in.
+struct Talk<'a, S> {
+    stream: &'a mut S,
+    target: &'a Target,
+    inbound: BytesMut,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
+    async fn send(&mut self, out: &BytesMut) -> Result<(), Failure> {
+        self.stream
+            .write_all(out)
+            .await
+            .map_err(|e| lost(self.target, &e))
+    }
+
+    async fn next(&mut self) -> Result<Message, Failure> {
+        loop {
+            match Message::parse(&mut self.inbound) {
+                Ok(Some(message)) => return Ok(message),
+                Ok(None) => {}
+                Err(_) => return Err(self.not_postgres()),
+            }
+            match self.stream.read_buf(&mut self.inbound).await {
+                Ok(0) => return Err(self.not_postgres()),
+                Ok(_) => {}
+                Err(e) => return Err(lost(self.target, &e)),
+            }
+        }
+    }
+
+    fn not_postgres(&self) -> Failure {
+        failure(
+            "ERR_LOCK_STORE_CONNECTION",
+            "could not talk to",
+            self.target,
+            "it closed the connection or did not answer as a PostgreSQL server",
+        )
+    }
+
+    /// Read up to ReadyForQuery; the first error the server reported fails it.
+    async fn until_ready(&mut self) -> Result<Vec<Vec<Option<String>>>, Failure> {
+        let mut rows = Vec::new();
+        let mut error = None;
+        loop {
+            match self.next().await? {
+                Message::ReadyForQuery(_) => break,
+                Message::ErrorResponse(body) => {
+                    let e = DbError::read(body.fields());
+                    if matches!(e.severity.as_str(), "FATAL" | "PANIC") {
+                        return Err(refused(self.target, &e));
+                    }
+                    error.get_or_insert(e);
+                }
+                Message::DataRow(row) => {
+                    use fallible_iterator::FallibleIterator;
+                    let buffer = row.buffer();
+                    let mut values = Vec::new();
+                    let mut ranges = row.ranges();
+                    while let Ok(Some(range)) = ranges.next() {
+                        values
+                            .push(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()));
+                    }
+                    rows.push(values);
+                }
+                _ => {}
+            }
+        }
+        match error {
+            Some(e) => Err(refused(self.target, &e)),
+            None => Ok(rows),
+        }
+    }
+
+    async fn query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, Failure> {
+        let mut out = BytesMut::new();
+        frontend::query(sql, &mut out).map_err(|e| lost(self.target, &e))?;
+        self.send(&out).await?;
+        self.until_ready().await
+    }
+}
+
+/// Startup, log in, make the table if missing, prepare the statements.
+async fn start<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    target: &Target,
+) -> Result<(), Failure> {
+    let mut talk = Talk {
+        stream,
+        target,
+        inbound: BytesMut::with_capacity(4096),
+    };
+    let mut out = BytesMut::new();
+    let mut parameters = vec![
+        ("user", target.user.as_str()),
+        ("database", target.database.as_str()),
+    ];
+    parameters.extend(
+        target
+            .parameters
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    frontend::startup_message(parameters, &mut out).map_err(|e| lost(target, &e))?;
+    talk.send(&out).await?;
+    log_in(&mut talk).await?;
+    talk.until_ready().await?;
+    let sql = &target.sql;
+    let exists = talk
+        .query(&format!(
+            "SELECT to_regclass('{}') IS NOT NULL AND to_regclass('{}') IS NOT NULL",
+            sql.table, sql.sequence
+        ))
+        .await?;
+    if exists
+        .first()
+        .and_then(|row| row.first())
+        .and_then(|v| v.as_deref())
+        != Some("t")
+    {
+        talk.query(&sql.create).await?;
+    }
+    let mut out = BytesMut::new();
+    prepare_all(sql, &mut out).map_err(|e| lost(target, &e))?;
+    talk.send(&out).await?;
+    talk.until_ready().await?;
+    Ok(())
+}
+
+async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>) -> Result<(), Failure> {
+    let target = talk.target;
+    let password = || {
+        target.password.as_deref().ok_or_else(|| {
+            failure(
+                "ERR_LOCK_STORE_AUTH",
+                "was refused by",
+                target,
+                "the server asks for a password and the URL has none",
+            )
+        })
+    };
+    let mut scram: Option<ScramSha256> = None;
+    loop {
+        let mut out = BytesMut::new();
+        match talk.next().await? {
+            Message::AuthenticationOk => return Ok(()),
+            Message::AuthenticationCleartextPassword => {
+                frontend::password_message(password()?, &mut out).map_err(|e| lost(target, &e))?;
+            }
+            Message::AuthenticationMd5Password(body) => {
+                let hash = md5_hash(target.user.as_bytes(), password()?, body.salt());
+                frontend::password_message(hash.as_bytes(), &mut out)
+                    .map_err(|e| lost(target, &e))?;
+            }
+            Message::AuthenticationSasl(body) => {
+                use fallible_iterator::FallibleIterator;
+                let mut offered = false;
+                let mut mechanisms = body.mechanisms();
+                while let Ok(Some(mechanism)) = mechanisms.next() {
+                    offered |= mechanism == sasl::SCRAM_SHA_256;
+                }
+                if !offered {
+                    return Err(failure(
+                        "ERR_LOCK_STORE_AUTH",
+                        "was refused by",
+                        target,
+                        "the server asks for a login method this store does not speak",
+                    ));
+                }
+                let exchange = ScramSha256::new(password()?, ChannelBinding::unsupported());
+                frontend::sasl_initial_response(sasl::SCRAM_SHA_256, exchange.message(), &mut out)
+                    .map_err(|e| lost(target, &e))?;
+                scram = Some(exchange);
+            }
+            Message::AuthenticationSaslContinue(body) => {
+                let exchange = scram.as_mut().ok_or_else(|| talk.not_postgres())?;
+                exchange.update(body.data()).map_err(|e| {
+                    failure(
+                        "ERR_LOCK_STORE_AUTH",
+                        "was refused by",
+                        target,
+                        &e.to_string(),
+                    )
+                })?;
+                frontend::sasl_response(exchange.message(), &mut out)
+                    .map_err(|e| lost(target, &e))?;
+            }
+            Message::AuthenticationSaslFinal(body) => {
+                let exchange = scram.as_mut().ok_or_else(|| talk.not_postgres())?;
+                exchange.finish(body.data()).map_err(|e| {
+                    failure(
+                        "ERR_LOCK_STORE_AUTH",
+                        "was refused by",
+                        target,
+                        &e.to_string(),
+                    )
+                })?;
+                continue;
+            }
+            Message::ErrorResponse(body) => {
+                return Err(refused(target, &DbError::read(body.fields())))
+            }
+            Message::NoticeResponse(_) | Message::ParameterStatus(_) => continue,
+            _ => {
+                return Err(failure(
+                    "ERR_LOCK_STORE_AUTH",
+                    "was refused by",
+                    target,
+                    "the server asks for a login method this store does not speak",
+                ))
+            }
+        }
+        talk.send(&out).await?;
+    }
+}

@@ -1,0 +1,268 @@
+//! PostgreSQL on the JS thread's event loop ([`crate::store::direct`]):
+//! each operation is the extended protocol's Bind, Execute and Sync for a
+//! statement the connection prepared when it opened, so it is its own
+//! transaction, an error in it touches nothing sent after it, and many are
+//! in flight on one connection at once. Parameters and results travel as
+//! text. How a connection is opened, logged in and prepared: [`connect`].
+
+pub mod connect;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use postgres_protocol::message::backend::{ErrorFields, Message};
+use postgres_protocol::message::frontend;
+
+use self::connect::Target;
+use super::errors::RESENDS;
+use crate::store::direct::{self, Failure, Opened, Verdict, Wire};
+
+/// The statements each connection prepares, by name `k0`, `k1`, ...
+#[derive(Clone, Copy, Debug)]
+pub enum Statement {
+    Acquire,
+    Release,
+    Extend,
+    IsLocked,
+    RemainingTime,
+    Holds,
+    Sweep,
+}
+
+impl Statement {
+    pub const ALL: [Statement; 7] = [
+        Statement::Acquire,
+        Statement::Release,
+        Statement::Extend,
+        Statement::IsLocked,
+        Statement::RemainingTime,
+        Statement::Holds,
+        Statement::Sweep,
+    ];
+
+    fn name(self) -> &'static str {
+        ["k0", "k1", "k2", "k3", "k4", "k5", "k6"][self as usize]
+    }
+}
+
+pub struct Request {
+    /// The store operation it serves, for error messages.
+    pub name: &'static str,
+    pub statement: Statement,
+    pub params: Vec<String>,
+}
+
+/// What the server answered a statement with.
+pub type Answer = Result<Rows, DbError>;
+
+/// The rows a statement returned (text columns; None is NULL), and how many
+/// rows it changed.
+#[derive(Default, Debug)]
+pub struct Rows {
+    pub rows: Vec<Vec<Option<String>>>,
+    pub changed: u64,
+}
+
+impl Rows {
+    /// The first column of the first row, if any row came back.
+    pub fn first(&self) -> Option<Option<&str>> {
+        self.rows
+            .first()
+            .map(|row| row.first().and_then(|v| v.as_deref()))
+    }
+}
+
+/// An error the server reported: its severity, SQLSTATE and message.
+#[derive(Debug, Clone)]
+pub struct DbError {
+    pub severity: String,
+    pub code: String,
+    pub message: String,
+}
+
+impl DbError {
+    fn read(mut fields: ErrorFields<'_>) -> DbError {
+        use fallible_iterator::FallibleIterator;
+        let mut error = DbError {
+            severity: "ERROR".to_owned(),
+            code: String::new(),
+            message: String::new(),
+        };
+        while let Ok(Some(field)) = fields.next() {
+            let value = String::from_utf8_lossy(field.value_bytes()).into_owned();
+            match field.type_() {
+                b'V' => error.severity = value,
+                b'C' => error.code = value,
+                b'M' => error.message = value,
+                _ => {}
+            }
+        }
+        error
+    }
+
+    /// The session is ending (the server is shutting down, or killed it).
+    pub fn ends_session(&self) -> bool {
+        matches!(self.severity.as_str(), "FATAL" | "PANIC") || self.code.starts_with("57P")
+    }
+}
+
+/// A half-read answer: what has come for the statement at the head.
+#[derive(Default)]
+pub struct Session {
+    rows: Rows,
+    error: Option<DbError>,
+}
+
+pub struct Postgres;
+
+impl Wire for Postgres {
+    type Target = Target;
+    type Request = Request;
+    type Answer = Answer;
+    type Session = Session;
+
+    const STORE: &'static str = "PostgresLockStore";
+    const RESOURCE: &'static std::ffi::CStr = c"keel-lock:postgres";
+    const RESENDS: u32 = RESENDS;
+
+    fn connect_timeout_ms(target: &Target) -> u64 {
+        u64::try_from(target.connect_timeout.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn display(target: &Target) -> &str {
+        &target.display
+    }
+
+    fn name(request: &Request) -> &'static str {
+        request.name
+    }
+
+    fn encode(_: &mut Session, request: &Request, out: &mut Vec<u8>) {
+        bind(out, request.statement.name(), &request.params);
+        // Execute the unnamed portal, all rows; then Sync ends the transaction.
+        put_message(out, b'E', |body| {
+            body.push(0);
+            body.extend_from_slice(&0i32.to_be_bytes());
+        });
+        put_message(out, b'S', |_| {});
+    }
+
+    fn decode(session: &mut Session, inbound: &mut BytesMut) -> Result<Option<Answer>, String> {
+        loop {
+            let message = Message::parse(inbound)
+                .map_err(|e| format!("it sent something that is not a PostgreSQL message: {e}"))?;
+            let Some(message) = message else {
+                return Ok(None);
+            };
+            match message {
+                Message::DataRow(row) => {
+                    let buffer = row.buffer();
+                    let mut values = Vec::new();
+                    let mut ranges = row.ranges();
+                    use fallible_iterator::FallibleIterator;
+                    while let Ok(Some(range)) = ranges.next() {
+                        values
+                            .push(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()));
+                    }
+                    session.rows.rows.push(values);
+                }
+                Message::CommandComplete(done) => {
+                    // "INSERT 0 1", "UPDATE 1", "DELETE 3", "SELECT 1": the count is last.
+                    let tag = done.tag().unwrap_or("");
+                    session.rows.changed = tag
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                }
+                Message::ErrorResponse(body) => {
+                    let error = DbError::read(body.fields());
+                    if matches!(error.severity.as_str(), "FATAL" | "PANIC") {
+                        // No ReadyForQuery follows: the server closes the session.
+                        *session = Session::default();
+                        return Ok(Some(Err(error)));
+                    }
+                    session.error = Some(error);
+                }
+                Message::ReadyForQuery(_) => {
+                    let done = std::mem::take(session);
+                    return Ok(Some(match done.error {
+                        Some(error) => Err(error),
+                        None => Ok(done.rows),
+                    }));
+                }
+                Message::BindComplete
+                | Message::NoData
+                | Message::EmptyQueryResponse
+                | Message::PortalSuspended
+                | Message::NoticeResponse(_)
+                | Message::ParameterStatus(_)
+                | Message::NotificationResponse(_)
+                | Message::RowDescription(_) => {}
+                _ => return Err("it sent a message no statement asked for".to_owned()),
+            }
+        }
+    }
+
+    fn verdict(_: &mut Session, _: &Request, answer: &Answer) -> Verdict {
+        match answer {
+            Err(error) if error.ends_session() => {
+                Verdict::Broken(format!("{}: {}", error.severity, error.message))
+            }
+            _ => Verdict::Deliver,
+        }
+    }
+
+    fn open(target: Arc<Target>) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>> {
+        Box::pin(connect::open(target))
+    }
+}
+
+pub type Direct = direct::Direct<Postgres>;
+pub type Local = direct::Local<Postgres>;
+
+/// A Bind of `statement` with `params` as text, results as text.
+fn bind(out: &mut Vec<u8>, statement: &str, params: &[String]) {
+    put_message(out, b'B', |body| {
+        body.push(0); // the unnamed portal
+        body.extend_from_slice(statement.as_bytes());
+        body.push(0);
+        body.extend_from_slice(&0i16.to_be_bytes()); // every parameter as text
+        body.extend_from_slice(&(params.len() as i16).to_be_bytes());
+        for param in params {
+            body.extend_from_slice(&(param.len() as i32).to_be_bytes());
+            body.extend_from_slice(param.as_bytes());
+        }
+        body.extend_from_slice(&0i16.to_be_bytes()); // every result as text
+    });
+}
+
+/// A message: its tag, its length (itself included), its body.
+fn put_message(out: &mut Vec<u8>, tag: u8, body: impl FnOnce(&mut Vec<u8>)) {
+    out.push(tag);
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    body(out);
+    let len = (out.len() - at) as i32;
+    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+/// The Parse of every statement, then Sync, for a new connection.
+pub(super) fn prepare_all(sql: &super::sql::Sql, out: &mut BytesMut) -> std::io::Result<()> {
+    for statement in Statement::ALL {
+        let text = match statement {
+            Statement::Acquire => &sql.acquire,
+            Statement::Release => &sql.release,
+            Statement::Extend => &sql.extend,
+            Statement::IsLocked => &sql.is_locked,
+            Statement::RemainingTime => &sql.remaining_time,
+            Statement::Holds => &sql.holds,
+            Statement::Sweep => &sql.sweep,
+        };
+        frontend::parse(statement.name(), text, std::iter::empty(), out)?;
+    }
+    frontend::sync(out);
+    Ok(())
+}
