@@ -35,7 +35,7 @@ export async function postgresForTests() {
  * crash (`stop()`) loses nothing committed, as on a server left at its defaults.
  * With `tls: { cert, key }` (PEM), the server speaks TLS with that certificate,
  * listens on 127.0.0.1 and 127.0.0.2, and accepts TLS connections only.
- * Returns `{ url, port, log(), stop(), start(), restart(), close() }`:
+ * Returns `{ url, socketUrl, port, log(), stop(), start(), restart(), close() }`:
  * `stop()` kills the server (immediate mode, as a crash would), `start()`
  * brings it back on the same port and data, `log()` is the server's log.
  */
@@ -107,6 +107,8 @@ export async function startPostgres({ password, durable = false, tls } = {}) {
   const credentials = password === undefined ? 'postgres' : `postgres:${encodeURIComponent(password)}`
   return {
     url: `postgres://${credentials}@127.0.0.1:${port}/postgres`,
+    // The same server through its unix socket (in the cluster's folder).
+    socketUrl: `postgres://${credentials}@${encodeURIComponent(dir)}:${port}/postgres`,
     port,
     log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
     stop,

@@ -52,32 +52,22 @@ impl Sql {
                  CREATE SEQUENCE IF NOT EXISTS {sequence};
                  COMMIT"
             ),
-            // One statement: insert the row if there is none, or take over
-            // the row if it has expired (or already holds this owner: an
-            // acquire sent again after its reply was lost). The statement's
-            // snapshot picks the path; each path checks again under the row's
-            // lock, so two acquires racing for a free or an expired key never
-            // both win. A loser writes nothing: an insert that meets another's
-            // new row does nothing, and a live row of someone else's is not
-            // even locked, so the waiters a release wakes do not queue behind
-            // one another. The token is drawn while the row is ours and
-            // locked, so a later holder of the key, who must wait for that
-            // lock, always draws a larger one.
+            // One statement: insert, or take over a row that has expired (or
+            // that already holds this owner: an acquire sent again after its
+            // reply was lost). The token is drawn after the row is ours and
+            // while its row lock is held, so a later holder of the key, who
+            // must wait for that lock, always draws a larger one.
             acquire: format!(
-                "WITH {NOW}, inserted AS (
-                   INSERT INTO {table} (key, owner, expires_at)
+                "WITH {NOW}, taken AS (
+                   INSERT INTO {table} AS held (key, owner, expires_at)
                    SELECT $1::text, $2::text, now.ms + $3::bigint FROM now
-                   WHERE NOT EXISTS (SELECT 1 FROM {table} WHERE key = $1::text)
-                   ON CONFLICT (key) DO NOTHING
-                   RETURNING 1
-                 ), updated AS (
-                   UPDATE {table} SET owner = $2::text, expires_at = now.ms + $3::bigint FROM now
-                   WHERE key = $1::text AND (expires_at <= now.ms OR owner = $2::text)
+                   ON CONFLICT (key) DO UPDATE
+                     SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+                     WHERE held.expires_at <= EXCLUDED.expires_at - $3::bigint
+                        OR held.owner = EXCLUDED.owner
                    RETURNING 1
                  )
-                 SELECT nextval('{sequence}') FROM (
-                   SELECT 1 FROM inserted UNION ALL SELECT 1 FROM updated
-                 ) AS taken"
+                 SELECT nextval('{sequence}') FROM taken"
             ),
             // The owner's row goes whether or not it expired (nothing is left
             // behind); the answer is whether it was still held.
