@@ -20,11 +20,10 @@
 //! tree, the JS side included): [`lock`] is the algorithm (one acquisition
 //! attempt for a fresh owner, the serialized form), [`owner`] the tokens,
 //! [`text`] short strings kept inline; [`store`] the seam, one trait with a
-//! file or folder per backend (`memory.rs`, `redis/`, whose `direct/` is a
-//! single server's connection on the JS thread's event loop, `postgres/`)
-//! and what the server stores share (`options.rs`, `tls.rs`, `follow.rs`);
-//! `uv` the
-//! libuv handles that loop needs; and `napi/` the surface JavaScript calls
+//! file or folder per backend (`memory.rs`, `redis/`, `postgres/`) and
+//! what the server stores share (`direct/`, a server connection on the JS
+//! thread's event loop for any protocol that describes itself; `options.rs`,
+//! `tls.rs`, `follow.rs`); `uv` the libuv handles that loop needs; and `napi/` the surface JavaScript calls
 //! (the `#[napi]` functions alone in its `mod.rs`, beside the handle, the
 //! conversions, the errors and the promise pump). A store written in JS
 //! never reaches this crate: `lib/js-store.js` calls it.

@@ -1,5 +1,8 @@
-//! A store on a PostgreSQL server, spoken to natively (tokio-postgres on
-//! Tokio): no JS client in the loop, and no client's clock in the decision.
+//! A store on a PostgreSQL server, spoken to natively: no JS client in the
+//! loop, and no client's clock in the decision. A server reached over TCP
+//! is driven by the JS thread's own event loop (`via_loop`, `wire`); one
+//! behind a unix socket, or a URL naming several hosts, by tokio-postgres on
+//! Tokio (`pool`).
 //!
 //! The table is the docs' database store's, so processes using either
 //! exclude each other; what this store adds lives beside it (a sequence for
@@ -8,7 +11,9 @@
 //!
 //! Read in this order: this file (the store and its operations, each
 //! bounded by the connect and command timeouts), `sql` (the statements),
-//! `pool` (the connections), `listen` (releases announced and heard),
+//! `via_loop` and `wire` (the operations on the event loop's connections,
+//! and PostgreSQL's protocol for them), `pool` (the connections on Tokio),
+//! `listen` (releases announced and heard),
 //! `errors` (what becomes which error code; a statement that finds its
 //! connection dead is sent again, which each allows: an acquire sent again
 //! finds its own row, an extend repeats, a release deletes only its own
