@@ -114,6 +114,31 @@ pub trait Wire: Sized + 'static {
     ) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>>;
 }
 
+/// A TCP connection to `host:port` for the event loop (replies are small and
+/// requests go out as soon as they are written: no Nagle delay), or why not,
+/// with `server` named as error messages name it.
+pub async fn connect_tcp(
+    host: &str,
+    port: u16,
+    server: &str,
+) -> Result<tokio::net::TcpStream, Failure> {
+    let tcp = tokio::net::TcpStream::connect((host, port))
+        .await
+        .map_err(|e| {
+            let what = if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                "could not connect to"
+            } else {
+                "could not reach"
+            };
+            Failure {
+                code: "ERR_LOCK_STORE_CONNECTION",
+                text: format!("{what} {server}: {e}"),
+            }
+        })?;
+    let _ = tcp.set_nodelay(true);
+    Ok(tcp)
+}
+
 /// The error `<Store>.<operation>` fails with.
 pub fn error<W: Wire>(code: &'static str, name: &str, text: &str) -> StoreError {
     StoreError::Backend(BackendError {

@@ -19,10 +19,9 @@ use postgres_protocol::message::frontend;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-use super::{prepare_all, DbError};
-use crate::store::direct::{Failure, Opened};
+use super::{prepare_all, row_values, DbError};
+use crate::store::direct::{connect_tcp, Failure, Opened};
 use crate::store::postgres::errors::code_and_verb;
 use crate::store::postgres::sql::Sql;
 
@@ -86,17 +85,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
 }
 
 async fn connect(target: &Target) -> Result<Opened, Failure> {
-    let mut tcp = TcpStream::connect((target.host.as_str(), target.port))
-        .await
-        .map_err(|e| {
-            let what = if e.kind() == std::io::ErrorKind::ConnectionRefused {
-                "could not connect to"
-            } else {
-                "could not reach"
-            };
-            failure("ERR_LOCK_STORE_CONNECTION", what, target, &e.to_string())
-        })?;
-    let _ = tcp.set_nodelay(true);
+    let mut tcp = connect_tcp(&target.host, target.port, &target.display).await?;
     let Some((config, name)) = &target.tls else {
         start(&mut tcp, target).await?;
         let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
@@ -153,6 +142,12 @@ fn lost(target: &Target, e: &std::io::Error) -> Failure {
         target,
         &e.to_string(),
     )
+}
+
+const UNSPOKEN: &str = "the server asks for a login method this store does not speak";
+
+fn refused_by(target: &Target, why: &str) -> Failure {
+    failure("ERR_LOCK_STORE_AUTH", "was refused by", target, why)
 }
 
 fn refused(target: &Target, e: &DbError) -> Failure {
@@ -218,17 +213,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
                     }
                     error.get_or_insert(e);
                 }
-                Message::DataRow(row) => {
-                    use fallible_iterator::FallibleIterator;
-                    let buffer = row.buffer();
-                    let mut values = Vec::new();
-                    let mut ranges = row.ranges();
-                    while let Ok(Some(range)) = ranges.next() {
-                        values
-                            .push(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()));
-                    }
-                    rows.push(values);
-                }
+                Message::DataRow(row) => rows.push(row_values(&row)),
                 _ => {}
             }
         }
@@ -297,9 +282,7 @@ async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>) -> Re
     let target = talk.target;
     let password = || {
         target.password.as_deref().ok_or_else(|| {
-            failure(
-                "ERR_LOCK_STORE_AUTH",
-                "was refused by",
+            refused_by(
                 target,
                 "the server asks for a password and the URL has none",
             )
@@ -326,12 +309,7 @@ async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>) -> Re
                     offered |= mechanism == sasl::SCRAM_SHA_256;
                 }
                 if !offered {
-                    return Err(failure(
-                        "ERR_LOCK_STORE_AUTH",
-                        "was refused by",
-                        target,
-                        "the server asks for a login method this store does not speak",
-                    ));
+                    return Err(refused_by(target, UNSPOKEN));
                 }
                 let exchange = ScramSha256::new(password()?, ChannelBinding::unsupported());
                 frontend::sasl_initial_response(sasl::SCRAM_SHA_256, exchange.message(), &mut out)
@@ -340,41 +318,24 @@ async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>) -> Re
             }
             Message::AuthenticationSaslContinue(body) => {
                 let exchange = scram.as_mut().ok_or_else(|| talk.not_postgres())?;
-                exchange.update(body.data()).map_err(|e| {
-                    failure(
-                        "ERR_LOCK_STORE_AUTH",
-                        "was refused by",
-                        target,
-                        &e.to_string(),
-                    )
-                })?;
+                exchange
+                    .update(body.data())
+                    .map_err(|e| refused_by(target, &e.to_string()))?;
                 frontend::sasl_response(exchange.message(), &mut out)
                     .map_err(|e| lost(target, &e))?;
             }
             Message::AuthenticationSaslFinal(body) => {
                 let exchange = scram.as_mut().ok_or_else(|| talk.not_postgres())?;
-                exchange.finish(body.data()).map_err(|e| {
-                    failure(
-                        "ERR_LOCK_STORE_AUTH",
-                        "was refused by",
-                        target,
-                        &e.to_string(),
-                    )
-                })?;
+                exchange
+                    .finish(body.data())
+                    .map_err(|e| refused_by(target, &e.to_string()))?;
                 continue;
             }
             Message::ErrorResponse(body) => {
                 return Err(refused(target, &DbError::read(body.fields())))
             }
             Message::NoticeResponse(_) | Message::ParameterStatus(_) => continue,
-            _ => {
-                return Err(failure(
-                    "ERR_LOCK_STORE_AUTH",
-                    "was refused by",
-                    target,
-                    "the server asks for a login method this store does not speak",
-                ))
-            }
+            _ => return Err(refused_by(target, UNSPOKEN)),
         }
         talk.send(&out).await?;
     }

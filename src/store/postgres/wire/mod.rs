@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use postgres_protocol::message::backend::{ErrorFields, Message};
+use postgres_protocol::message::backend::{DataRowBody, ErrorFields, Message};
 use postgres_protocol::message::frontend;
 
 use self::connect::Target;
@@ -157,17 +157,7 @@ impl Wire for Postgres {
                 return Ok(None);
             };
             match message {
-                Message::DataRow(row) => {
-                    let buffer = row.buffer();
-                    let mut values = Vec::new();
-                    let mut ranges = row.ranges();
-                    use fallible_iterator::FallibleIterator;
-                    while let Ok(Some(range)) = ranges.next() {
-                        values
-                            .push(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()));
-                    }
-                    session.rows.rows.push(values);
-                }
+                Message::DataRow(row) => session.rows.rows.push(row_values(&row)),
                 Message::CommandComplete(done) => {
                     // "INSERT 0 1", "UPDATE 1", "DELETE 3", "SELECT 1": the count is last.
                     let tag = done.tag().unwrap_or("");
@@ -222,6 +212,18 @@ impl Wire for Postgres {
 
 pub type Direct = direct::Direct<Postgres>;
 pub type Local = direct::Local<Postgres>;
+
+/// A row's columns as text (None: NULL).
+pub(super) fn row_values(row: &DataRowBody) -> Vec<Option<String>> {
+    use fallible_iterator::FallibleIterator;
+    let buffer = row.buffer();
+    let mut values = Vec::new();
+    let mut ranges = row.ranges();
+    while let Ok(Some(range)) = ranges.next() {
+        values.push(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()));
+    }
+    values
+}
 
 /// A Bind of `statement` with `params` as text, results as text.
 fn bind(out: &mut Vec<u8>, statement: &str, params: &[String]) {

@@ -12,10 +12,9 @@ use redis::{Value, ValueCodec};
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio_util::codec::Decoder;
 
-use crate::store::direct::{Failure, Opened};
+use crate::store::direct::{connect_tcp, Failure, Opened};
 use crate::store::redis::errors::auth_refused;
 
 /// Where and how to connect; made once per store.
@@ -48,21 +47,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
 }
 
 async fn connect(target: &Target) -> Result<Opened, Failure> {
-    let tcp = TcpStream::connect((target.host.as_str(), target.port))
-        .await
-        .map_err(|e| {
-            let what = if e.kind() == std::io::ErrorKind::ConnectionRefused {
-                "could not connect to"
-            } else {
-                "could not reach"
-            };
-            Failure {
-                code: "ERR_LOCK_STORE_CONNECTION",
-                text: format!("{what} {}: {e}", target.display),
-            }
-        })?;
-    // Commands go out as soon as they are written; replies are small.
-    let _ = tcp.set_nodelay(true);
+    let tcp = connect_tcp(&target.host, target.port, &target.display).await?;
     let Some((config, name)) = &target.tls else {
         let mut tcp = tcp;
         greet(&mut tcp, target, false).await?;
