@@ -85,7 +85,6 @@ pub(super) fn run<T: 'static>(
         })));
     };
     Op::Local(LocalOp::new(move |done: Done<T>| {
-        let display = local.display().to_owned();
         let connections = local.clone();
         let request = super::wire::Request {
             name,
@@ -98,6 +97,7 @@ pub(super) fn run<T: 'static>(
                 done(outcome.and_then(|answer| match answer {
                     Err(e) => {
                         let (code, verb) = code_and_verb(&e.code);
+                        let display = connections.display();
                         Err(StoreError::Backend(BackendError {
                             code,
                             message: format!(
@@ -107,6 +107,7 @@ pub(super) fn run<T: 'static>(
                         }))
                     }
                     Ok(rows) => read(rows, &connections).map_err(|what| {
+                        let display = connections.display();
                         StoreError::Backend(BackendError {
                             code: "ERR_LOCK_STORE_POSTGRES",
                             message: format!("PostgresLockStore.{name}: {display} answered {what}"),

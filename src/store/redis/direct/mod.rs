@@ -101,13 +101,14 @@ pub fn send<T: 'static>(
     };
     Op::Local(LocalOp::new(move |done: Done<T>| {
         let name = request.name;
-        let display = direct.display().to_owned();
+        let connections = direct.clone();
         direct.submit(
             request,
             Box::new(move |outcome| {
                 done(outcome.and_then(|value| match value {
-                    Value::ServerError(e) => Err(server_error(name, &display, &e)),
+                    Value::ServerError(e) => Err(server_error(name, connections.display(), &e)),
                     value => read(value).map_err(|what| {
+                        let display = connections.display();
                         StoreError::Backend(BackendError {
                             code: "ERR_LOCK_STORE_REDIS",
                             message: format!("RedisLockStore.{name}: {display} answered {what}"),
