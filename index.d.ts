@@ -166,8 +166,19 @@ export declare class Lock {
    * acquired, so you never carry on believing you hold a lock you don't.
    */
   extend(ttlMs?: number): Promise<void>
-  /** Whether anyone holds this key (not necessarily us). */
+  /**
+   * Whether anyone holds this key (not necessarily us). On a
+   * {@link semaphore}: whether every permit is taken (an immediate acquire
+   * would fail). On a {@link readLock}: whether a reader would have to wait
+   * now (a writer holds it or waits for it); on a {@link writeLock}: whether
+   * anyone holds it.
+   */
   isLocked(): Promise<boolean>
+  /**
+   * How many hold this key now: a semaphore's permits; a read-write key's
+   * readers, or 1 for its writer; 0 or 1 for a plain lock.
+   */
+  holders(): Promise<number>
   /**
    * Whether we held this lock and lost it: it expired, `extend()` failed, or
    * `release()` found it gone. The in-memory store also tells when another
@@ -175,12 +186,18 @@ export declare class Lock {
    * *anyone* holds a key) that case reads as not expired.
    */
   isExpired(): Promise<boolean>
-  /** Milliseconds until the key expires, or `null` if nobody holds it. */
+  /**
+   * Milliseconds until the key expires, or `null` if nobody holds it. On a
+   * semaphore or read-write handle: the time left on this handle's own hold,
+   * or `null` when it holds none.
+   */
   getRemainingTime(): Promise<number | null>
   /**
    * Freeze key, TTL and owner token to a string (`{"key":…,"ttlMs":…,"owner":…}`,
    * the TypeScript Keel format), so another process can {@link restoreLock} it
-   * and release or extend the same lock.
+   * and release or extend the same lock. A semaphore permit adds
+   * `"kind":"semaphore"` and its `"limit"`, a read-write hold `"kind":"read"`
+   * or `"write"`, so the restored handle is of the same kind.
    */
   serialize(): string
 }
@@ -194,6 +211,33 @@ export declare class Lock {
  * if `ttlMs` is not a positive finite number.
  */
 export declare function lock(key: string, ttlMs?: number): Lock
+
+/**
+ * A semaphore: up to `limit` holders of `key` at once, across everything
+ * that uses the store. Each acquisition is a permit with its own owner token
+ * and expiry (`ttlMs`, default 30_000), so a crashed holder's permit frees at
+ * its TTL while the others keep theirs. The handle is a {@link Lock}: `run`,
+ * `acquire`, `release`, `extend`, `signal`, `autoExtend` and `await using`
+ * work as for a lock; {@link Lock.holders} counts the permits held. Callers
+ * that pass different limits for one key are each admitted only while fewer
+ * than their own limit are held. Its data never meets `lock(key)`'s.
+ *
+ * @throws TypeError if `key` is not a (well-formed) string or `limit` not a
+ * number; RangeError if `limit` is not a positive safe integer, or `ttlMs`
+ * not a positive finite number.
+ */
+export declare function semaphore(key: string, limit: number, ttlMs?: number): Lock
+
+/**
+ * A read hold on `key`: any number of readers at once while no writer holds
+ * it. A writer waiting for the key holds back new readers, here and in every
+ * other process, so a stream of readers cannot keep it out (a writer that
+ * dies while waiting holds nobody back for longer than its TTL).
+ */
+export declare function readLock(key: string, ttlMs?: number): Lock
+
+/** A write hold on `key`: excludes every reader and every other writer. */
+export declare function writeLock(key: string, ttlMs?: number): Lock
 
 /**
  * Rebuild a lock from {@link Lock.serialize}, owner token and all, so this

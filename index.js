@@ -15,6 +15,7 @@ const { LockNotHeldError } = require('./lib/errors.js')
 const { MemoryLockStore, RedisLockStore, PostgresLockStore } = require('./lib/stores.js')
 const { handleFor } = require('./lib/js-store.js')
 const { Lock, newLock } = require('./lib/lock.js')
+const { semaphoreKind, READ, WRITE, kindFields } = require('./lib/kinds.js')
 const { verifyLockStore } = require('./lib/verify.js')
 
 /**
@@ -36,7 +37,66 @@ function lock(key, ttlMs) {
   checkKey('lock', key)
   const ttl = ttlMs === undefined ? DEFAULT_TTL_MS : checkMs('lock', ttlMs, 'ttlMs', false)
   const { store, handle, kind, ops } = current
-  return newLock({ key, ttlMs: ttl, store, handle, kind, ops }, null)
+  return newLock({ key, lane: key, ttlMs: ttl, store, handle, kind, ops }, null)
+}
+
+/**
+ * A target for a semaphore permit or a read-write hold on the current store.
+ *
+ * @param {string} key
+ * @param {number} ttlMs
+ * @param {import('./lib/kinds.js').Kind} holdKind
+ */
+function kindTarget(key, ttlMs, holdKind) {
+  const { store, handle, kind } = current
+  return { key, ttlMs, store, handle, kind, ...kindFields(holdKind, key, current) }
+}
+
+/**
+ * @param {string} where
+ * @param {unknown} ttlMs
+ */
+const ttlOf = (where, ttlMs) => (ttlMs === undefined ? DEFAULT_TTL_MS : checkMs(where, ttlMs, 'ttlMs', false))
+
+/**
+ * @param {string} key
+ * @param {number} limit
+ * @param {number} [ttlMs]
+ */
+function semaphore(key, limit, ttlMs) {
+  checkKey('semaphore', key)
+  checkLimit('semaphore', limit)
+  return newLock(kindTarget(key, ttlOf('semaphore', ttlMs), semaphoreKind(limit)), null)
+}
+
+/**
+ * @param {string} key
+ * @param {number} [ttlMs]
+ */
+function readLock(key, ttlMs) {
+  checkKey('readLock', key)
+  return newLock(kindTarget(key, ttlOf('readLock', ttlMs), READ), null)
+}
+
+/**
+ * @param {string} key
+ * @param {number} [ttlMs]
+ */
+function writeLock(key, ttlMs) {
+  checkKey('writeLock', key)
+  return newLock(kindTarget(key, ttlOf('writeLock', ttlMs), WRITE), null)
+}
+
+/**
+ * @param {string} where
+ * @param {unknown} limit
+ * @returns {asserts limit is number}
+ */
+function checkLimit(where, limit) {
+  if (typeof limit !== 'number') throw new TypeError(`${where}: limit must be a number of permits, got ${describe(limit)}`)
+  if (!Number.isSafeInteger(limit) || limit < 1) {
+    throw new RangeError(`${where}: limit must be a positive safe integer, got ${limit}`)
+  }
 }
 
 /** @param {string} serialized */
@@ -52,11 +112,13 @@ function restoreLock(serialized) {
     checkLoneSurrogates(serialized)
     throw new TypeError(fields)
   }
-  const { key, ttlMs, owner } = fields
+  const { key, ttlMs, owner, kind: holdKind, limit } = fields
   checkKey('restoreLock', key, 'serialized key')
   if (owner != null) checkKey('restoreLock', owner, 'serialized owner')
+  if (holdKind === 'semaphore') return newLock(kindTarget(key, ttlMs, semaphoreKind(/** @type {number} */ (limit))), owner ?? null)
+  if (holdKind === 'read' || holdKind === 'write') return newLock(kindTarget(key, ttlMs, holdKind === 'read' ? READ : WRITE), owner ?? null)
   const { store, handle, kind, ops } = current
-  const target = { key, ttlMs, store, handle, kind, ops }
+  const target = { key, lane: key, ttlMs, store, handle, kind, ops }
   return newLock(target, owner ?? null)
 }
 
@@ -95,6 +157,9 @@ function getLockStore() {
 
 module.exports = {
   lock,
+  semaphore,
+  readLock,
+  writeLock,
   restoreLock,
   setLockStore,
   getLockStore,

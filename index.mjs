@@ -4,6 +4,9 @@ import core from './index.js'
 
 export const {
   lock,
+  semaphore,
+  readLock,
+  writeLock,
   restoreLock,
   setLockStore,
   getLockStore,

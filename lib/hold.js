@@ -14,7 +14,7 @@ const { StoreKind } = require('./protocol.js')
 const { describe, isThenable, noop } = require('./check.js')
 const { LockNotHeldError } = require('./errors.js')
 const { timer, cancel } = require('./timers.js')
-const { wake, giveBackUnwanted } = require('./waiting.js')
+const { wake, giveBackWanted } = require('./waiting.js')
 
 /**
  * What a lock is on, shared by a handle, the handles run() makes from it and
@@ -26,7 +26,10 @@ const { wake, giveBackUnwanted } = require('./waiting.js')
  * @property {import('../index').LockStore} store
  * @property {object} handle the store's native handle
  * @property {number} kind the store's StoreKind
- * @property {import('./protocol.js').StoreOps} ops what to do with `handle`
+ * @property {import('./protocol.js').StoreOps} ops what to do with `handle` (for this kind of hold)
+ * @property {string} lane the queue its waiters wait in: the key for a plain lock
+ * @property {boolean} [shared] more than one may hold it at once (a permit, a reader)
+ * @property {import('./kinds.js').Kind} [holdKind] a semaphore's or read-write hold's kind (for serialize())
  */
 
 /**
@@ -118,7 +121,7 @@ class Hold {
     const { kind, handle, key, ttlMs, ops } = this.target
     if (kind === StoreKind.Memory) {
       if (!ops.holds(handle, key, this.owner)) return 0
-      return /** @type {number | null} */ (ops.remainingTime(handle, key)) ?? 0
+      return /** @type {number | null} */ (ops.remainingTime(handle, key, this.owner)) ?? 0
     }
     // (A restored hold's length is Infinity: its start is unknown until an extension dates it.)
     return this.since + (this.extra?.heldFor ?? ttlMs) - performance.now()
@@ -212,7 +215,7 @@ class Hold {
 
   /** @param {boolean} released */
   released(released) {
-    if (released) wake(this.target.handle, this.target.key)
+    if (released) wake(this.target.handle, this.target.lane)
     else if (!this.held) this.lost = true
     return released
   }
@@ -276,10 +279,10 @@ class Hold {
    * @returns {Hold | Promise<Hold>}
    */
   fetchToken() {
-    const { store, handle, key } = this.target
+    const { store, key } = this.target
     const fail = (/** @type {unknown} */ error) => {
       this.markLost()
-      giveBackUnwanted(handle, key, this.owner)
+      giveBackWanted(this.target, this.owner)
       throw error
     }
     const accept = (/** @type {unknown} */ token) => {

@@ -25,7 +25,7 @@ const { StoreKind } = require('./protocol.js')
 const { describe, checkMs, readOptions, isThenable } = require('./check.js')
 const { LockNotHeldError, isUnreachable } = require('./errors.js')
 const { timer, cancel } = require('./timers.js')
-const { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, giveBackUnwanted } = require('./waiting.js')
+const { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, giveBackWanted } = require('./waiting.js')
 const { Hold } = require('./hold.js')
 
 const kCreate = Symbol('Lock.create')
@@ -187,13 +187,35 @@ class Lock {
     return true
   }
 
+  /**
+   * A plain lock: ms until the key's lock expires, or null when nobody holds
+   * it. A semaphore or read-write handle: ms left on this handle's own hold,
+   * or null when it holds none.
+   */
   async getRemainingTime() {
-    return this.#target.ops.remainingTime(this.#target.handle, this.#target.key)
+    const { ops, handle, key, holdKind } = this.#target
+    if (holdKind === undefined) return ops.remainingTime(handle, key)
+    const hold = this.#hold
+    return hold?.held ? ops.remainingTime(handle, key, hold.owner) : null
+  }
+
+  /**
+   * How many hold the key now: a semaphore's permits; a read-write key's
+   * readers, or 1 for its writer; a plain lock's holder (0 or 1).
+   */
+  async holders() {
+    const { ops, handle, key } = this.#target
+    if (ops.holders !== undefined) return ops.holders(handle, key)
+    return (await ops.isLocked(handle, key)) ? 1 : 0
   }
 
   serialize() {
     const hold = this.#hold
-    return JSON.stringify({ key: this.#target.key, ttlMs: this.#target.ttlMs, owner: hold?.held ? hold.owner : undefined })
+    const { key, ttlMs, holdKind } = this.#target
+    const owner = hold?.held ? hold.owner : undefined
+    if (holdKind === undefined) return JSON.stringify({ key, ttlMs, owner })
+    const limit = holdKind.name === 'semaphore' ? holdKind.limit : undefined
+    return JSON.stringify({ key, ttlMs, kind: holdKind.name, limit, owner })
   }
 
   /**
@@ -206,10 +228,11 @@ class Lock {
    */
   #take(where, options) {
     const [timeout, retryDelay] = readOptions(where, options)
-    const { handle, key, ttlMs, kind, ops } = this.#target
+    const target = this.#target
+    const { handle, key, lane, ttlMs, kind, ops } = target
     const ticket = takeTicket()
     // With waiters queued in this thread, a newcomer queues behind them.
-    if (waitersOf(handle, key) !== undefined) return this.#wait(timeout, retryDelay, ticket)
+    if (waitersOf(handle, lane) !== undefined) return this.#wait(timeout, retryDelay, ticket)
     const grant = ops.acquire(handle, key, ttlMs)
     if (!isThenable(grant)) {
       if (grant === null) return this.#wait(timeout, retryDelay, ticket)
@@ -220,22 +243,22 @@ class Lock {
     if (timeout === 0) return answer.then((g) => (g === null ? null : this.#took(g, sent)))
     // The first attempt counts against the timeout too, even if the store never answers it.
     // (performance.now, like setTimeout, follows fake timers when a test installs them.)
-    const attempt = attemptStarted(handle, key)
+    const attempt = attemptStarted(handle, lane)
     return new Promise((resolve, reject) => {
       let gaveUp = false
       const deadline = timer(() => {
         gaveUp = true
-        attemptEnded(handle, key, attempt)
+        attemptEnded(handle, lane, attempt)
         resolve(null)
       }, timeout)
       const settled = () => {
-        attemptEnded(handle, key, attempt)
+        attemptEnded(handle, lane, attempt)
         cancel(deadline)
         return Math.max(0, timeout - (performance.now() - sent))
       }
       answer.then(
         (g) => {
-          if (gaveUp) return g === null ? undefined : giveBackUnwanted(handle, key, g)
+          if (gaveUp) return g === null ? undefined : giveBackWanted(target, g)
           const left = settled()
           if (g !== null) return resolve(this.#took(g, sent))
           resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again) : null)
@@ -260,9 +283,8 @@ class Lock {
    */
   #wait(timeout, retryDelay, ticket, tryNow = false, failed = undefined) {
     if (timeout === 0) return null
-    const { handle, key, ttlMs } = this.#target
     const attempt = { since: 0 }
-    const waiting = enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attempt, failed)
+    const waiting = enqueue(this.#target, timeout, retryDelay, ticket, tryNow, attempt, failed)
     return waiting.then((g) => (g === null ? null : this.#took(g, attempt.since)))
   }
 

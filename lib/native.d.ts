@@ -7,6 +7,12 @@
  */
 export declare function acquire(handle: object, key: string, ttlMs: number): string | [string, number] | null | Promise<string | [string, number] | null>
 
+/**
+ * One attempt for a fresh owner: `[owner, fencing token]`, or null if the
+ * mode admits nobody more now.
+ */
+export declare function acquireIn(handle: object, key: string, mode: HoldMode, limit: number, ttlMs: number): string | [string, number] | null | Promise<string | [string, number] | null>
+
 /** Close a server store's connections; later operations fail as closed. */
 export declare function closeStore(handle: object): void
 
@@ -27,6 +33,8 @@ export declare function createRedisStore(config: RedisConfig, onReleased: (key: 
 
 export declare function extend(handle: object, key: string, owner: string, ttlMs: number): boolean | Promise<boolean>
 
+export declare function extendIn(handle: object, key: string, mode: HoldMode, owner: string, ttlMs: number): boolean | Promise<boolean>
+
 /**
  * The fencing token of `owner`'s acquisition of `key`, from what the store
  * keeps with the hold (MemoryLockStore), or null. (RedisLockStore hands its
@@ -34,8 +42,22 @@ export declare function extend(handle: object, key: string, owner: string, ttlMs
  */
 export declare function fencingToken(handle: object, key: string, owner: string): number | null
 
+export declare function fencingTokenIn(handle: object, key: string, mode: HoldMode, owner: string): number | null
+
+/** How many hold `key` now (permits; readers, or 1 for a writer). */
+export declare function holdersIn(handle: object, key: string, mode: HoldMode): number | Promise<number>
+
+/** Which kind of hold, as JS names it. */
+export declare enum HoldMode {
+  Permit = 0,
+  Read = 1,
+  Write = 2,
+}
+
 /** Whether `owner` holds `key`; null when the store can only say whether anyone does. */
 export declare function holds(handle: object, key: string, owner: string): boolean | Promise<boolean> | null
+
+export declare function holdsIn(handle: object, key: string, mode: HoldMode, owner: string): boolean | Promise<boolean>
 
 export declare function isLocked(handle: object, key: string): boolean | Promise<boolean>
 
@@ -77,12 +99,19 @@ export interface RedisConfig {
 
 export declare function release(handle: object, key: string, owner: string): boolean | Promise<boolean>
 
+export declare function releaseIn(handle: object, key: string, mode: HoldMode, owner: string): boolean | Promise<boolean>
+
+export declare function remainingIn(handle: object, key: string, mode: HoldMode, owner: string): number | null | Promise<number | null>
+
 export declare function remainingTime(handle: object, key: string): number | null | Promise<number | null>
 
 export interface Restored {
   key: string
   ttlMs: number
   owner?: string
+  /** "semaphore", "read" or "write"; absent for a plain lock. */
+  kind?: string
+  limit?: number
 }
 
 /** The store's own `acquire(key, owner, ttlMs)`, for a store used directly. */
@@ -117,3 +146,9 @@ export interface TlsPem {
  * a no-op for stores that cannot hear them.
  */
 export declare function watchReleases(handle: object, key: string, on: boolean): void
+
+/** A waiting writer gave up: new readers need not wait for it any more. */
+export declare function withdrawIn(handle: object, key: string, mode: HoldMode): void | Promise<void>
+
+/** Whether an acquire in this mode (with this limit) would be refused now. */
+export declare function wouldWait(handle: object, key: string, mode: HoldMode, limit: number): boolean | Promise<boolean>

@@ -25,9 +25,12 @@ const { StoreKind } = native
  * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean>} release
  * @property {(handle: object, key: string, owner: string, ttlMs: number) => boolean | Promise<boolean>} extend
  * @property {(handle: object, key: string) => boolean | Promise<boolean>} isLocked
- * @property {(handle: object, key: string) => number | null | Promise<number | null>} remainingTime
+ * @property {(handle: object, key: string, owner?: string) => number | null | Promise<number | null>} remainingTime
+ *   a plain lock's: the key's; a semaphore's or read-write hold's: `owner`'s (null without one)
  * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean> | null} holds
  * @property {(handle: object, key: string, owner: string) => number | null} fencingToken
+ * @property {(handle: object, key: string) => number | Promise<number>} [holders] how many hold it (semaphores, read-write keys)
+ * @property {(handle: object, key: string) => unknown} [withdraw] a waiting writer gave up
  */
 
 /** Where a JS store's handle keeps its operations. */

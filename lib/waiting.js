@@ -1,8 +1,11 @@
 'use strict'
 /**
  * Waiting for a held lock, on the JS thread: waiters of this thread queue
- * per store handle and key in arrival order, and only the head of a queue
- * asks the store. A release through the same store wakes it at once (for
+ * per store handle and lane (a plain lock's lane is its key; a semaphore's,
+ * or a read-write key's, is a lane of its own) in arrival order, and only
+ * the head of a queue asks the store. When the head of a lane many may hold
+ * at once (a permit, a reader) gets in, the next tries at once; a writer at
+ * the head holds back the readers behind it. A release through the same store wakes it at once (for
  * MemoryLockStore that hands the lock straight over); so does a release that
  * another process announces (RedisLockStore, PostgresLockStore). Polling every retryDelay
  * is only the fallback, for releases nobody announced and for locks that
@@ -41,10 +44,22 @@ const hearsReleases = (handle) => {
 }
 
 /**
+ * What a waiter waits for: a Target (lib/hold.js), of which waiting needs this.
+ *
+ * @typedef {object} Want
+ * @property {object} handle
+ * @property {string} key the store's key
+ * @property {string} lane the queue it waits in
+ * @property {number} ttlMs
+ * @property {import('./protocol.js').StoreOps} ops
+ * @property {boolean} [shared] more may hold it at once: the next waiter tries when this one gets in
+ */
+
+/**
  * @typedef {object} Waiter
+ * @property {Want} want
  * @property {number} ticket when acquire was called, for arrival order
  * @property {{ since: number }} attempt performance.now() when the attempt that took the lock was sent
- * @property {number} ttlMs
  * @property {number} retryDelay
  * @property {(grant: Grant) => void} resolve
  * @property {(error: unknown) => void} reject
@@ -56,28 +71,29 @@ const hearsReleases = (handle) => {
  * @property {unknown} failed the error of the last attempt, if the store could not be reached
  */
 
-/** @type {WeakMap<object, Map<string, Waiter[]>>} store handle -> key -> waiters */
+/** @type {WeakMap<object, Map<string, Waiter[]>>} store handle -> lane -> waiters */
 const queues = new WeakMap()
 
 /**
  * @param {object} handle
- * @param {string} key
+ * @param {string} lane
  */
-function waitersOf(handle, key) {
-  return queues.get(handle)?.get(key)
+function waitersOf(handle, lane) {
+  return queues.get(handle)?.get(lane)
 }
+
+/** Whether releases of `want` elsewhere are heard (plain locks on a server store). @param {Want} want */
+const follows = (want) => want.lane === want.key && hearsReleases(want.handle)
 
 /** Arrival order: taken when acquire is called, before any store round trip. */
 let tickets = 0
 const takeTicket = () => tickets++
 
 /**
- * Wait in the queue of `key`. Resolves to the grant, or null at the timeout
- * (rejects with the last error if the store could not be reached by then).
+ * Wait in the queue of `want`'s lane. Resolves to the grant, or null at the
+ * timeout (rejects with the last error if the store could not be reached by then).
  *
- * @param {object} handle
- * @param {string} key
- * @param {number} ttlMs
+ * @param {Want} want
  * @param {number} timeout
  * @param {number} retryDelay
  * @param {number} ticket
@@ -86,21 +102,22 @@ const takeTicket = () => tickets++
  * @param {unknown} failed the first attempt's error, if the store could not be reached
  * @returns {Promise<Grant>}
  */
-function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attempt, failed) {
+function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed) {
+  const { handle, lane: key } = want
   let byKey = queues.get(handle)
   if (byKey === undefined) queues.set(handle, (byKey = new Map()))
   let queue = byKey.get(key)
   if (queue === undefined) {
     byKey.set(key, (queue = []))
-    if (hearsReleases(handle)) native.watchReleases(handle, key, true)
+    if (follows(want)) native.watchReleases(handle, key, true)
   }
   const waiting = queue
   return new Promise((resolve, reject) => {
     /** @type {Waiter} */
     const waiter = {
+      want,
       ticket,
       attempt,
-      ttlMs,
       retryDelay,
       resolve,
       reject,
@@ -121,7 +138,7 @@ function enqueue(handle, key, ttlMs, timeout, retryDelay, ticket, tryNow, attemp
     if (waiting[0] === waiter) {
       cancel(waiting[1]?.poll)
       // A release came while the first attempt was out: look again now.
-      const delay = tryNow ? 0 : pollDelay(handle, key, retryDelay)
+      const delay = tryNow ? 0 : pollDelay(waiter)
       waiter.poll = timer(() => tryHead(handle, key, waiting), delay)
     }
   })
@@ -197,9 +214,10 @@ function tryHead(handle, key, queue) {
   waiter.again = false
   // When the attempt that may take the lock started: its TTL runs from no later.
   waiter.attempt.since = performance.now()
+  const want = waiter.want
   let grant
   try {
-    grant = opsOf(handle).acquire(handle, key, waiter.ttlMs)
+    grant = want.ops.acquire(handle, want.key, want.ttlMs)
   } catch (error) {
     return failedTry(handle, key, queue, waiter, error)
   }
@@ -223,12 +241,13 @@ function tryHead(handle, key, queue) {
 function afterTry(handle, key, queue, waiter, grant) {
   waiter.trying = false
   // It gave up while this attempt was in flight: whatever it took goes back.
-  if (waiter.late) return grant === null ? undefined : giveBackUnwanted(handle, key, grant)
+  if (waiter.late) return grant === null ? undefined : giveBackWanted(waiter.want, grant)
   waiter.failed = undefined
-  // Taken: the next waiter polls later, as the lock has just been taken again.
-  if (grant !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(grant), false)
+  // Taken: the next waiter polls later, as the lock has just been taken again
+  // (unless more may hold it at once: then it tries now).
+  if (grant !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(grant), waiter.want.shared === true)
   if (waiter.again) return tryHead(handle, key, queue)
-  waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, waiter.retryDelay))
+  waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(waiter))
 }
 
 /**
@@ -254,12 +273,11 @@ function failedTry(handle, key, queue, waiter, error) {
  * sooner and the store can say so at no cost (a lock that expires frees no
  * one with a release, so nothing else would wake its waiters).
  *
- * @param {object} handle
- * @param {string} key
- * @param {number} retryDelay
+ * @param {Waiter} waiter
  */
-function pollDelay(handle, key, retryDelay) {
-  if (kindOf(handle) !== StoreKind.Memory) return retryDelay
+function pollDelay({ want, retryDelay }) {
+  const { handle, key } = want
+  if (kindOf(handle) !== StoreKind.Memory || want.lane !== key) return retryDelay
   const left = /** @type {number | null} */ (native.remainingTime(handle, key))
   return left === null ? 0 : Math.min(retryDelay, Math.ceil(left))
 }
@@ -275,6 +293,14 @@ function giveUp(handle, key, queue, waiter) {
   // never): that attempt's result is dealt with when it comes.
   waiter.late = true
   const settle = waiter.failed === undefined ? () => waiter.resolve(null) : () => waiter.reject(waiter.failed)
+  // A writer that gave up holds back no new readers any more.
+  const { ops, handle: h, key: k } = waiter.want
+  if (ops.withdraw !== undefined) {
+    try {
+      const done = ops.withdraw(h, k)
+      if (isThenable(done)) /** @type {Promise<unknown>} */ (done).catch(noop)
+    } catch {}
+  }
   leave(handle, key, queue, waiter, settle, true)
 }
 
@@ -288,9 +314,20 @@ function giveUp(handle, key, queue, waiter) {
  * @param {NonNullable<Grant>} grant
  */
 function giveBackUnwanted(handle, key, grant) {
-  const after = (/** @type {boolean} */ released) => released && wake(handle, key)
+  giveBackWanted({ handle, key, lane: key, ttlMs: 0, ops: opsOf(handle) }, grant)
+}
+
+/**
+ * giveBackUnwanted, for a hold of any kind.
+ *
+ * @param {Want} want
+ * @param {NonNullable<Grant>} grant
+ */
+function giveBackWanted(want, grant) {
+  const { handle, key, lane, ops } = want
+  const after = (/** @type {boolean} */ released) => released && wake(handle, lane)
   try {
-    const released = opsOf(handle).release(handle, key, typeof grant === 'string' ? grant : grant[0])
+    const released = ops.release(handle, key, typeof grant === 'string' ? grant : grant[0])
     if (isThenable(released)) /** @type {Promise<boolean>} */ (released).then(after, noop)
     else after(/** @type {boolean} */ (released))
   } catch {}
@@ -314,12 +351,12 @@ function leave(handle, key, queue, waiter, settle, nextNow) {
   settle()
   if (queue.length === 0) {
     queues.get(handle)?.delete(key)
-    if (hearsReleases(handle)) native.watchReleases(handle, key, false)
+    if (follows(waiter.want)) native.watchReleases(handle, key, false)
   } else if (at === 0) {
     const next = queue[0]
     if (nextNow) tryHead(handle, key, queue)
-    else next.poll = timer(() => tryHead(handle, key, queue), pollDelay(handle, key, next.retryDelay))
+    else next.poll = timer(() => tryHead(handle, key, queue), pollDelay(next))
   }
 }
 
-module.exports = { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, wake, giveBackUnwanted }
+module.exports = { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, wake, giveBackUnwanted, giveBackWanted }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::owner;
-use crate::store::{LockStore, Op};
+use crate::store::{LockStore, Mode, Op};
 use crate::text::SmallStr;
 
 /// The default TTL of `lock(key)`: 30 s.
@@ -40,23 +40,46 @@ pub struct Grant {
 pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<Grant>> {
     let owner = owner::mint();
     if let Some(fenced) = store.acquire_fenced(key, &owner, ttl_ms) {
-        return granted(store, key, owner, fenced, |owner, token| {
-            token.map(|token| Grant {
-                owner,
-                token: Some(token),
-            })
-        });
+        return granted(store, None, key, owner, fenced, fenced_grant);
     }
     let attempt = store.acquire(key, &owner, ttl_ms);
-    granted(store, key, owner, attempt, |owner, taken| {
+    granted(store, None, key, owner, attempt, |owner, taken| {
         taken.then_some(Grant { owner, token: None })
     })
+}
+
+/// [`acquire`] for a hold many may share (a semaphore permit, a reader, a writer).
+pub fn acquire_in(
+    store: &Arc<dyn LockStore>,
+    mode: Mode,
+    key: &str,
+    ttl_ms: f64,
+) -> Op<Option<Grant>> {
+    let owner = owner::mint();
+    let attempt = store.acquire_in(mode, key, &owner, ttl_ms);
+    granted(store, Some(mode), key, owner, attempt, fenced_grant)
+}
+
+fn fenced_grant(owner: SmallStr, token: Option<u64>) -> Option<Grant> {
+    token.map(|token| Grant {
+        owner,
+        token: Some(token),
+    })
+}
+
+/// Give back `owner`'s hold of `key` (in `mode`, or as a plain lock).
+fn release(store: &Arc<dyn LockStore>, mode: Option<Mode>, key: &str, owner: &str) -> Op<bool> {
+    match mode {
+        Some(mode) => store.release_in(mode, key, owner),
+        None => store.release(key, owner),
+    }
 }
 
 /// `attempt`'s outcome, read by `took`; if it fails, the owner is given back
 /// (on the thread the attempt completes on).
 fn granted<T: Send + 'static>(
     store: &Arc<dyn LockStore>,
+    mode: Option<Mode>,
     key: &str,
     owner: SmallStr,
     attempt: Op<T>,
@@ -69,7 +92,7 @@ fn granted<T: Send + 'static>(
             Op::Local(attempt.map(move |outcome| match outcome {
                 Ok(answer) => Ok(took(owner, answer)),
                 Err(e) => {
-                    if let Op::Local(release) = store.release(&key, &owner) {
+                    if let Op::Local(release) = release(&store, mode, &key, &owner) {
                         release.start(Box::new(drop));
                     }
                     Err(e)
@@ -80,7 +103,7 @@ fn granted<T: Send + 'static>(
         Op::Ready(Err(e)) => {
             let (store, key) = (Arc::clone(store), key.to_owned());
             Op::Pending(Box::pin(async move {
-                give_back_in_background(store, key, owner);
+                give_back_in_background(store, mode, key, owner);
                 Err(e)
             }))
         }
@@ -90,7 +113,7 @@ fn granted<T: Send + 'static>(
                 match attempt.await {
                     Ok(answer) => Ok(took(owner, answer)),
                     Err(e) => {
-                        give_back_in_background(store, key, owner);
+                        give_back_in_background(store, mode, key, owner);
                         Err(e)
                     }
                 }
@@ -106,8 +129,13 @@ fn granted<T: Send + 'static>(
 /// gets the error at once; the release finishes on its own. (This runs on
 /// Tokio; a JS store's promise that fails on the JS thread is given back there,
 /// by the JS layer's settle function.)
-fn give_back_in_background(store: Arc<dyn LockStore>, key: String, owner: SmallStr) {
-    let released = store.release(&key, &owner).settle();
+fn give_back_in_background(
+    store: Arc<dyn LockStore>,
+    mode: Option<Mode>,
+    key: String,
+    owner: SmallStr,
+) {
+    let released = release(&store, mode, &key, &owner).settle();
     tokio::spawn(async move {
         let _ = released.await;
     });
@@ -115,12 +143,15 @@ fn give_back_in_background(store: Arc<dyn LockStore>, key: String, owner: SmallS
 
 /// What `serialize()` writes and `restoreLock()` reads: the format of the
 /// TypeScript Keel lock, `{"key":…,"ttlMs":…,"owner":…}` with `owner` absent
-/// when the lock is not held.
+/// when the lock is not held. A semaphore permit adds `"kind":"semaphore"`
+/// and its `"limit"`; a read-write hold `"kind":"read"` or `"write"`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Serialized {
     pub key: String,
     pub ttl_ms: f64,
     pub owner: Option<String>,
+    pub kind: Option<String>,
+    pub limit: Option<f64>,
 }
 
 /// Why a serialized lock was refused, worded for the `TypeError` it becomes.
@@ -154,7 +185,41 @@ pub fn parse_serialized(text: &str) -> Result<Serialized, String> {
             ))
         }
     };
-    Ok(Serialized { key, ttl_ms, owner })
+    let kind = match fields.get("kind") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(kind)) if ["semaphore", "read", "write"].contains(&kind.as_str()) => {
+            Some(kind.clone())
+        }
+        Some(_) => {
+            return Err(format!(
+                "{WHAT}: \"kind\" must be \"semaphore\", \"read\" or \"write\" when present"
+            ))
+        }
+    };
+    let limit = match (kind.as_deref(), fields.get("limit")) {
+        (Some("semaphore"), Some(Value::Number(n))) => {
+            let limit = n
+                .as_f64()
+                .filter(|l| *l >= 1.0 && *l <= MAX_MS && l.fract() == 0.0);
+            Some(limit.ok_or_else(|| {
+                format!("{WHAT}: \"limit\" must be a positive integer, at most {MAX_MS}")
+            })?)
+        }
+        (Some("semaphore"), _) => {
+            return Err(format!(
+                "{WHAT}: a semaphore's \"limit\" is missing or not a number"
+            ))
+        }
+        (_, None | Some(Value::Null)) => None,
+        (_, Some(_)) => return Err(format!("{WHAT}: only a semaphore has a \"limit\"")),
+    };
+    Ok(Serialized {
+        key,
+        ttl_ms,
+        owner,
+        kind,
+        limit,
+    })
 }
 
 /// A TTL is a positive, finite number of milliseconds no larger than [`MAX_MS`].
@@ -243,11 +308,21 @@ mod tests {
             Serialized {
                 key: "import:99".into(),
                 ttl_ms: 60_000.0,
-                owner: Some("abc".into())
+                owner: Some("abc".into()),
+                kind: None,
+                limit: None,
             }
         );
         let unheld = parse_serialized(r#"{"key":"k","ttlMs":5}"#).unwrap();
         assert_eq!(unheld.owner, None);
+        let permit =
+            parse_serialized(r#"{"key":"k","ttlMs":5,"kind":"semaphore","limit":3}"#).unwrap();
+        assert_eq!(
+            (permit.kind.as_deref(), permit.limit),
+            (Some("semaphore"), Some(3.0))
+        );
+        let read = parse_serialized(r#"{"key":"k","ttlMs":5,"kind":"read"}"#).unwrap();
+        assert_eq!((read.kind.as_deref(), read.limit), (Some("read"), None));
     }
 
     #[test]
@@ -269,6 +344,12 @@ mod tests {
             r#"{"key":"k","ttlMs":1,"owner":7}"#,
             r#"{"key":"k","ttlMs":1,"owner":""}"#,
             r#"{"key":"\ud800","ttlMs":1}"#,
+            r#"{"key":"k","ttlMs":1,"kind":"mutex"}"#,
+            r#"{"key":"k","ttlMs":1,"kind":"semaphore"}"#,
+            r#"{"key":"k","ttlMs":1,"kind":"semaphore","limit":0}"#,
+            r#"{"key":"k","ttlMs":1,"kind":"semaphore","limit":2.5}"#,
+            r#"{"key":"k","ttlMs":1,"kind":"read","limit":2}"#,
+            r#"{"key":"k","ttlMs":1,"limit":2}"#,
         ] {
             let err = parse_serialized(bad).expect_err(bad);
             assert!(err.starts_with("restoreLock(serialized)"), "{err}");

@@ -2,6 +2,9 @@
 // write it. The @ts-expect-error lines are misuse that must not compile.
 import {
   lock,
+  semaphore,
+  readLock,
+  writeLock,
   restoreLock,
   setLockStore,
   getLockStore,
@@ -24,6 +27,27 @@ import {
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false
 const assertType = <T extends true>(_: T) => {}
+
+export async function manyHolders(): Promise<void> {
+  const exports: Lock = semaphore('exports', 3, 60_000)
+  const [ran, n] = await exports.run(async () => 1)
+  assertType<Equal<typeof n, number | undefined>>(true)
+  void ran
+  const held: number = await exports.holders()
+  const full: boolean = await exports.isLocked()
+  const price: Lock = readLock('price-list')
+  const rebuild: Lock = writeLock('price-list', 5_000)
+  await using reading = readLock('price-list')
+  await reading.acquire({ timeout: 100, autoExtend: true })
+  const token: number | bigint | null = rebuild.fencingToken
+  void [held, full, price, token]
+  // @ts-expect-error a semaphore needs its limit
+  semaphore('exports')
+  // @ts-expect-error the limit is a number
+  semaphore('exports', '3')
+  // @ts-expect-error a read lock takes no limit
+  readLock('k', 1, 2)
+}
 
 export async function everyApi(invoice: { id: number }): Promise<void> {
   const charge = async (i: { id: number }) => ({ charged: i.id })

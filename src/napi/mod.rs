@@ -14,6 +14,7 @@ mod convert;
 mod errors;
 mod handle;
 mod pump;
+mod shared;
 #[cfg(feature = "test-hooks")]
 mod test_hooks;
 
@@ -338,6 +339,9 @@ pub struct Restored {
     pub key: String,
     pub ttl_ms: f64,
     pub owner: Option<String>,
+    /// "semaphore", "read" or "write"; absent for a plain lock.
+    pub kind: Option<String>,
+    pub limit: Option<f64>,
 }
 
 /// The fields of a serialized lock, or the reason it is malformed.
@@ -348,6 +352,8 @@ pub fn parse_serialized(text: String) -> Either<Restored, String> {
             key: s.key,
             ttl_ms: s.ttl_ms,
             owner: s.owner,
+            kind: s.kind,
+            limit: s.limit,
         }),
         Err(reason) => Either::B(reason),
     }

@@ -16,6 +16,7 @@
 pub mod direct;
 pub mod follow;
 pub mod memory;
+pub mod mode;
 pub mod options;
 pub mod postgres;
 pub mod redis;
@@ -26,6 +27,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use memory::MemoryStore;
+pub use mode::Mode;
 pub use options::TlsOptions;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use redis::{RedisOptions, RedisStore};
@@ -152,5 +154,50 @@ pub trait LockStore: Send + Sync + 'static {
     /// at once, from what the store keeps with the hold.
     fn fencing_token(&self, _key: &str, _owner: &str) -> Option<f64> {
         None
+    }
+
+    // Keys many may hold at once (semaphores, read-write locks): each
+    // operation names the kind of hold, [`Mode`]. Their data never meets a
+    // plain lock's, nor each other's. A store without them answers every one
+    // with a `TypeError` saying so.
+
+    /// Take a hold of `key` in `mode` for `owner` if the mode admits one now.
+    /// Atomic. `Some(fencing token)` when taken, `None` when not.
+    fn acquire_in(&self, mode: Mode, _key: &str, _owner: &str, _ttl_ms: f64) -> Op<Option<u64>> {
+        Op::Ready(Err(mode.unsupported()))
+    }
+    /// Give back `owner`'s hold, only if it is still live.
+    fn release_in(&self, mode: Mode, _key: &str, _owner: &str) -> Op<bool> {
+        Op::Ready(Err(mode.unsupported()))
+    }
+    /// Push `owner`'s hold out to `ttl_ms` from now, only if it is still live.
+    fn extend_in(&self, mode: Mode, _key: &str, _owner: &str, _ttl_ms: f64) -> Op<bool> {
+        Op::Ready(Err(mode.unsupported()))
+    }
+    /// Whether `owner` holds `key` in `mode` now.
+    fn holds_in(&self, mode: Mode, _key: &str, _owner: &str) -> Op<bool> {
+        Op::Ready(Err(mode.unsupported()))
+    }
+    /// Milliseconds until `owner`'s hold expires, `None` if it holds none.
+    fn remaining_in(&self, mode: Mode, _key: &str, _owner: &str) -> Op<Option<f64>> {
+        Op::Ready(Err(mode.unsupported()))
+    }
+    /// Whether an acquire in `mode` would be refused now.
+    fn would_wait(&self, mode: Mode, _key: &str) -> Op<bool> {
+        Op::Ready(Err(mode.unsupported()))
+    }
+    /// How many hold `key` now: permits for a semaphore; readers, or 1 for a
+    /// writer, for a read-write key.
+    fn holders(&self, mode: Mode, _key: &str) -> Op<f64> {
+        Op::Ready(Err(mode.unsupported()))
+    }
+    /// The fencing token of `owner`'s live hold of `key` in `mode`, when the
+    /// store keeps it with the hold (as [`LockStore::fencing_token`]).
+    fn fencing_token_in(&self, _mode: Mode, _key: &str, _owner: &str) -> Option<f64> {
+        None
+    }
+    /// A writer waiting in `mode` gave up: stop holding back new readers for it.
+    fn withdraw(&self, _mode: Mode, _key: &str) -> Op<()> {
+        Op::Ready(Ok(()))
     }
 }

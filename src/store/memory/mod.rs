@@ -6,13 +6,16 @@
 //! [`Sweep`]) so keys that are taken once and never touched again do not pile
 //! up.
 
+mod shared;
+
 use std::collections::HashMap;
 
 use crate::text::SmallStr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::{LockStore, Op};
+use self::shared::Groups;
+use super::{LockStore, Mode, Op};
 
 /// Fallback when `now + ttl` does not fit an `Instant` (far beyond any TTL
 /// the API accepts, which stops at 2^53 - 1 ms): about 34 years.
@@ -53,6 +56,8 @@ struct Entries {
     /// grows, so tokens grow per key too, expired keys included, with no state
     /// kept for keys nobody holds.
     last_token: u64,
+    /// Semaphores' and read-write keys' holds.
+    shared: Groups,
 }
 
 impl Entries {
@@ -73,7 +78,7 @@ impl Entries {
     fn maybe_sweep(&mut self, now: Instant) {
         let due = self.sweep.earliest_expiry.is_some_and(|e| e <= now)
             && now.duration_since(self.sweep.last_run) >= SWEEP_INTERVAL;
-        if due || self.map.len() >= self.sweep.grow_limit {
+        if due || self.map.len() + self.shared.len() >= self.sweep.grow_limit {
             self.sweep_now(now);
         }
     }
@@ -84,9 +89,10 @@ impl Entries {
             self.map.shrink_to_fit();
             return_freed_memory();
         }
-        self.sweep.earliest_expiry = self.map.values().map(|e| e.expires_at).min();
+        let locks = self.map.values().map(|e| e.expires_at).min();
+        self.sweep.earliest_expiry = locks.into_iter().chain(self.shared.sweep(now)).min();
         self.sweep.last_run = now;
-        self.sweep.grow_limit = (2 * self.map.len()).max(SWEEP_MIN_LEN);
+        self.sweep.grow_limit = (2 * (self.map.len() + self.shared.len())).max(SWEEP_MIN_LEN);
     }
 }
 
@@ -151,6 +157,7 @@ impl MemoryStore {
                     grow_limit: SWEEP_MIN_LEN,
                 },
                 last_token: 0,
+                shared: Groups::default(),
             }),
         }
     }
@@ -161,9 +168,11 @@ impl MemoryStore {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Entries kept in memory, counting expired ones not yet swept.
+    /// Keys kept in memory (locks, semaphores, read-write keys), counting
+    /// expired ones not yet swept.
     pub fn len(&self) -> usize {
-        self.entries().map.len()
+        let entries = self.entries();
+        entries.map.len() + entries.shared.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -270,128 +279,44 @@ impl LockStore for MemoryStore {
     fn fencing_token(&self, key: &str, owner: &str) -> Option<f64> {
         self.token_of(key, owner).map(|t| t as f64)
     }
+
+    fn acquire_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
+        Op::Ready(Ok(self.try_acquire_in(mode, key, owner, ttl_ms)))
+    }
+
+    fn release_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
+        Op::Ready(Ok(self.try_release_in(mode, key, owner)))
+    }
+
+    fn extend_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        Op::Ready(Ok(self.try_extend_in(mode, key, owner, ttl_ms)))
+    }
+
+    fn holds_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
+        Op::Ready(Ok(self.held_in(mode, key, owner)))
+    }
+
+    fn remaining_in(&self, mode: Mode, key: &str, owner: &str) -> Op<Option<f64>> {
+        Op::Ready(Ok(self.remaining_in_ms(mode, key, owner)))
+    }
+
+    fn would_wait(&self, mode: Mode, key: &str) -> Op<bool> {
+        Op::Ready(Ok(self.waits(mode, key)))
+    }
+
+    fn holders(&self, mode: Mode, key: &str) -> Op<f64> {
+        Op::Ready(Ok(self.count(mode, key) as f64))
+    }
+
+    fn fencing_token_in(&self, mode: Mode, key: &str, owner: &str) -> Option<f64> {
+        self.token_in(mode, key, owner).map(|t| t as f64)
+    }
+
+    fn withdraw(&self, mode: Mode, key: &str) -> Op<()> {
+        self.stop_holding_back(mode, key);
+        Op::Ready(Ok(()))
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::thread::sleep;
-
-    #[test]
-    fn fencing_tokens_grow_per_key_across_expiry_and_keys() {
-        let store = MemoryStore::new();
-        // Long enough that a busy machine cannot let it lapse before the next line.
-        assert!(store.try_acquire("k", "a", 200.0));
-        let first = store.token_of("k", "a").expect("held");
-        assert_eq!(store.token_of("k", "b"), None, "only the holder's token");
-        assert!(store.try_acquire("other", "x", 10_000.0));
-        sleep(Duration::from_millis(250));
-        assert_eq!(store.token_of("k", "a"), None, "expired: no token");
-        assert!(store.try_acquire("k", "b", 1000.0));
-        let second = store.token_of("k", "b").expect("held");
-        assert!(
-            second > first + 1,
-            "{second} after {first} and another key's"
-        );
-        assert!(store.try_release("k", "b"));
-        assert!(store.try_acquire("k", "c", 1000.0));
-        assert!(store.token_of("k", "c").expect("held") > second);
-    }
-
-    #[test]
-    fn acquire_is_set_if_absent() {
-        let store = MemoryStore::new();
-        assert!(store.try_acquire("k", "a", 10_000.0));
-        assert!(!store.try_acquire("k", "b", 10_000.0));
-        assert!(!store.try_acquire("k", "a", 10_000.0));
-        assert!(store.try_acquire("other", "b", 10_000.0));
-    }
-
-    #[test]
-    fn release_and_extend_need_the_owner() {
-        let store = MemoryStore::new();
-        assert!(store.try_acquire("k", "a", 10_000.0));
-        assert!(!store.try_release("k", "b"));
-        assert!(!store.try_extend("k", "b", 10_000.0));
-        assert!(store.held_by("k", "a"));
-        assert!(store.try_extend("k", "a", 20_000.0));
-        assert!(store.try_release("k", "a"));
-        assert!(!store.try_release("k", "a"));
-        assert!(!store.locked("k"));
-    }
-
-    #[test]
-    fn entries_expire() {
-        let store = MemoryStore::new();
-        assert!(store.try_acquire("k", "a", 150.0));
-        assert!(store.locked("k"));
-        let left = store.remaining("k").unwrap();
-        assert!(left > 0.0 && left <= 150.0, "{left}");
-        sleep(Duration::from_millis(200));
-        assert!(!store.locked("k"));
-        assert_eq!(store.remaining("k"), None);
-        assert!(!store.try_extend("k", "a", 1000.0));
-        assert!(!store.try_release("k", "a"));
-        assert!(store.try_acquire("k", "b", 1000.0));
-    }
-
-    #[test]
-    fn late_release_does_not_free_the_next_holder() {
-        let store = MemoryStore::new();
-        assert!(store.try_acquire("k", "a", 20.0));
-        sleep(Duration::from_millis(30));
-        assert!(store.try_acquire("k", "b", 10_000.0));
-        assert!(!store.try_release("k", "a"));
-        assert!(store.held_by("k", "b"));
-    }
-
-    #[test]
-    fn a_tiny_ttl_still_holds_for_a_millisecond() {
-        let store = MemoryStore::new();
-        // A millisecond is short enough for a busy machine to pass between
-        // two lines: some attempt out of twenty must see the lock held.
-        let held = (0..20).any(|i| {
-            let key = format!("k{i}");
-            assert!(store.try_acquire(&key, "a", 1e-7));
-            let refused = !store.try_acquire(&key, "b", 1e-7);
-            let left = store.remaining(&key);
-            refused && left.is_some_and(|ms| ms > 0.0 && ms <= 1.0)
-        });
-        assert!(
-            held,
-            "a 1e-7 ms TTL was never held for its rounded-up millisecond"
-        );
-    }
-
-    #[test]
-    fn huge_ttls_do_not_overflow() {
-        let store = MemoryStore::new();
-        assert!(store.try_acquire("k", "a", 9_007_199_254_740_991.0));
-        assert!(store.locked("k"));
-        assert!(store.try_extend("k", "a", f64::MAX));
-        assert!(store.remaining("k").unwrap() > 0.0);
-    }
-
-    #[test]
-    fn expired_entries_are_swept() {
-        let store = MemoryStore::new();
-        for i in 0..50_000 {
-            assert!(store.try_acquire(&format!("k{i}"), "a", 20.0));
-        }
-        sleep(Duration::from_millis(30) + SWEEP_INTERVAL);
-        assert!(store.try_acquire("fresh", "a", 10_000.0));
-        assert_eq!(store.len(), 1);
-    }
-
-    #[test]
-    fn sweeping_keeps_live_entries() {
-        let store = MemoryStore::new();
-        for i in 0..5_000 {
-            assert!(store.try_acquire(&format!("k{i}"), "a", 60_000.0));
-        }
-        assert_eq!(store.len(), 5_000);
-        for i in 0..5_000 {
-            assert!(store.held_by(&format!("k{i}"), "a"));
-        }
-    }
-}
+mod tests;

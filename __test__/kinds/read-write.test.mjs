@@ -1,0 +1,138 @@
+// readLock(key) and writeLock(key): many readers at once while no writer
+// holds the key, one writer alone; a waiting writer holds back new readers.
+import { test, beforeEach } from 'node:test'
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { readLock, writeLock, lock, semaphore, restoreLock, setLockStore, MemoryLockStore, PostgresLockStore } from '@shaferllc/keel/core'
+
+beforeEach(() => setLockStore(new MemoryLockStore()))
+
+test('readers overlap; a writer never overlaps a reader or another writer', async () => {
+  let readers = 0
+  let writers = 0
+  let mostReaders = 0
+  const clashes = []
+  const section = async (/** @type {boolean} */ writing) => {
+    if (writing) writers++
+    else readers++
+    if (writers > 1 || (writers === 1 && readers > 0)) clashes.push({ readers, writers })
+    mostReaders = Math.max(mostReaders, readers)
+    await sleep(5)
+    if (writing) writers--
+    else readers--
+  }
+  const work = Array.from({ length: 40 }, (_, i) => {
+    const writing = i % 5 === 0
+    const handle = writing ? writeLock('price-list') : readLock('price-list')
+    return handle.run(() => section(writing), { timeout: 10_000, retryDelay: 5 })
+  })
+  const outcomes = await Promise.all(work)
+  assert.ok(outcomes.every(([ran]) => ran), 'everyone got in')
+  assert.deepEqual(clashes, [])
+  assert.ok(mostReaders > 1, `readers overlapped (at most ${mostReaders} at once)`)
+})
+
+test('a waiting writer holds back new readers, and gets in within its timeout against a stream of readers', async () => {
+  let stop = false
+  let readsDone = 0
+  // Readers that keep coming, each overlapping the next.
+  const streams = Array.from({ length: 4 }, async () => {
+    while (!stop) {
+      await readLock('rw').run(() => sleep(10), { timeout: 5_000, retryDelay: 5 })
+      readsDone++
+    }
+  })
+  await sleep(30)
+  const [ran] = await writeLock('rw').run(
+    async () => {
+      assert.equal(await writeLock('rw').holders(), 1, 'the writer alone')
+    },
+    { timeout: 2_000 },
+  )
+  stop = true
+  await Promise.all(streams)
+  assert.equal(ran, true)
+  assert.ok(readsDone > 4, `${readsDone} reads`)
+})
+
+test('isLocked(): on a read handle, whether a reader must wait; on a write handle, whether anyone holds the key', async () => {
+  const reader = readLock('k')
+  await reader.acquire()
+  assert.equal(await readLock('k').isLocked(), false)
+  assert.equal(await writeLock('k').isLocked(), true)
+  assert.equal(await readLock('k').holders(), 1)
+  const writer = writeLock('k')
+  const waiting = writer.acquire({ timeout: 5_000, retryDelay: 60_000 })
+  await sleep(10)
+  assert.equal(await readLock('k').isLocked(), true, 'a writer waits: readers would wait too')
+  assert.equal(await readLock('k').acquireImmediately(), false)
+  await reader.release()
+  assert.equal(await waiting, true, 'the release woke the writer at once')
+  assert.equal(await writeLock('k').holders(), 1)
+  assert.equal(await readLock('k').isLocked(), true)
+  await writer.release()
+  assert.equal(await writeLock('k').isLocked(), false)
+})
+
+test('a writer that gives up waiting holds no reader back', async () => {
+  const reader = readLock('k')
+  await reader.acquire()
+  assert.equal(await writeLock('k', 60_000).acquire({ timeout: 50 }), false)
+  assert.equal(await readLock('k').acquireImmediately(), true)
+  await reader.release()
+})
+
+test('a waiting writer that dies holds readers back for no longer than its TTL', async () => {
+  const reader = readLock('k')
+  await reader.acquire()
+  // One refused attempt marks the key, as a writer in another process would before it died.
+  assert.equal(await writeLock('k', 100).acquireImmediately(), false)
+  assert.equal(await readLock('k').acquireImmediately(), false)
+  await sleep(150)
+  assert.equal(await readLock('k').acquireImmediately(), true)
+})
+
+test('writeLock holds carry fencing tokens that grow', async () => {
+  const first = writeLock('k')
+  await first.acquire()
+  const a = /** @type {number} */ (first.fencingToken)
+  await first.release()
+  const second = writeLock('k')
+  await second.acquire()
+  assert.ok(/** @type {number} */ (second.fencingToken) > a)
+  await second.release()
+})
+
+test('lock(k), semaphore(k, n) and readLock(k)/writeLock(k) never see each other', async () => {
+  await lock('k').acquire()
+  await semaphore('k', 1).acquire()
+  assert.equal(await writeLock('k').acquireImmediately(), true)
+  assert.equal(await lock('k').holders(), 1)
+})
+
+test('serialize() carries the mode; restoreLock() rebuilds a read or write hold', async () => {
+  const reader = readLock('k', 5_000)
+  await reader.acquire()
+  const text = reader.serialize()
+  assert.equal(JSON.parse(text).kind, 'read')
+  const restored = restoreLock(text)
+  await restored.extend()
+  assert.equal(await restored.release(), true)
+  const writer = writeLock('k', 5_000)
+  assert.equal(writer.serialize(), '{"key":"k","ttlMs":5000,"kind":"write"}')
+  await writer.acquire()
+  assert.equal(await restoreLock(writer.serialize()).release(), true)
+  assert.equal(await writeLock('k').isLocked(), false)
+})
+
+test('bad arguments name themselves; a store without read-write locks says so', async () => {
+  assert.throws(() => readLock(/** @type {any} */ (null)), (e) => e instanceof TypeError && /readLock: key/.test(e.message))
+  assert.throws(() => writeLock('k', -1), (e) => e instanceof RangeError && /writeLock: ttlMs/.test(e.message))
+  const store = new PostgresLockStore()
+  try {
+    setLockStore(store)
+    await assert.rejects(writeLock('k').acquire(), (e) => e instanceof TypeError && /PostgresLockStore does not support read-write locks/.test(e.message))
+  } finally {
+    store.close()
+  }
+})

@@ -1,0 +1,122 @@
+//! The plain lock's half of the in-memory store.
+
+use super::*;
+use std::thread::sleep;
+
+#[test]
+fn fencing_tokens_grow_per_key_across_expiry_and_keys() {
+    let store = MemoryStore::new();
+    // Long enough that a busy machine cannot let it lapse before the next line.
+    assert!(store.try_acquire("k", "a", 200.0));
+    let first = store.token_of("k", "a").expect("held");
+    assert_eq!(store.token_of("k", "b"), None, "only the holder's token");
+    assert!(store.try_acquire("other", "x", 10_000.0));
+    sleep(Duration::from_millis(250));
+    assert_eq!(store.token_of("k", "a"), None, "expired: no token");
+    assert!(store.try_acquire("k", "b", 1000.0));
+    let second = store.token_of("k", "b").expect("held");
+    assert!(
+        second > first + 1,
+        "{second} after {first} and another key's"
+    );
+    assert!(store.try_release("k", "b"));
+    assert!(store.try_acquire("k", "c", 1000.0));
+    assert!(store.token_of("k", "c").expect("held") > second);
+}
+
+#[test]
+fn acquire_is_set_if_absent() {
+    let store = MemoryStore::new();
+    assert!(store.try_acquire("k", "a", 10_000.0));
+    assert!(!store.try_acquire("k", "b", 10_000.0));
+    assert!(!store.try_acquire("k", "a", 10_000.0));
+    assert!(store.try_acquire("other", "b", 10_000.0));
+}
+
+#[test]
+fn release_and_extend_need_the_owner() {
+    let store = MemoryStore::new();
+    assert!(store.try_acquire("k", "a", 10_000.0));
+    assert!(!store.try_release("k", "b"));
+    assert!(!store.try_extend("k", "b", 10_000.0));
+    assert!(store.held_by("k", "a"));
+    assert!(store.try_extend("k", "a", 20_000.0));
+    assert!(store.try_release("k", "a"));
+    assert!(!store.try_release("k", "a"));
+    assert!(!store.locked("k"));
+}
+
+#[test]
+fn entries_expire() {
+    let store = MemoryStore::new();
+    assert!(store.try_acquire("k", "a", 150.0));
+    assert!(store.locked("k"));
+    let left = store.remaining("k").unwrap();
+    assert!(left > 0.0 && left <= 150.0, "{left}");
+    sleep(Duration::from_millis(200));
+    assert!(!store.locked("k"));
+    assert_eq!(store.remaining("k"), None);
+    assert!(!store.try_extend("k", "a", 1000.0));
+    assert!(!store.try_release("k", "a"));
+    assert!(store.try_acquire("k", "b", 1000.0));
+}
+
+#[test]
+fn late_release_does_not_free_the_next_holder() {
+    let store = MemoryStore::new();
+    assert!(store.try_acquire("k", "a", 20.0));
+    sleep(Duration::from_millis(30));
+    assert!(store.try_acquire("k", "b", 10_000.0));
+    assert!(!store.try_release("k", "a"));
+    assert!(store.held_by("k", "b"));
+}
+
+#[test]
+fn a_tiny_ttl_still_holds_for_a_millisecond() {
+    let store = MemoryStore::new();
+    // A millisecond is short enough for a busy machine to pass between
+    // two lines: some attempt out of twenty must see the lock held.
+    let held = (0..20).any(|i| {
+        let key = format!("k{i}");
+        assert!(store.try_acquire(&key, "a", 1e-7));
+        let refused = !store.try_acquire(&key, "b", 1e-7);
+        let left = store.remaining(&key);
+        refused && left.is_some_and(|ms| ms > 0.0 && ms <= 1.0)
+    });
+    assert!(
+        held,
+        "a 1e-7 ms TTL was never held for its rounded-up millisecond"
+    );
+}
+
+#[test]
+fn huge_ttls_do_not_overflow() {
+    let store = MemoryStore::new();
+    assert!(store.try_acquire("k", "a", 9_007_199_254_740_991.0));
+    assert!(store.locked("k"));
+    assert!(store.try_extend("k", "a", f64::MAX));
+    assert!(store.remaining("k").unwrap() > 0.0);
+}
+
+#[test]
+fn expired_entries_are_swept() {
+    let store = MemoryStore::new();
+    for i in 0..50_000 {
+        assert!(store.try_acquire(&format!("k{i}"), "a", 20.0));
+    }
+    sleep(Duration::from_millis(30) + SWEEP_INTERVAL);
+    assert!(store.try_acquire("fresh", "a", 10_000.0));
+    assert_eq!(store.len(), 1);
+}
+
+#[test]
+fn sweeping_keeps_live_entries() {
+    let store = MemoryStore::new();
+    for i in 0..5_000 {
+        assert!(store.try_acquire(&format!("k{i}"), "a", 60_000.0));
+    }
+    assert_eq!(store.len(), 5_000);
+    for i in 0..5_000 {
+        assert!(store.held_by(&format!("k{i}"), "a"));
+    }
+}
