@@ -11,7 +11,7 @@
  */
 
 const native = require('./native.js')
-const { StoreKind } = require('./protocol.js')
+const { StoreKind, opsOf } = require('./protocol.js')
 
 const { HoldMode } = native
 
@@ -56,6 +56,73 @@ function nativeOps({ mode, limit }) {
 }
 
 /**
+ * Where a store written in JS keeps permit `slot` of semaphore `key`: a key
+ * of its own, as a plain lock (keys that start with `keel:permit:` are the
+ * semaphores').
+ *
+ * @param {string} key
+ * @param {number} slot
+ */
+const slotKey = (key, slot) => `keel:permit:${slot}:${key}`
+
+/**
+ * A permit's owner token on a JS store names its slot: `<slot>.<token>`.
+ *
+ * @param {string} owner
+ * @returns {[slot: number, token: string]}
+ */
+function slotOf(owner) {
+  const dot = owner.indexOf('.')
+  const slot = Number(owner.slice(0, dot))
+  return dot > 0 && Number.isSafeInteger(slot) ? [slot, owner.slice(dot + 1)] : [-1, owner]
+}
+
+/**
+ * A semaphore on a store that has only the five LockStore methods: `limit`
+ * permit slots, each a plain lock on a key of its own; an acquire takes the
+ * first free slot. (So a caller with limit n is admitted only while one of
+ * the first n slots is free.)
+ *
+ * @param {number} limit
+ * @returns {import('./protocol.js').StoreOps}
+ */
+function slotOps(limit) {
+  /** @param {object} handle @param {string} key */
+  const eachSlot = (handle, key) =>
+    Promise.all(Array.from({ length: limit }, (_, slot) => opsOf(handle).isLocked(handle, slotKey(key, slot))))
+  return {
+    async acquire(handle, key, ttlMs) {
+      const ops = opsOf(handle)
+      for (let slot = 0; slot < limit; slot++) {
+        const grant = await ops.acquire(handle, slotKey(key, slot), ttlMs)
+        if (grant !== null) return `${slot}.${typeof grant === 'string' ? grant : grant[0]}`
+      }
+      return null
+    },
+    release(handle, key, owner) {
+      const [slot, token] = slotOf(owner)
+      return slot < 0 ? false : opsOf(handle).release(handle, slotKey(key, slot), token)
+    },
+    extend(handle, key, owner, ttlMs) {
+      const [slot, token] = slotOf(owner)
+      return slot < 0 ? false : opsOf(handle).extend(handle, slotKey(key, slot), token, ttlMs)
+    },
+    isLocked: async (handle, key) => (await eachSlot(handle, key)).every(Boolean),
+    remainingTime(handle, key, owner) {
+      const [slot] = owner === undefined ? [-1] : slotOf(owner)
+      return slot < 0 ? null : opsOf(handle).remainingTime(handle, slotKey(key, slot))
+    },
+    // Such a store can say whether anyone holds the permit's slot.
+    holds(handle, key, owner) {
+      const [slot] = slotOf(owner)
+      return slot < 0 ? false : opsOf(handle).isLocked(handle, slotKey(key, slot))
+    },
+    fencingToken: () => null,
+    holders: async (handle, key) => (await eachSlot(handle, key)).filter(Boolean).length,
+  }
+}
+
+/**
  * Operations for a store that does not keep this kind of hold: each one
  * fails (a rejection, through the Lock's async methods) with a TypeError
  * that names the store and what it lacks.
@@ -82,6 +149,8 @@ function unsupportedOps(kind, storeName) {
  * @param {object} store
  */
 function opsFor(kind, storeKind, store) {
+  const onJs = storeKind === StoreKind.Js
+  if (onJs && kind.name === 'semaphore') return slotOps(kind.limit)
   if (!NATIVE.has(storeKind)) return unsupportedOps(kind, store.constructor?.name || 'this LockStore')
   const id = `${kind.mode}:${kind.limit}`
   let ops = opsByKind.get(id)

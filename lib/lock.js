@@ -299,7 +299,9 @@ class Lock {
     if (typeof grant !== 'string') return (this.#hold = new Hold(target, grant[0], since, grant[1]))
     const hold = new Hold(target, grant, since, undefined)
     this.#hold = hold
-    if (target.kind === StoreKind.Js && typeof target.store.fencingToken === 'function') return hold.fetchToken()
+    // (A JS store's fencingToken speaks for its plain locks only.)
+    const fenced = target.kind === StoreKind.Js && target.holdKind === undefined
+    if (fenced && typeof target.store.fencingToken === 'function') return hold.fetchToken()
     return hold
   }
 }
