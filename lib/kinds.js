@@ -11,7 +11,7 @@
  */
 
 const native = require('./native.js')
-const { StoreKind, opsOf } = require('./protocol.js')
+const { StoreKind, opsOf, LANES } = require('./protocol.js')
 
 const { HoldMode } = native
 
@@ -24,15 +24,11 @@ const { HoldMode } = native
  * @property {number} limit a semaphore's; 0 for read-write holds
  */
 
-/**
- * Lanes (wait queues) of semaphores and read-write keys start with a
- * character no lane of a plain lock can: plain lanes are their keys, and a
- * key is well-formed Unicode, which a lone low surrogate is not.
- */
-const LANE = { semaphore: '\udc00s', read: '\udc00rw', write: '\udc00rw' }
+/** Each kind's wait lane, before its key (see protocol.js). */
+const LANE = { semaphore: LANES.s, read: LANES.r, write: LANES.r }
 
 /** The stores that keep semaphores and read-write locks natively. */
-const NATIVE = new Set([StoreKind.Memory])
+const NATIVE = new Set([StoreKind.Memory, StoreKind.Redis])
 
 /** @type {Map<string, import('./protocol.js').StoreOps>} kind -> its operations on a native store */
 const opsByKind = new Map()
@@ -52,6 +48,7 @@ function nativeOps({ mode, limit }) {
     fencingToken: (handle, key, owner) => native.fencingTokenIn(handle, key, mode, owner),
     holders: (handle, key) => native.holdersIn(handle, key, mode),
     withdraw: mode === HoldMode.Write ? (handle, key) => native.withdrawIn(handle, key, mode) : undefined,
+    watchReleases: (handle, key, on) => native.watchReleasesIn(handle, key, mode, on),
   }
 }
 

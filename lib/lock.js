@@ -25,7 +25,7 @@ const { StoreKind } = require('./protocol.js')
 const { describe, checkMs, readOptions, isThenable } = require('./check.js')
 const { LockNotHeldError, isUnreachable } = require('./errors.js')
 const { timer, cancel } = require('./timers.js')
-const { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, giveBackWanted } = require('./waiting.js')
+const { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, withdraw, giveBackWanted } = require('./waiting.js')
 const { Hold } = require('./hold.js')
 
 const kCreate = Symbol('Lock.create')
@@ -235,12 +235,12 @@ class Lock {
     if (waitersOf(handle, lane) !== undefined) return this.#wait(timeout, retryDelay, ticket)
     const grant = ops.acquire(handle, key, ttlMs)
     if (!isThenable(grant)) {
-      if (grant === null) return this.#wait(timeout, retryDelay, ticket)
+      if (grant === null) return timeout === 0 ? this.#refused() : this.#wait(timeout, retryDelay, ticket)
       return this.#took(/** @type {NonNullable<Grant>} */ (grant), kind === StoreKind.Memory ? 0 : performance.now())
     }
     const answer = /** @type {Promise<Grant>} */ (grant)
     const sent = performance.now()
-    if (timeout === 0) return answer.then((g) => (g === null ? null : this.#took(g, sent)))
+    if (timeout === 0) return answer.then((g) => (g === null ? this.#refused() : this.#took(g, sent)))
     // The first attempt counts against the timeout too, even if the store never answers it.
     // (performance.now, like setTimeout, follows fake timers when a test installs them.)
     const attempt = attemptStarted(handle, lane)
@@ -258,10 +258,10 @@ class Lock {
       }
       answer.then(
         (g) => {
-          if (gaveUp) return g === null ? undefined : giveBackWanted(target, g)
+          if (gaveUp) return g === null ? this.#refused() : giveBackWanted(target, g)
           const left = settled()
           if (g !== null) return resolve(this.#took(g, sent))
-          resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again) : null)
+          resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again) : this.#refused())
         },
         (error) => {
           if (gaveUp) return
@@ -272,6 +272,17 @@ class Lock {
         },
       )
     })
+  }
+
+  /**
+   * An attempt was refused and no wait follows: a writer stops holding new
+   * readers back for it.
+   *
+   * @returns {null}
+   */
+  #refused() {
+    withdraw(this.#target)
+    return null
   }
 
   /**

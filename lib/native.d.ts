@@ -22,14 +22,14 @@ export declare function createMemoryStore(): object
  * A handle over a PostgreSQL server. The URL is read now; connections open
  * on the first operation. `on_released` as for Redis.
  */
-export declare function createPostgresStore(config: PostgresConfig, onReleased: (key: string) => void): object
+export declare function createPostgresStore(config: PostgresConfig, onReleased: (tagged: string) => void): object
 
 /**
  * A handle over a Redis server or cluster. URLs are parsed now; the
  * connection opens on the first operation. `on_released` is called (on the
  * JS thread) with each key whose announced release this store follows.
  */
-export declare function createRedisStore(config: RedisConfig, onReleased: (key: string) => void): object
+export declare function createRedisStore(config: RedisConfig, onReleased: (tagged: string) => void): object
 
 export declare function extend(handle: object, key: string, owner: string, ttlMs: number): boolean | Promise<boolean>
 
@@ -146,6 +146,12 @@ export interface TlsPem {
  * a no-op for stores that cannot hear them.
  */
 export declare function watchReleases(handle: object, key: string, on: boolean): void
+
+/**
+ * Follow (or stop following) releases of `key`'s holds in this mode that
+ * other clients announce (RedisLockStore); a no-op elsewhere.
+ */
+export declare function watchReleasesIn(handle: object, key: string, mode: HoldMode, on: boolean): void
 
 /** A waiting writer gave up: new readers need not wait for it any more. */
 export declare function withdrawIn(handle: object, key: string, mode: HoldMode): void | Promise<void>

@@ -31,7 +31,22 @@ const { StoreKind } = native
  * @property {(handle: object, key: string, owner: string) => number | null} fencingToken
  * @property {(handle: object, key: string) => number | Promise<number>} [holders] how many hold it (semaphores, read-write keys)
  * @property {(handle: object, key: string) => unknown} [withdraw] a waiting writer gave up
+ * @property {(handle: object, key: string, on: boolean) => void} [watchReleases] follow releases other clients announce
  */
+
+/**
+ * Waiters queue per lane: a plain lock's lane is its key; a semaphore's,
+ * and a read-write key's (readers and writers together), start with a
+ * character no key can (a lone surrogate: keys are well-formed Unicode).
+ * Announced releases arrive tagged with what they were of (`l`, `s`, `r`).
+ */
+const LANES = /** @type {const} */ ({ l: '', s: '\udc00s', r: '\udc00rw' })
+
+/** @param {string} tagged an announced release: its tag, then its key */
+const laneOf = (tagged) => {
+  const tag = /** @type {keyof typeof LANES} */ (tagged[0])
+  return tag === 'l' ? tagged.slice(1) : LANES[tag] + tagged.slice(1)
+}
 
 /** Where a JS store's handle keeps its operations. */
 const kOps = Symbol('LockStore.ops')
@@ -44,4 +59,4 @@ const kindOf = (handle) => (kOps in handle ? StoreKind.Js : native.storeKind(han
 
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } = native.limits()
 
-module.exports = { STORE_METHODS, StoreKind, kOps, opsOf, kindOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }
+module.exports = { STORE_METHODS, StoreKind, kOps, opsOf, kindOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }

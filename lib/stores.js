@@ -108,11 +108,11 @@ class MemoryLockStore extends NativeLockStore {
  * RedisLockStore or PostgresLockStore: the wait queues (lib/waiting.js, later in the order)
  * register here.
  *
- * @type {(handle: object, key: string) => void}
+ * @type {(handle: object, tagged: string) => void}
  */
 let heard = noop
 
-/** @param {(handle: object, key: string) => void} listener */
+/** @param {(handle: object, tagged: string) => void} listener */
 function onAnnouncedRelease(listener) {
   heard = listener
 }
@@ -125,7 +125,7 @@ function onAnnouncedRelease(listener) {
 class RedisLockStore extends NativeLockStore {
   /** @param {unknown} [urlOrOptions] */
   constructor(urlOrOptions) {
-    const handle = native.createRedisStore(readRedisOptions(urlOrOptions), (key) => heard(handle, key))
+    const handle = native.createRedisStore(readRedisOptions(urlOrOptions), (tagged) => heard(handle, tagged))
     super('RedisLockStore', handle)
   }
 
@@ -143,7 +143,7 @@ class RedisLockStore extends NativeLockStore {
 class PostgresLockStore extends NativeLockStore {
   /** @param {unknown} [urlOrOptions] */
   constructor(urlOrOptions) {
-    const handle = native.createPostgresStore(readPostgresOptions(urlOrOptions), (key) => heard(handle, key))
+    const handle = native.createPostgresStore(readPostgresOptions(urlOrOptions), (tagged) => heard(handle, tagged))
     super('PostgresLockStore', handle)
   }
 

@@ -19,7 +19,7 @@
  */
 
 const native = require('./native.js')
-const { StoreKind, opsOf, kindOf } = require('./protocol.js')
+const { StoreKind, opsOf, kindOf, laneOf } = require('./protocol.js')
 const { isThenable, noop } = require('./check.js')
 const { isUnreachable } = require('./errors.js')
 const { onAnnouncedRelease } = require('./stores.js')
@@ -82,8 +82,14 @@ function waitersOf(handle, lane) {
   return queues.get(handle)?.get(lane)
 }
 
-/** Whether releases of `want` elsewhere are heard (plain locks on a server store). @param {Want} want */
-const follows = (want) => want.lane === want.key && hearsReleases(want.handle)
+/**
+ * Follow (or stop following) releases of `want` announced elsewhere, on the
+ * stores that hear them.
+ *
+ * @param {Want} want
+ * @param {boolean} on
+ */
+const follow = (want, on) => hearsReleases(want.handle) && want.ops.watchReleases?.(want.handle, want.key, on)
 
 /** Arrival order: taken when acquire is called, before any store round trip. */
 let tickets = 0
@@ -109,7 +115,7 @@ function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed) {
   let queue = byKey.get(key)
   if (queue === undefined) {
     byKey.set(key, (queue = []))
-    if (follows(want)) native.watchReleases(handle, key, true)
+    follow(want, true)
   }
   const waiting = queue
   return new Promise((resolve, reject) => {
@@ -193,7 +199,7 @@ function wake(handle, key) {
 }
 
 // Releases other processes announce through a native server store wake this thread's waiters.
-onAnnouncedRelease(wake)
+onAnnouncedRelease((handle, tagged) => wake(handle, laneOf(tagged)))
 
 /**
  * @param {object} handle
@@ -293,15 +299,24 @@ function giveUp(handle, key, queue, waiter) {
   // never): that attempt's result is dealt with when it comes.
   waiter.late = true
   const settle = waiter.failed === undefined ? () => waiter.resolve(null) : () => waiter.reject(waiter.failed)
-  // A writer that gave up holds back no new readers any more.
-  const { ops, handle: h, key: k } = waiter.want
-  if (ops.withdraw !== undefined) {
-    try {
-      const done = ops.withdraw(h, k)
-      if (isThenable(done)) /** @type {Promise<unknown>} */ (done).catch(noop)
-    } catch {}
-  }
+  withdraw(waiter.want)
   leave(handle, key, queue, waiter, settle, true)
+}
+
+/**
+ * A writer stopped trying (it gave up, or asked once and was refused): it
+ * holds back no new readers any more. (Another writer still waiting marks
+ * the key again at its next attempt.) Errors are dropped: the mark lapses
+ * at the writer's TTL anyway.
+ *
+ * @param {Want} want
+ */
+function withdraw({ ops, handle, key }) {
+  if (ops.withdraw === undefined) return
+  try {
+    const done = ops.withdraw(handle, key)
+    if (isThenable(done)) /** @type {Promise<unknown>} */ (done).catch(noop)
+  } catch {}
 }
 
 /**
@@ -351,7 +366,7 @@ function leave(handle, key, queue, waiter, settle, nextNow) {
   settle()
   if (queue.length === 0) {
     queues.get(handle)?.delete(key)
-    if (follows(waiter.want)) native.watchReleases(handle, key, false)
+    follow(waiter.want, false)
   } else if (at === 0) {
     const next = queue[0]
     if (nextNow) tryHead(handle, key, queue)
@@ -359,4 +374,4 @@ function leave(handle, key, queue, waiter, settle, nextNow) {
   }
 }
 
-module.exports = { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, wake, giveBackUnwanted, giveBackWanted }
+module.exports = { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, wake, withdraw, giveBackUnwanted, giveBackWanted }

@@ -3,9 +3,14 @@
 // line, and exits.
 //   count <file> <times> <key>     read-modify-write a counter file under the lock
 //   count-unlocked <file> <times>  the same without a lock (the control)
-//   take <key> <ttlMs>             acquire, print serialize() and the fencing token, exit still holding
+//   take <key> <ttlMs> [kind]      acquire, print serialize() and the fencing token, exit still holding
 //   try <key> <ttlMs>              one acquire attempt, print whether it took the lock
-//   hold <key> <ttlMs>             acquire, print serialize(), stay until killed
+//   hold <key> <ttlMs> [kind]      acquire, print serialize(), stay until killed
+//                                  (kind: semaphore:<limit>, read or write; default a plain lock)
+//   wait <key> <ttlMs> <kind>      start waiting for a held key (a minute at most), print when, stay until killed
+//   crowd <dir> <ms> <key> <kind>  sections under a semaphore:<limit>, read or write hold for <ms>,
+//                                  each with a marker file in <dir> while inside: prints how many
+//                                  it saw inside at once and any overlap a writer should not have
 //   restore <serialized> <ttlMs>   restoreLock + extend + release
 //   release <serialized>           restoreLock + release
 //   hammer <file> <ms> <key> <ttl> locked increments for <ms>, riding out store errors,
@@ -13,15 +18,23 @@
 // With KEEL_TEST_LEAVE_OPEN set, the store is not closed at the end: the
 // process must still exit by itself.
 
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { lock, restoreLock, setLockStore } from '@shaferllc/keel/core'
+import { lock, semaphore, readLock, writeLock, restoreLock, setLockStore } from '@shaferllc/keel/core'
 import { openStore } from './stores.mjs'
 
 const [command, ...args] = process.argv.slice(2)
 const { store, close } = await openStore()
 setLockStore(store)
 const print = (value) => process.stdout.write(`${JSON.stringify(value)}\n`)
+
+/** A handle of the kind named: `semaphore:<limit>`, `read`, `write`, or (undefined) a plain lock. */
+function handleOf(key, ttlMs, kind) {
+  if (kind === undefined) return lock(key, ttlMs)
+  if (kind.startsWith('semaphore:')) return semaphore(key, Number(kind.slice('semaphore:'.length)), ttlMs)
+  return kind === 'read' ? readLock(key, ttlMs) : writeLock(key, ttlMs)
+}
 
 async function increment(file) {
   const n = Number(readFileSync(file, 'utf8'))
@@ -81,10 +94,44 @@ switch (command) {
     print({ timeouts: 0 })
     break
   }
+  case 'crowd': {
+    const [dir, ms, key, kind] = args
+    const figures = { sections: 0, timeouts: 0, most: 0, overlaps: 0 }
+    const writing = kind === 'write'
+    const end = Date.now() + Number(ms)
+    let n = 0
+    while (Date.now() < end) {
+      const marker = join(dir, `${writing ? 'w' : 'r'}-${process.pid}-${n++}`)
+      const [ran] = await handleOf(key, 10_000, kind).run(
+        async () => {
+          writeFileSync(marker, '')
+          const inside = readdirSync(dir)
+          figures.most = Math.max(figures.most, inside.length)
+          // A writer is alone; a reader never shares with a writer.
+          if (writing ? inside.length > 1 : inside.some((f) => f.startsWith('w-'))) figures.overlaps++
+          await sleep(writing ? 2 : 8)
+          rmSync(marker)
+          figures.sections++
+        },
+        { timeout: 20_000, retryDelay: 5 },
+      )
+      if (!ran) figures.timeouts++
+    }
+    print(figures)
+    break
+  }
+  case 'wait': {
+    const [key, ttlMs, kind] = args
+    handleOf(key, Number(ttlMs), kind).acquire({ timeout: 60_000, retryDelay: 50 })
+    await sleep(300)
+    print({ at: Date.now() })
+    await new Promise(() => setInterval(() => {}, 1_000))
+    break
+  }
   case 'take':
   case 'hold': {
-    const [key, ttlMs] = args
-    const l = lock(key, Number(ttlMs))
+    const [key, ttlMs, kind] = args
+    const l = handleOf(key, Number(ttlMs), kind)
     if (!(await l.acquire())) throw new Error(`${key} was already held`)
     print({ serialized: l.serialize(), fencingToken: l.fencingToken, at: Date.now() })
     if (command === 'hold') await new Promise(() => setInterval(() => {}, 1_000))

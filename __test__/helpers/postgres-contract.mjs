@@ -28,6 +28,7 @@ export function postgresContract(name, server, urlOf) {
       }
     },
     fencing: true,
+    semaphores: false,
     processes: true,
     announcesReleases: true,
   })

@@ -10,7 +10,7 @@ import {
   restoreLock,
   setLockStore,
   MemoryLockStore,
-  RedisLockStore,
+  PostgresLockStore,
   LockNotHeldError,
   Lock,
 } from '@shaferllc/keel/core'
@@ -225,11 +225,11 @@ function memoryOnly() {
   })
 
   test('a store that does not keep semaphores yet says so when one is used', async () => {
-    const store = new RedisLockStore('redis://127.0.0.1:6379')
+    const store = new PostgresLockStore()
     try {
       setLockStore(store)
       const permit = semaphore('s', 2)
-      await assert.rejects(permit.acquire(), (e) => e instanceof TypeError && /RedisLockStore does not support semaphores/.test(e.message))
+      await assert.rejects(permit.acquire(), (e) => e instanceof TypeError && /PostgresLockStore does not support semaphores/.test(e.message))
       await assert.rejects(permit.run(() => assert.fail('must not run')), TypeError)
       await assert.rejects(permit.holders(), TypeError)
     } finally {

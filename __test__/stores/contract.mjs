@@ -20,6 +20,7 @@
 //   processes          other processes open the same store from `env`, so the cross-process checks run
 //   announcesReleases  a release in another process wakes a waiter here at once, not at its next poll
 //   anyKey             keys of any size and content: 1 MB, NUL characters
+//   semaphores, readWrite  how the store keeps semaphores and read-write locks (contract-kinds.mjs)
 
 import { describe, test, before, after, beforeEach } from 'node:test'
 import assert from 'node:assert/strict'
@@ -31,6 +32,7 @@ import { lock, restoreLock, setLockStore, verifyLockStore, LockNotHeldError } fr
 import { uniqueKey } from '../../support/servers.mjs'
 import { jsStoreOver } from '../helpers/js-stores.mjs'
 import { runChild, startHolder, killHard } from '../helpers/processes.mjs'
+import { kindsContract } from './contract-kinds.mjs'
 
 /** The cross-process counter check: how many processes, each incrementing how many times. */
 export const PROCESSES = 4
@@ -70,6 +72,8 @@ export function storeContract(
     processes = false,
     announcesReleases = false,
     anyKey = false,
+    semaphores = 'slots',
+    readWrite = false,
   },
 ) {
   describe(label, () => {
@@ -88,6 +92,10 @@ export function storeContract(
       if (dir) rmSync(dir, { recursive: true, force: true })
     })
     beforeEach(() => setLockStore(store))
+
+    describe('semaphores and read-write locks', () => {
+      kindsContract(() => ({ opened, dir }), { semaphores, readWrite, processes, announcesReleases })
+    })
 
     test('acquire, isLocked, getRemainingTime, extend, release', async () => {
       const key = uniqueKey('invoice')

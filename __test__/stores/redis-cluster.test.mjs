@@ -48,6 +48,8 @@ storeContract('RedisLockStore on a Redis Cluster', {
   },
   fencing: true,
   processes: true,
+  semaphores: 'native',
+  readWrite: true,
   announcesReleases: true,
   anyKey: true,
 })

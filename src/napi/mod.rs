@@ -29,7 +29,7 @@ use self::errors::new_error;
 use self::handle::{Handle, Kind, NewHandle, StoreHandle, StoreKind};
 use self::pump::Pump;
 use crate::lock;
-use crate::store::follow::OnReleased;
+use crate::store::follow::{OnReleased, Released};
 use crate::store::{
     MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TlsOptions,
 };
@@ -67,7 +67,7 @@ pub struct RedisConfig {
 /// JS thread) with each key whose announced release this store follows.
 #[napi(
     catch_unwind,
-    ts_args_type = "config: RedisConfig, onReleased: (key: string) => void",
+    ts_args_type = "config: RedisConfig, onReleased: (tagged: string) => void",
     ts_return_type = "object"
 )]
 pub fn create_redis_store(
@@ -118,7 +118,7 @@ pub struct PostgresConfig {
 /// on the first operation. `on_released` as for Redis.
 #[napi(
     catch_unwind,
-    ts_args_type = "config: PostgresConfig, onReleased: (key: string) => void",
+    ts_args_type = "config: PostgresConfig, onReleased: (tagged: string) => void",
     ts_return_type = "object"
 )]
 pub fn create_postgres_store(
@@ -149,15 +149,25 @@ pub fn create_postgres_store(
 }
 
 /// The JS callback for announced releases, callable from Tokio. Weak:
-/// following releases never keeps the process alive by itself.
+/// following releases never keeps the process alive by itself. It gets the
+/// key after a letter saying what it was of: `l` a plain lock, `s` a
+/// semaphore, `r` a read-write key (one string is the cheapest to pass).
 fn release_listener(on_released: Function<'_, String, ()>) -> Result<OnReleased> {
     let notify = on_released
         .build_threadsafe_function::<String>()
         .callee_handled::<false>()
         .weak::<true>()
         .build()?;
-    Ok(Arc::new(move |key| {
-        let _ = notify.call(key, ThreadsafeFunctionCallMode::NonBlocking);
+    Ok(Arc::new(move |released, key| {
+        let tag = match released {
+            Released::Lock => 'l',
+            Released::Semaphore => 's',
+            Released::ReadWrite => 'r',
+        };
+        let mut tagged = String::with_capacity(key.len() + 1);
+        tagged.push(tag);
+        tagged.push_str(&key);
+        let _ = notify.call(tagged, ThreadsafeFunctionCallMode::NonBlocking);
     }))
 }
 
@@ -182,7 +192,7 @@ fn tls_options(tls: TlsPem) -> TlsOptions {
 pub fn watch_releases(handle: Handle, key: String, on: bool) {
     match &handle.kind {
         Kind::Redis(redis) => {
-            if let Some(subscriber) = redis.watch(&key, on) {
+            if let Some(subscriber) = redis.watch(None, &key, on) {
                 napi::bindgen_prelude::spawn(subscriber);
             }
         }

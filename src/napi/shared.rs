@@ -7,7 +7,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::convert::{to_js, Settled};
-use super::handle::Handle;
+use super::handle::{Handle, Kind};
 use crate::lock;
 use crate::store::Mode;
 use crate::text::SmallStr;
@@ -170,6 +170,20 @@ pub fn fencing_token_in(
     owner: SmallStr,
 ) -> Option<f64> {
     handle.store.fencing_token_in(mode(hold, 0.0), &key, &owner)
+}
+
+/// Follow (or stop following) releases of `key`'s holds in this mode that
+/// other clients announce (RedisLockStore); a no-op elsewhere.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, mode: HoldMode, on: boolean"
+)]
+pub fn watch_releases_in(handle: Handle, key: String, hold: HoldMode, on: bool) {
+    if let Kind::Redis(redis) = &handle.kind {
+        if let Some(subscriber) = redis.watch(Some(mode(hold, 0.0)), &key, on) {
+            napi::bindgen_prelude::spawn(subscriber);
+        }
+    }
 }
 
 /// A waiting writer gave up: new readers need not wait for it any more.

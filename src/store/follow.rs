@@ -7,9 +7,18 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+/// What a heard release was of: a plain lock, a semaphore permit, a
+/// read-write hold (their waiters wait apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Released {
+    Lock,
+    Semaphore,
+    ReadWrite,
+}
+
 /// Called with a key (as the lock names it) whose release another client
 /// announced; it wakes that key's waiters on the JS thread.
-pub type OnReleased = Arc<dyn Fn(String) + Send + Sync>;
+pub type OnReleased = Arc<dyn Fn(Released, String) + Send + Sync>;
 
 /// How long a listener waits before trying an unreachable server again.
 pub const RETRY_PAUSE: Duration = Duration::from_millis(250);

@@ -11,4 +11,6 @@ storeContract('MemoryLockStore', {
   fencingByOwner: true,
   expiresExactly: true,
   anyKey: true,
+  semaphores: 'native',
+  readWrite: true,
 })

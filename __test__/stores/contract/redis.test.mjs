@@ -25,4 +25,6 @@ storeContract('RedisLockStore', {
   processes: true,
   announcesReleases: true,
   anyKey: true,
+  semaphores: 'native',
+  readWrite: true,
 })

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::pool::{connect, Opener};
 use super::PostgresStore;
-use crate::store::follow::{pause_taking, OnReleased};
+use crate::store::follow::{pause_taking, OnReleased, Released};
 
 /// A request to the listener task: follow (or stop following) a key.
 pub type Watch = (String, bool);
@@ -82,7 +82,7 @@ async fn listener(
         // A release may have come while the connection was opening, before
         // anyone listened: every waiter tries once now instead of at its poll.
         for key in &keys.keys {
-            on_released(key.clone());
+            on_released(Released::Lock, key.clone());
         }
         // `_client` keeps the session (and so the LISTEN) open until the
         // connection drops or the store goes: waiters come and go in bursts,
@@ -133,14 +133,14 @@ impl Followed {
             .remove(&key)
             .is_some_and(|at| at.elapsed() < RECENT)
         {
-            (self.on_released)(key.clone());
+            (self.on_released)(Released::Lock, key.clone());
         }
         self.keys.insert(key);
     }
 
     fn announced(&mut self, key: String) {
         if self.keys.contains(&key) {
-            (self.on_released)(key);
+            (self.on_released)(Released::Lock, key);
             return;
         }
         if self.recent.len() >= 1_024 {

@@ -33,6 +33,7 @@ pub mod fencing;
 mod options;
 mod pubsub;
 mod scripts;
+mod shared;
 #[cfg(not(test))]
 mod via_loop;
 mod via_tokio;
@@ -47,10 +48,11 @@ use self::connection::Connection;
 pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
 use self::pubsub::Watch;
-use self::scripts::{ACQUIRE, EXTEND, RELEASE};
+use self::scripts::{ACQUIRE, EXTEND, HOLDS, RELEASE};
+use self::shared::HoldsOp;
 use super::follow::OnReleased;
 use super::options::{redacted, whole_ms, TlsOptions};
-use super::{LockStore, Op};
+use super::{LockStore, Mode, Op};
 
 struct Shared {
     options: RedisOptions,
@@ -65,6 +67,7 @@ struct Shared {
     acquire: Script,
     release: Script,
     extend: Script,
+    holds: Script,
     /// Taken by `close()`: it holds the JS callback, which holds the store.
     on_released: Mutex<Option<OnReleased>>,
     /// The subscriber task's inbox, once it runs; dropping it ends the task.
@@ -135,6 +138,7 @@ impl RedisStore {
                 acquire: Script::new(ACQUIRE),
                 release: Script::new(RELEASE),
                 extend: Script::new(EXTEND),
+                holds: Script::new(HOLDS),
                 on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
             }),
@@ -228,6 +232,46 @@ impl LockStore for RedisStore {
             return Some(via_loop::holds(direct, &get, owner.to_owned()));
         }
         Some(self.holds_via_tokio(get, owner.to_owned()))
+    }
+
+    fn acquire_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
+        let call = self.holds_call(HoldsOp::Acquire, mode, key, owner, ttl_ms);
+        self.holds_op(call, shared::token)
+    }
+
+    fn release_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
+        let call = self.holds_call(HoldsOp::Release, mode, key, owner, 0.0);
+        self.holds_op(call, shared::done)
+    }
+
+    fn extend_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        let call = self.holds_call(HoldsOp::Extend, mode, key, owner, ttl_ms);
+        self.holds_op(call, shared::done)
+    }
+
+    fn holds_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
+        let call = self.holds_call(HoldsOp::Left, mode, key, owner, 0.0);
+        self.holds_op(call, shared::live)
+    }
+
+    fn remaining_in(&self, mode: Mode, key: &str, owner: &str) -> Op<Option<f64>> {
+        let call = self.holds_call(HoldsOp::Left, mode, key, owner, 0.0);
+        self.holds_op(call, shared::left)
+    }
+
+    fn would_wait(&self, mode: Mode, key: &str) -> Op<bool> {
+        let call = self.holds_call(HoldsOp::Waits, mode, key, "", 0.0);
+        self.holds_op(call, shared::done)
+    }
+
+    fn holders(&self, mode: Mode, key: &str) -> Op<f64> {
+        let call = self.holds_call(HoldsOp::Count, mode, key, "", 0.0);
+        self.holds_op(call, shared::count)
+    }
+
+    fn withdraw(&self, mode: Mode, key: &str) -> Op<()> {
+        let call = self.holds_call(HoldsOp::Withdraw, mode, key, "", 0.0);
+        self.holds_op(call, shared::nothing)
     }
 }
 

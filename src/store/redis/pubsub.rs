@@ -19,16 +19,24 @@ use tokio::sync::mpsc;
 
 use super::connection::Connection;
 use super::scripts::channel;
+use super::shared::heard;
 use super::RedisStore;
 use crate::store::follow::{pause_taking, OnReleased};
+use crate::store::Mode;
 
 /// A request to the subscriber task: follow (or stop following) a channel.
 pub type Watch = (String, bool);
 
 impl RedisStore {
-    /// Follow (or stop following) announced releases of `key`. The first call
+    /// Follow (or stop following) announced releases of `key` (a plain lock's,
+    /// or in `mode` a semaphore's or read-write key's). The first call
     /// returns the subscriber task for the caller to spawn on Tokio.
-    pub fn watch(&self, key: &str, on: bool) -> Option<impl Future<Output = ()> + Send + 'static> {
+    pub fn watch(
+        &self,
+        mode: Option<Mode>,
+        key: &str,
+        on: bool,
+    ) -> Option<impl Future<Output = ()> + Send + 'static> {
         let on_released = self.shared.on_released.lock().ok()?.clone()?;
         let Ok(mut watcher) = self.shared.watcher.lock() else {
             return None;
@@ -53,7 +61,11 @@ impl RedisStore {
             ));
             sender
         });
-        let _ = sender.send((channel(&self.key(key)), on));
+        let full_key = match mode {
+            Some(mode) => self.holds_key(mode, key),
+            None => self.key(key),
+        };
+        let _ = sender.send((channel(&full_key), on));
         task
     }
 }
@@ -107,7 +119,8 @@ async fn subscriber(
                     Some(message) => {
                         if let Ok(full_key) = message.get_payload::<String>() {
                             if let Some(key) = full_key.strip_prefix(prefix.as_str()) {
-                                on_released(key.to_owned());
+                                let (released, key) = heard(key);
+                                on_released(released, key.to_owned());
                             }
                         }
                     }

@@ -39,3 +39,89 @@ return 0
 pub fn channel(full_key: &str) -> String {
     format!("keel:released:{full_key}")
 }
+
+/// Every operation on a semaphore or a read-write key, one script so each is
+/// one atomic round trip. KEYS: [1] the holds (a semaphore's permits or a
+/// read-write key's readers: a sorted set of owner -> expiry, in ms on the
+/// server's clock), [2] the writer (owner, with its TTL), [3] a waiting
+/// writer's mark (with its TTL), [4] the fencing counter; all four in one
+/// hash slot. ARGV: [1] the operation, [2] the mode (`permit`, `read`,
+/// `write`), [3] the owner, [4] a TTL in ms, [5] a semaphore's limit, [6]
+/// the channel a release is announced on. Expired holds are dropped first,
+/// and the set lives exactly as long as its longest hold.
+pub const HOLDS: &str = r#"
+local t = redis.call("time")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local op, mode, owner = ARGV[1], ARGV[2], ARGV[3]
+redis.call("zremrangebyscore", KEYS[1], "-inf", now)
+local function keep()
+  local last = redis.call("zrange", KEYS[1], -1, -1, "withscores")
+  if last[2] then redis.call("pexpireat", KEYS[1], last[2]) end
+end
+local function writer() return redis.call("get", KEYS[2]) end
+if op == "acquire" then
+  local ttl = tonumber(ARGV[4])
+  if mode == "write" then
+    local w = writer()
+    if w == owner or (not w and redis.call("zcard", KEYS[1]) == 0) then
+      redis.call("set", KEYS[2], owner, "PX", ttl)
+      redis.call("del", KEYS[3])
+      return redis.call("incr", KEYS[4])
+    end
+    if redis.call("pttl", KEYS[3]) < ttl then redis.call("set", KEYS[3], owner, "PX", ttl) end
+    return false
+  end
+  local admitted = redis.call("zscore", KEYS[1], owner)
+  if not admitted and mode == "permit" then
+    admitted = redis.call("zcard", KEYS[1]) < tonumber(ARGV[5])
+  elseif not admitted then
+    admitted = redis.call("exists", KEYS[2], KEYS[3]) == 0
+  end
+  if not admitted then return false end
+  redis.call("zadd", KEYS[1], now + ttl, owner)
+  keep()
+  return redis.call("incr", KEYS[4])
+elseif op == "release" then
+  local released = 0
+  if mode == "write" then
+    if writer() == owner then released = redis.call("del", KEYS[2]) end
+  else
+    released = redis.call("zrem", KEYS[1], owner)
+  end
+  if released == 1 then redis.call("publish", ARGV[6], KEYS[1]) end
+  return released
+elseif op == "extend" then
+  if mode == "write" then
+    if writer() == owner then return redis.call("pexpire", KEYS[2], ARGV[4]) end
+    return 0
+  end
+  if not redis.call("zscore", KEYS[1], owner) then return 0 end
+  redis.call("zadd", KEYS[1], "XX", now + tonumber(ARGV[4]), owner)
+  keep()
+  return 1
+elseif op == "left" then
+  if mode == "write" then
+    if writer() == owner then return redis.call("pttl", KEYS[2]) end
+    return -1
+  end
+  local expires = redis.call("zscore", KEYS[1], owner)
+  if expires then return tonumber(expires) - now end
+  return -1
+elseif op == "waits" then
+  local waits
+  if mode == "permit" then
+    waits = redis.call("zcard", KEYS[1]) >= tonumber(ARGV[5])
+  elseif mode == "read" then
+    waits = redis.call("exists", KEYS[2], KEYS[3]) > 0
+  else
+    waits = redis.call("exists", KEYS[2]) == 1 or redis.call("zcard", KEYS[1]) > 0
+  end
+  if waits then return 1 end
+  return 0
+elseif op == "count" then
+  return redis.call("zcard", KEYS[1]) + redis.call("exists", KEYS[2])
+elseif op == "withdraw" then
+  return redis.call("del", KEYS[3])
+end
+return redis.error_reply("unknown operation " .. op)
+"#;

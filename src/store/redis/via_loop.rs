@@ -8,6 +8,7 @@ use rustls::pki_types::ServerName;
 use super::direct::connect::Target;
 use super::direct::{scripts, send, Direct, Request};
 use super::scripts::channel;
+use super::shared::HoldsCall;
 use super::RedisStore;
 use crate::store::tls::client_config;
 use crate::store::Op;
@@ -101,6 +102,17 @@ pub fn extend(direct: &Direct, key: String, owner: &str, ttl: u64) -> Op<bool> {
         vec![owner.as_bytes().to_vec(), ttl.to_string().into_bytes()],
     );
     send(direct, request, |value| Ok(count(value)? == 1))
+}
+
+/// A semaphore's or read-write key's operation: one call of the `HOLDS` script.
+pub fn shared_holds<T: 'static>(
+    direct: &Direct,
+    call: HoldsCall,
+    read: fn(Value) -> Result<T, &'static str>,
+) -> Op<T> {
+    let lua = &scripts()[3];
+    let request = Request::script(call.op.method(), lua, call.keys, call.args);
+    send(direct, request, read)
 }
 
 pub fn is_locked(direct: &Direct, exists: &Cmd) -> Op<bool> {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::connection::Conn;
 use super::errors::{found_dead, RESENDS};
 use super::scripts::channel;
+use super::shared::HoldsCall;
 use super::{RedisStore, Shared};
 use crate::store::{BackendError, Op, StoreError};
 
@@ -99,6 +100,34 @@ impl RedisStore {
                     .invoke_async(&mut conn)
                     .await?;
                 Ok(extended == 1)
+            }
+        })
+    }
+
+    pub(super) fn shared_via_tokio<T: Send + 'static>(
+        &self,
+        call: HoldsCall,
+        read: fn(redis::Value) -> Result<T, &'static str>,
+    ) -> Op<T> {
+        let HoldsCall { op, keys, args } = call;
+        self.op(op.method(), move |mut conn, shared| {
+            let (keys, args) = (keys.clone(), args.clone());
+            async move {
+                let mut invocation = shared.holds.prepare_invoke();
+                for key in &keys {
+                    invocation.key(key);
+                }
+                for arg in &args {
+                    invocation.arg(arg.as_slice());
+                }
+                let value: redis::Value = invocation.invoke_async(&mut conn).await?;
+                read(value).map_err(|what| {
+                    redis::RedisError::from((
+                        redis::ErrorKind::UnexpectedReturnType,
+                        "unexpected reply",
+                        what.to_owned(),
+                    ))
+                })
             }
         })
     }

@@ -5,10 +5,10 @@
 
 use redis::{Cmd, Script};
 
-use crate::store::redis::scripts::{ACQUIRE, EXTEND, RELEASE};
+use crate::store::redis::scripts::{ACQUIRE, EXTEND, HOLDS, RELEASE};
 
 /// The scripts a connection may have loaded, by index.
-pub const SCRIPTS: usize = 3;
+pub const SCRIPTS: usize = 4;
 
 /// A script's text and its SHA1, made once.
 pub struct Lua {
@@ -26,7 +26,12 @@ pub fn scripts() -> &'static [Lua; SCRIPTS] {
             body,
             sha: Script::new(body).get_hash().to_owned(),
         };
-        [lua(0, ACQUIRE), lua(1, RELEASE), lua(2, EXTEND)]
+        [
+            lua(0, ACQUIRE),
+            lua(1, RELEASE),
+            lua(2, EXTEND),
+            lua(3, HOLDS),
+        ]
     })
 }
 
