@@ -15,7 +15,7 @@ import { IMPLEMENTATIONS } from './implementations.mjs'
 import { sequential, distinctKeys, contended, burst, gaps, percentile, mean, median } from './scenarios.mjs'
 
 const quick = process.argv.includes('--quick')
-// --scenarios=1,2: just those scenarios (by their leading number).
+// --scenarios=1,2: just those scenarios (by their leading number; k: semaphores and read-write locks, m: memory).
 const pick = process.argv.find((a) => a.startsWith('--scenarios='))?.slice('--scenarios='.length).split(',')
 // --only=a,b: just the implementations whose names contain a or b.
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',')
@@ -168,6 +168,14 @@ if (ceiling) {
 }
 writeFileSync(new URL('./results.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`)
 printTable(report)
+
+// Semaphores and read-write locks (bench/kinds.mjs), in a process of their own: --scenarios=k picks them.
+if (!pick || pick.includes('k')) {
+  const kinds = spawnSync(process.execPath, [fileURLToPath(new URL('./kinds.mjs', import.meta.url)), ...(quick ? ['--quick'] : [])], {
+    stdio: 'inherit',
+  })
+  if (kinds.status !== 0) process.exitCode = 1
+}
 
 function printTable({ scenarios }) {
   const fmt = (v, digits = 0) => (v === undefined || Number.isNaN(v) ? '' : v.toFixed(digits))

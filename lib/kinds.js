@@ -28,7 +28,7 @@ const { HoldMode } = native
 const LANE = { semaphore: LANES.s, read: LANES.r, write: LANES.r }
 
 /** The stores that keep semaphores and read-write locks natively. */
-const NATIVE = new Set([StoreKind.Memory, StoreKind.Redis])
+const NATIVE = new Set([StoreKind.Memory, StoreKind.Redis, StoreKind.Postgres])
 
 /** @type {Map<string, import('./protocol.js').StoreOps>} kind -> its operations on a native store */
 const opsByKind = new Map()
@@ -132,7 +132,7 @@ function unsupportedOps(kind, storeName) {
   const what = kind.name === 'semaphore' ? 'semaphores' : 'read-write locks'
   const fail = () => {
     throw new TypeError(
-      `${storeName} does not support ${what} yet: use MemoryLockStore for semaphore(), readLock() and writeLock()`,
+      `${storeName} does not support ${what} yet (MemoryLockStore, RedisLockStore and PostgresLockStore do)`,
     )
   }
   return { acquire: fail, release: fail, extend: fail, isLocked: fail, remainingTime: fail, holds: fail, fencingToken: fail, holders: fail }

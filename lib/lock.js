@@ -276,13 +276,13 @@ class Lock {
 
   /**
    * An attempt was refused and no wait follows: a writer stops holding new
-   * readers back for it.
+   * readers back for it (and answers once it has).
    *
-   * @returns {null}
+   * @returns {null | Promise<null>}
    */
   #refused() {
-    withdraw(this.#target)
-    return null
+    const withdrawn = withdraw(this.#target)
+    return withdrawn === undefined ? null : withdrawn.then(() => null)
   }
 
   /**

@@ -149,7 +149,7 @@ export declare function watchReleases(handle: object, key: string, on: boolean):
 
 /**
  * Follow (or stop following) releases of `key`'s holds in this mode that
- * other clients announce (RedisLockStore); a no-op elsewhere.
+ * other clients announce (RedisLockStore, PostgresLockStore); a no-op elsewhere.
  */
 export declare function watchReleasesIn(handle: object, key: string, mode: HoldMode, on: boolean): void
 

@@ -299,24 +299,28 @@ function giveUp(handle, key, queue, waiter) {
   // never): that attempt's result is dealt with when it comes.
   waiter.late = true
   const settle = waiter.failed === undefined ? () => waiter.resolve(null) : () => waiter.reject(waiter.failed)
-  withdraw(waiter.want)
-  leave(handle, key, queue, waiter, settle, true)
+  // A writer's acquire answers once readers are let in again.
+  const withdrawn = withdraw(waiter.want)
+  leave(handle, key, queue, waiter, withdrawn === undefined ? settle : () => withdrawn.then(settle), true)
 }
 
 /**
  * A writer stopped trying (it gave up, or asked once and was refused): it
  * holds back no new readers any more. (Another writer still waiting marks
  * the key again at its next attempt.) Errors are dropped: the mark lapses
- * at the writer's TTL anyway.
+ * at the writer's TTL anyway. A promise when the store answers later (it
+ * never rejects), so the writer's acquire can answer after it.
  *
  * @param {Want} want
+ * @returns {Promise<void> | undefined}
  */
 function withdraw({ ops, handle, key }) {
-  if (ops.withdraw === undefined) return
+  if (ops.withdraw === undefined) return undefined
   try {
     const done = ops.withdraw(handle, key)
-    if (isThenable(done)) /** @type {Promise<unknown>} */ (done).catch(noop)
+    if (isThenable(done)) return /** @type {Promise<unknown>} */ (done).then(noop, noop)
   } catch {}
+  return undefined
 }
 
 /**

@@ -28,7 +28,8 @@ export function postgresContract(name, server, urlOf) {
       }
     },
     fencing: true,
-    semaphores: false,
+    semaphores: 'native',
+    readWrite: true,
     processes: true,
     announcesReleases: true,
   })

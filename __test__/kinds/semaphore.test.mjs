@@ -10,7 +10,6 @@ import {
   restoreLock,
   setLockStore,
   MemoryLockStore,
-  PostgresLockStore,
   LockNotHeldError,
   Lock,
 } from '@shaferllc/keel/core'
@@ -222,19 +221,6 @@ function memoryOnly() {
     assert.ok(/** @type {number} */ (b.fencingToken) > /** @type {number} */ (a.fencingToken))
     await a.release()
     assert.equal(a.fencingToken, null)
-  })
-
-  test('a store that does not keep semaphores yet says so when one is used', async () => {
-    const store = new PostgresLockStore()
-    try {
-      setLockStore(store)
-      const permit = semaphore('s', 2)
-      await assert.rejects(permit.acquire(), (e) => e instanceof TypeError && /PostgresLockStore does not support semaphores/.test(e.message))
-      await assert.rejects(permit.run(() => assert.fail('must not run')), TypeError)
-      await assert.rejects(permit.holders(), TypeError)
-    } finally {
-      store.close()
-    }
   })
 }
 

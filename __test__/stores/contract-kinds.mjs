@@ -3,8 +3,7 @@
 // store is in the capabilities:
 //   semaphores   'native': permits counted by the store (each caller admitted
 //                while fewer than its own limit are held); 'slots': permit
-//                slots, each a plain lock (stores written in JS); false: the
-//                store does not keep them, and using one rejects with a TypeError
+//                slots, each a plain lock (stores written in JS)
 //   readWrite    the store keeps read-write locks; else using one rejects
 //                with a TypeError that says the store does not support them
 //   processes, announcesReleases   as in contract.mjs
@@ -24,17 +23,9 @@ const CROWD_MS = 1_500
 
 /**
  * @param {() => { opened: any, dir: string }} current the suite's opened store and scratch folder
- * @param {{ semaphores: 'native' | 'slots' | false, readWrite: boolean, processes: boolean, announcesReleases: boolean }} caps
+ * @param {{ semaphores: 'native' | 'slots', readWrite: boolean, processes: boolean, announcesReleases: boolean }} caps
  */
 export function kindsContract(current, { semaphores, readWrite, processes, announcesReleases }) {
-  if (semaphores === false) {
-    test('a store without semaphores or read-write locks says so when one is used', async () => {
-      const name = current().opened.store.constructor.name
-      await assert.rejects(semaphore(uniqueKey('s'), 2).acquire(), (e) => e instanceof TypeError && e.message.includes(`${name} does not support semaphores`))
-      await assert.rejects(readLock(uniqueKey('rw')).acquire(), (e) => e instanceof TypeError && e.message.includes(`${name} does not support read-write locks`))
-    })
-    return
-  }
   test('semaphore: admits up to its limit, counts its holders, frees one permit per release', async () => {
     const key = uniqueKey('exports')
     const permits = [semaphore(key, 2), semaphore(key, 2)]

@@ -197,7 +197,7 @@ pub fn watch_releases(handle: Handle, key: String, on: bool) {
             }
         }
         Kind::Postgres(postgres) => {
-            if let Some(listener) = postgres.watch(&key, on) {
+            if let Some(listener) = postgres.watch(None, &key, on) {
                 napi::bindgen_prelude::spawn(listener);
             }
         }

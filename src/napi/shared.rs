@@ -173,16 +173,25 @@ pub fn fencing_token_in(
 }
 
 /// Follow (or stop following) releases of `key`'s holds in this mode that
-/// other clients announce (RedisLockStore); a no-op elsewhere.
+/// other clients announce (RedisLockStore, PostgresLockStore); a no-op elsewhere.
 #[napi(
     catch_unwind,
     ts_args_type = "handle: object, key: string, mode: HoldMode, on: boolean"
 )]
 pub fn watch_releases_in(handle: Handle, key: String, hold: HoldMode, on: bool) {
-    if let Kind::Redis(redis) = &handle.kind {
-        if let Some(subscriber) = redis.watch(Some(mode(hold, 0.0)), &key, on) {
-            napi::bindgen_prelude::spawn(subscriber);
+    let mode = Some(mode(hold, 0.0));
+    match &handle.kind {
+        Kind::Redis(redis) => {
+            if let Some(subscriber) = redis.watch(mode, &key, on) {
+                napi::bindgen_prelude::spawn(subscriber);
+            }
         }
+        Kind::Postgres(postgres) => {
+            if let Some(listener) = postgres.watch(mode, &key, on) {
+                napi::bindgen_prelude::spawn(listener);
+            }
+        }
+        Kind::Memory(_) => {}
     }
 }
 

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 /// What a heard release was of: a plain lock, a semaphore permit, a
 /// read-write hold (their waiters wait apart).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Released {
     Lock,
     Semaphore,

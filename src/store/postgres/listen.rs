@@ -19,14 +19,24 @@ use tokio::sync::mpsc;
 use super::pool::{connect, Opener};
 use super::PostgresStore;
 use crate::store::follow::{pause_taking, OnReleased, Released};
+use crate::store::Mode;
+
+/// What is followed: a plain lock's key, or a semaphore's or read-write key's.
+type Followed = (Released, String);
 
 /// A request to the listener task: follow (or stop following) a key.
-pub type Watch = (String, bool);
+pub type Watch = (Followed, bool);
 
 impl PostgresStore {
-    /// Follow (or stop following) announced releases of `key`. The first call
+    /// Follow (or stop following) announced releases of `key` (a plain lock's,
+    /// or in `mode` a semaphore's or read-write key's). The first call
     /// returns the listener task for the caller to spawn on Tokio.
-    pub fn watch(&self, key: &str, on: bool) -> Option<impl Future<Output = ()> + Send + 'static> {
+    pub fn watch(
+        &self,
+        mode: Option<Mode>,
+        key: &str,
+        on: bool,
+    ) -> Option<impl Future<Output = ()> + Send + 'static> {
         if self.shared.pool.is_closed() {
             return None;
         }
@@ -43,7 +53,12 @@ impl PostgresStore {
             ));
             sender
         });
-        let _ = sender.send((key.to_owned(), on));
+        let released = match mode {
+            None => Released::Lock,
+            Some(mode) if mode.is_semaphore() => Released::Semaphore,
+            Some(_) => Released::ReadWrite,
+        };
+        let _ = sender.send(((released, key.to_owned()), on));
         task
     }
 }
@@ -57,7 +72,7 @@ async fn listener(
     mut inbox: mpsc::UnboundedReceiver<Watch>,
     on_released: OnReleased,
 ) {
-    let mut keys = Followed::new(on_released.clone());
+    let mut keys = Following::new(on_released.clone());
     loop {
         while keys.keys.is_empty() {
             match inbox.recv().await {
@@ -81,8 +96,8 @@ async fn listener(
         };
         // A release may have come while the connection was opening, before
         // anyone listened: every waiter tries once now instead of at its poll.
-        for key in &keys.keys {
-            on_released(Released::Lock, key.clone());
+        for (released, key) in &keys.keys {
+            on_released(*released, key.clone());
         }
         // `_client` keeps the session (and so the LISTEN) open until the
         // connection drops or the store goes: waiters come and go in bursts,
@@ -94,7 +109,11 @@ async fn listener(
                     None => return,
                 },
                 notice = notices.recv() => match notice {
-                    Some(key) => keys.announced(key),
+                    Some((channel, payload)) => {
+                        if let Some(heard) = heard(&opener.sql.holds_channel, channel, payload) {
+                            keys.announced(heard);
+                        }
+                    }
                     None => break,
                 },
             }
@@ -107,16 +126,32 @@ async fn listener(
 /// attempt and the announcement crossed) still hears of it.
 const RECENT: Duration = Duration::from_millis(250);
 
+/// What a notification announces: on the table's channel a plain lock's
+/// key; on the holds channel a semaphore's (`s` + key) or a read-write
+/// key's (`r` + key).
+fn heard(holds_channel: &str, channel: String, mut payload: String) -> Option<Followed> {
+    if channel != holds_channel {
+        return Some((Released::Lock, payload));
+    }
+    let released = match payload.chars().next()? {
+        's' => Released::Semaphore,
+        'r' => Released::ReadWrite,
+        _ => return None,
+    };
+    payload.remove(0);
+    Some((released, payload))
+}
+
 /// The keys followed, and the recent announcements of keys that were not.
-struct Followed {
-    keys: HashSet<String>,
-    recent: HashMap<String, Instant>,
+struct Following {
+    keys: HashSet<Followed>,
+    recent: HashMap<Followed, Instant>,
     on_released: OnReleased,
 }
 
-impl Followed {
+impl Following {
     fn new(on_released: OnReleased) -> Self {
-        Followed {
+        Following {
             keys: HashSet::new(),
             recent: HashMap::new(),
             on_released,
@@ -133,14 +168,14 @@ impl Followed {
             .remove(&key)
             .is_some_and(|at| at.elapsed() < RECENT)
         {
-            (self.on_released)(Released::Lock, key.clone());
+            (self.on_released)(key.0, key.1.clone());
         }
         self.keys.insert(key);
     }
 
-    fn announced(&mut self, key: String) {
+    fn announced(&mut self, key: Followed) {
         if self.keys.contains(&key) {
-            (self.on_released)(Released::Lock, key);
+            (self.on_released)(key.0, key.1);
             return;
         }
         if self.recent.len() >= 1_024 {

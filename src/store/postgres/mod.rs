@@ -20,6 +20,7 @@
 //! owner's row, reads are reads), `options` (the URL).
 
 mod errors;
+mod holds;
 mod listen;
 mod options;
 mod pool;
@@ -35,6 +36,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 
 use self::errors::{Failure, RESENDS};
+use self::holds::HoldOp;
 use self::listen::Watch;
 pub use self::options::PostgresOptions;
 use self::pool::{Conn, Opener, Pool};
@@ -42,7 +44,7 @@ use self::sql::Sql;
 use super::follow::OnReleased;
 use super::options::whole_ms;
 use super::tls::client_config;
-use super::{LockStore, Op, StoreError};
+use super::{LockStore, Mode, Op, StoreError};
 
 /// Expired rows deleted per statement when sweeping, and statements per sweep.
 const SWEEP_BATCH: i64 = 500;
@@ -369,5 +371,37 @@ impl LockStore for PostgresStore {
                     .try_get(0)
             }
         }))
+    }
+
+    fn acquire_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
+        self.hold_op(HoldOp::Acquire, mode, key, owner, ttl_ms, holds::token)
+    }
+
+    fn release_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
+        self.hold_op(HoldOp::Release, mode, key, owner, 1.0, holds::done)
+    }
+
+    fn extend_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        self.hold_op(HoldOp::Extend, mode, key, owner, ttl_ms, holds::done)
+    }
+
+    fn holds_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
+        self.hold_op(HoldOp::Left, mode, key, owner, 1.0, holds::done)
+    }
+
+    fn remaining_in(&self, mode: Mode, key: &str, owner: &str) -> Op<Option<f64>> {
+        self.hold_op(HoldOp::Left, mode, key, owner, 1.0, holds::left)
+    }
+
+    fn would_wait(&self, mode: Mode, key: &str) -> Op<bool> {
+        self.hold_op(HoldOp::Waits, mode, key, "", 1.0, holds::done)
+    }
+
+    fn holders(&self, mode: Mode, key: &str) -> Op<f64> {
+        self.hold_op(HoldOp::Count, mode, key, "", 1.0, holds::count)
+    }
+
+    fn withdraw(&self, mode: Mode, key: &str) -> Op<()> {
+        self.hold_op(HoldOp::Withdraw, mode, key, "", 1.0, holds::nothing)
     }
 }

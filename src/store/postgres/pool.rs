@@ -35,6 +35,7 @@ pub(super) struct Conn {
     pub remaining_time: Statement,
     pub holds: Statement,
     pub sweep: Statement,
+    pub hold: Statement,
 }
 
 /// Where a connection is opened, and with what.
@@ -137,17 +138,14 @@ impl Pool {
         // Looked for on every new connection (they are rare): a database
         // restored or recreated under a running store gets its table back.
         let exists = client
-            .query_one(
-                "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
-                &[&opener.sql.table, &opener.sql.sequence],
-            )
+            .query_one(&opener.sql.exists, &[])
             .await?
             .try_get::<_, bool>(0)?;
         if !exists {
             client.batch_execute(&opener.sql.create).await?;
         }
         let sql = &opener.sql;
-        let (acquire, release, extend, is_locked, remaining_time, holds, sweep) = tokio::try_join!(
+        let (acquire, release, extend, is_locked, remaining_time, holds, sweep, hold) = tokio::try_join!(
             client.prepare(&sql.acquire),
             client.prepare(&sql.release),
             client.prepare(&sql.extend),
@@ -155,6 +153,7 @@ impl Pool {
             client.prepare(&sql.remaining_time),
             client.prepare(&sql.holds),
             client.prepare(&sql.sweep),
+            client.prepare(&sql.hold),
         )?;
         Ok(Conn {
             client,
@@ -165,6 +164,7 @@ impl Pool {
             remaining_time,
             holds,
             sweep,
+            hold,
         })
     }
 }
@@ -179,10 +179,10 @@ fn detail_of(failure: &Failure) -> String {
 
 /// Open one connection (TLS if asked for), its I/O driven by a task on
 /// Tokio that ends when the connection does. `notices`, when given, hears
-/// the payload of every notification the connection receives.
+/// the channel and payload of every notification the connection receives.
 pub(super) async fn connect(
     opener: &Opener,
-    notices: Option<mpsc::UnboundedSender<String>>,
+    notices: Option<mpsc::UnboundedSender<(String, String)>>,
 ) -> Result<Client, tokio_postgres::Error> {
     let config = &opener.target.config;
     match &opener.tls {
@@ -202,7 +202,7 @@ pub(super) async fn connect(
 
 async fn drive<S, T>(
     mut connection: Connection<S, T>,
-    notices: Option<mpsc::UnboundedSender<String>>,
+    notices: Option<mpsc::UnboundedSender<(String, String)>>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
     T: AsyncRead + AsyncWrite + Unpin,
@@ -210,7 +210,7 @@ async fn drive<S, T>(
     let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
     while let Some(Ok(message)) = messages.next().await {
         if let (AsyncMessage::Notification(n), Some(notices)) = (message, &notices) {
-            let _ = notices.send(n.payload().to_owned());
+            let _ = notices.send((n.channel().to_owned(), n.payload().to_owned()));
         }
     }
 }

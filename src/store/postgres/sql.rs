@@ -6,7 +6,10 @@
 //! The table is the docs' database store's (`key`, `owner`, `expires_at` in
 //! epoch ms), so clients of either exclude each other. Beside it, one
 //! sequence gives fencing tokens, and releases are announced with
-//! `pg_notify` on a channel named after the table.
+//! `pg_notify` on a channel named after the table. Semaphores and
+//! read-write locks keep their holds in `<table>_holds`, one row per hold,
+//! and each of their operations is one call of the function `<table>_hold`
+//! (see [`HOLD_FUNCTION`]); their releases are announced on `<table>_holds`.
 
 /// The server's clock, epoch milliseconds, as a one-row `now(ms)`.
 const NOW: &str = "now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)";
@@ -17,8 +20,6 @@ const MAX_ANNOUNCED_KEY_BYTES: usize = 7_999;
 
 /// The statements for one table, made once per store.
 pub(super) struct Sql {
-    pub table: String,
-    pub sequence: String,
     pub create: String,
     pub acquire: String,
     pub release: String,
@@ -28,6 +29,12 @@ pub(super) struct Sql {
     pub holds: String,
     pub sweep: String,
     pub listen: String,
+    /// Whether everything `create` makes is there.
+    pub exists: String,
+    /// A semaphore's or read-write key's operation.
+    pub hold: String,
+    /// Where those releases are announced.
+    pub holds_channel: String,
 }
 
 impl Sql {
@@ -36,9 +43,9 @@ impl Sql {
     pub fn new(table: &str) -> Sql {
         let sequence = format!("{table}_fencing");
         let channel = table;
+        let holds = format!("{table}_holds");
+        let function = format!("{table}_hold");
         Sql {
-            table: table.to_owned(),
-            sequence: sequence.clone(),
             // Several processes may start at once: the advisory lock makes
             // one create while the others wait, then find it made.
             create: format!(
@@ -50,8 +57,28 @@ impl Sql {
                    expires_at BIGINT NOT NULL
                  );
                  CREATE SEQUENCE IF NOT EXISTS {sequence};
-                 COMMIT"
+                 CREATE TABLE IF NOT EXISTS {holds} (
+                   kind \"char\" NOT NULL,
+                   key TEXT NOT NULL,
+                   owner TEXT NOT NULL,
+                   expires_at BIGINT NOT NULL,
+                   PRIMARY KEY (key, kind, owner)
+                 );
+                 {hold_function};
+                 COMMIT",
+                hold_function = HOLD_FUNCTION
+                    .replace("{function}", &function)
+                    .replace("{holds}", &holds)
+                    .replace("{sequence}", &sequence)
+                    .replace("{channel}", &holds),
             ),
+            exists: format!(
+                "SELECT to_regclass('{table}') IS NOT NULL AND to_regclass('{sequence}') IS NOT NULL
+                    AND to_regclass('{holds}') IS NOT NULL
+                    AND to_regprocedure('{function}(text,text,text,text,bigint,bigint)') IS NOT NULL"
+            ),
+            hold: format!("SELECT {function}($1, $2, $3, $4, $5::bigint, $6::bigint)"),
+            holds_channel: holds.clone(),
             // One statement: insert, or take over a row that has expired (or
             // that already holds this owner: an acquire sent again after its
             // reply was lost). The token is drawn after the row is ours and
@@ -102,16 +129,98 @@ impl Sql {
             // A bounded batch of expired rows; rows another session is taking
             // over right now are skipped, and the expiry is checked again on
             // the row as it is deleted.
+            // (A batch of expired holds of semaphores and read-write keys
+            // goes with each batch of expired locks.)
             sweep: format!(
                 "WITH {NOW}, doomed AS (
                    SELECT key FROM {table}, now WHERE expires_at <= now.ms
                    LIMIT $1 FOR UPDATE OF {table_last} SKIP LOCKED
+                 ), lapsed AS (
+                   SELECT key, kind, owner FROM {holds}, now WHERE expires_at <= now.ms
+                   LIMIT $1 FOR UPDATE OF {holds_last} SKIP LOCKED
+                 ), lapsed_gone AS (
+                   DELETE FROM {holds} USING lapsed, now
+                   WHERE ({holds}.key, {holds}.kind, {holds}.owner) = (lapsed.key, lapsed.kind, lapsed.owner)
+                     AND {holds}.expires_at <= now.ms
                  )
                  DELETE FROM {table} USING doomed, now
                  WHERE {table}.key = doomed.key AND {table}.expires_at <= now.ms",
-                table_last = table.rsplit('.').next().unwrap_or(table)
+                table_last = table.rsplit('.').next().unwrap_or(table),
+                holds_last = holds.rsplit('.').next().unwrap_or(&holds),
             ),
-            listen: format!("LISTEN \"{channel}\""),
+            listen: format!("LISTEN \"{channel}\"; LISTEN \"{holds}\""),
         }
     }
 }
+
+/// Every operation on a semaphore or a read-write key, as one function so
+/// each is one statement, one round trip, atomic. It takes a transaction
+/// advisory lock on the key first, so operations on one key run one at a
+/// time, and (READ COMMITTED, a volatile function) each statement after it
+/// reads what the one before committed. Holds are rows of `{holds}`: kind
+/// `s` a permit, `r` a reader, `w` the writer, `m` a waiting writer's mark
+/// (its `expires_at` is when it lapses). Answers: a fencing token or NULL
+/// (acquire), 1 or 0 (release, extend, waits, withdraw), ms left or -1
+/// (left), how many hold (count).
+const HOLD_FUNCTION: &str = r#"
+CREATE OR REPLACE FUNCTION {function}(op text, mode text, k text, who text, ttl bigint, lim bigint)
+RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+  now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+  mine "char" := CASE mode WHEN 'permit' THEN 's' WHEN 'read' THEN 'r' ELSE 'w' END;
+  kinds "char"[] := CASE mode WHEN 'permit' THEN ARRAY['s']::"char"[] ELSE ARRAY['r', 'w', 'm']::"char"[] END;
+  n bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('keel-lock:{holds}:' || kinds[1]::text), hashtext(k));
+  DELETE FROM {holds} WHERE key = k AND kind = ANY (kinds) AND expires_at <= now_ms;
+  IF op = 'acquire' THEN
+    IF mode = 'write' THEN
+      IF EXISTS (SELECT 1 FROM {holds} WHERE key = k AND (kind = 'r' OR (kind = 'w' AND owner <> who))) THEN
+        INSERT INTO {holds} AS held VALUES ('m', k, '', now_ms + ttl)
+          ON CONFLICT (key, kind, owner) DO UPDATE SET expires_at = greatest(held.expires_at, EXCLUDED.expires_at);
+        RETURN NULL;
+      END IF;
+      DELETE FROM {holds} WHERE key = k AND kind = 'm';
+    ELSIF NOT EXISTS (SELECT 1 FROM {holds} WHERE key = k AND kind = mine AND owner = who) THEN
+      IF mode = 'permit' THEN
+        SELECT count(*) INTO n FROM {holds} WHERE key = k AND kind = 's';
+        IF n >= lim THEN RETURN NULL; END IF;
+      ELSIF EXISTS (SELECT 1 FROM {holds} WHERE key = k AND kind IN ('w', 'm')) THEN
+        RETURN NULL;
+      END IF;
+    END IF;
+    INSERT INTO {holds} VALUES (mine, k, who, now_ms + ttl)
+      ON CONFLICT (key, kind, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at;
+    RETURN nextval('{sequence}');
+  ELSIF op = 'release' THEN
+    DELETE FROM {holds} WHERE key = k AND kind = mine AND owner = who;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n > 0 AND octet_length(k) <= 7990 THEN
+      PERFORM pg_notify('{channel}', CASE mode WHEN 'permit' THEN 's' ELSE 'r' END || k);
+    END IF;
+    RETURN n;
+  ELSIF op = 'extend' THEN
+    UPDATE {holds} SET expires_at = now_ms + ttl WHERE key = k AND kind = mine AND owner = who;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+  ELSIF op = 'left' THEN
+    SELECT expires_at - now_ms INTO n FROM {holds} WHERE key = k AND kind = mine AND owner = who;
+    RETURN coalesce(n, -1);
+  ELSIF op = 'waits' THEN
+    IF mode = 'permit' THEN
+      SELECT count(*) INTO n FROM {holds} WHERE key = k AND kind = 's';
+      RETURN (n >= lim)::int;
+    END IF;
+    RETURN EXISTS (SELECT 1 FROM {holds} WHERE key = k
+      AND kind = ANY (CASE mode WHEN 'read' THEN ARRAY['w', 'm'] ELSE ARRAY['r', 'w'] END::"char"[]))::int;
+  ELSIF op = 'count' THEN
+    SELECT count(*) INTO n FROM {holds} WHERE key = k AND kind = ANY (kinds) AND kind <> 'm';
+    RETURN n;
+  ELSIF op = 'withdraw' THEN
+    DELETE FROM {holds} WHERE key = k AND kind = 'm';
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+  END IF;
+  RAISE EXCEPTION 'unknown operation %', op;
+END
+$fn$"#;

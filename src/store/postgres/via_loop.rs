@@ -192,6 +192,24 @@ pub(super) fn acquire(
     )
 }
 
+/// A semaphore's or read-write key's operation: the hold function's answer
+/// (a number or NULL) through `read`.
+pub(super) fn hold<T: 'static>(
+    direct: &Direct,
+    name: &'static str,
+    params: Vec<String>,
+    read: fn(Option<i64>) -> T,
+) -> Op<T> {
+    run(direct, name, Statement::Hold, params, move |rows, _| {
+        let answer = match rows.first() {
+            None => return Err("no row"),
+            Some(None) => None,
+            Some(Some(text)) => Some(text.parse().map_err(|_| "something other than a number")?),
+        };
+        Ok(read(answer))
+    })
+}
+
 pub(super) fn release(direct: &Direct, key: &str, owner: &str) -> Op<bool> {
     let params = vec![key.to_owned(), owner.to_owned()];
     run(direct, "release", Statement::Release, params, |rows, _| {

@@ -257,12 +257,7 @@ async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     log_in(&mut talk).await?;
     talk.until_ready().await?;
     let sql = &target.sql;
-    let exists = talk
-        .query(&format!(
-            "SELECT to_regclass('{}') IS NOT NULL AND to_regclass('{}') IS NOT NULL",
-            sql.table, sql.sequence
-        ))
-        .await?;
+    let exists = talk.query(&sql.exists).await?;
     if exists
         .first()
         .and_then(|row| row.first())

@@ -29,10 +29,11 @@ pub enum Statement {
     RemainingTime,
     Holds,
     Sweep,
+    Hold,
 }
 
 impl Statement {
-    pub const ALL: [Statement; 7] = [
+    pub const ALL: [Statement; 8] = [
         Statement::Acquire,
         Statement::Release,
         Statement::Extend,
@@ -40,10 +41,11 @@ impl Statement {
         Statement::RemainingTime,
         Statement::Holds,
         Statement::Sweep,
+        Statement::Hold,
     ];
 
     fn name(self) -> &'static str {
-        ["k0", "k1", "k2", "k3", "k4", "k5", "k6"][self as usize]
+        ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"][self as usize]
     }
 }
 
@@ -262,6 +264,7 @@ pub(super) fn prepare_all(sql: &super::sql::Sql, out: &mut BytesMut) -> std::io:
             Statement::RemainingTime => &sql.remaining_time,
             Statement::Holds => &sql.holds,
             Statement::Sweep => &sql.sweep,
+            Statement::Hold => &sql.hold,
         };
         frontend::parse(statement.name(), text, std::iter::empty(), out)?;
     }
