@@ -1,5 +1,5 @@
 // npm run bench, second part [-- --quick]: semaphores and read-write locks,
-// side by side in one run on a redis-server of its own, implementations
+// side by side in one run on a redis-server and a PostgreSQL of its own, implementations
 // interleaved in rounds and reported as medians (as bench/run.mjs does).
 //   A  the uncontended cycle: acquire + release of a limit-4 semaphore, one after another
 //   B  16 workers on a limit-4 semaphore, 1 ms sections: sections/s, fairness, timeouts
@@ -11,8 +11,9 @@ import { cpus, totalmem } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { Semaphore as RedisSemaphore } from 'redis-semaphore'
-import { semaphore, readLock, writeLock, setLockStore, MemoryLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { semaphore, readLock, writeLock, setLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
 import { startRedis } from '../support/servers.mjs'
+import { startPostgres } from '../support/postgres.mjs'
 import { jain, median } from './scenarios.mjs'
 // The docs' ioredis store, compiled from the test fixture (npm run bench compiles it).
 import { redisLockStore } from '../__test__/fixtures/dist/docs-redis.js'
@@ -23,6 +24,7 @@ const TTL = 30_000
 const LIMIT = 4
 
 const server = await startRedis()
+const postgres = await startPostgres({ durable: true })
 
 /** Our semaphore and read-write lock on `store`. */
 function keel(store) {
@@ -38,6 +40,10 @@ const IMPLEMENTATIONS = {
   'keel MemoryLockStore': async () => ({ ...keel(new MemoryLockStore()), close() {} }),
   'keel RedisLockStore': async () => {
     const store = new RedisLockStore(server.url)
+    return { ...keel(store), close: () => store.close() }
+  },
+  'keel PostgresLockStore': async () => {
+    const store = new PostgresLockStore(postgres.url)
     return { ...keel(store), close: () => store.close() }
   },
   "keel + docs' ioredis store": async () => {
@@ -164,6 +170,7 @@ for (let round = 0; round < settings.rounds; round++) {
 }
 for (const impl of Object.values(opened)) await impl.close()
 await server.close()
+await postgres.close()
 
 const report = {
   date: new Date().toISOString(),

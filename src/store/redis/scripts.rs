@@ -47,23 +47,31 @@ pub fn channel(full_key: &str) -> String {
 /// writer's mark (with its TTL), [4] the fencing counter; all four in one
 /// hash slot. ARGV: [1] the operation, [2] the mode (`permit`, `read`,
 /// `write`), [3] the owner, [4] a TTL in ms, [5] a semaphore's limit, [6]
-/// the channel a release is announced on. Expired holds are dropped first,
-/// and the set lives exactly as long as its longest hold.
+/// the channel a release is announced on. A hold is live while its expiry
+/// is after `now`; expired ones are dropped where a count needs it, and the
+/// set's own TTL is never shorter than its longest hold.
 pub const HOLDS: &str = r#"
 local t = redis.call("time")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op, mode, owner = ARGV[1], ARGV[2], ARGV[3]
-redis.call("zremrangebyscore", KEYS[1], "-inf", now)
-local function keep()
-  local last = redis.call("zrange", KEYS[1], -1, -1, "withscores")
-  if last[2] then redis.call("pexpireat", KEYS[1], last[2]) end
+local function live_count()
+  redis.call("zremrangebyscore", KEYS[1], "-inf", now)
+  return redis.call("zcard", KEYS[1])
+end
+local function mine()
+  local expires = redis.call("zscore", KEYS[1], owner)
+  if expires and tonumber(expires) > now then return tonumber(expires) end
+  return nil
+end
+local function keep(at)
+  if redis.call("pexpiretime", KEYS[1]) < at then redis.call("pexpireat", KEYS[1], at) end
 end
 local function writer() return redis.call("get", KEYS[2]) end
 if op == "acquire" then
   local ttl = tonumber(ARGV[4])
   if mode == "write" then
     local w = writer()
-    if w == owner or (not w and redis.call("zcard", KEYS[1]) == 0) then
+    if w == owner or (not w and live_count() == 0) then
       redis.call("set", KEYS[2], owner, "PX", ttl)
       redis.call("del", KEYS[3])
       return redis.call("incr", KEYS[4])
@@ -71,22 +79,24 @@ if op == "acquire" then
     if redis.call("pttl", KEYS[3]) < ttl then redis.call("set", KEYS[3], owner, "PX", ttl) end
     return false
   end
-  local admitted = redis.call("zscore", KEYS[1], owner)
-  if not admitted and mode == "permit" then
-    admitted = redis.call("zcard", KEYS[1]) < tonumber(ARGV[5])
-  elseif not admitted then
-    admitted = redis.call("exists", KEYS[2], KEYS[3]) == 0
+  if not mine() then
+    if mode == "permit" then
+      local limit = tonumber(ARGV[5])
+      if redis.call("zcard", KEYS[1]) >= limit and live_count() >= limit then return false end
+    elseif redis.call("exists", KEYS[2], KEYS[3]) > 0 then
+      return false
+    end
   end
-  if not admitted then return false end
   redis.call("zadd", KEYS[1], now + ttl, owner)
-  keep()
+  keep(now + ttl)
   return redis.call("incr", KEYS[4])
 elseif op == "release" then
   local released = 0
   if mode == "write" then
     if writer() == owner then released = redis.call("del", KEYS[2]) end
   else
-    released = redis.call("zrem", KEYS[1], owner)
+    if mine() then released = 1 end
+    redis.call("zrem", KEYS[1], owner)
   end
   if released == 1 then redis.call("publish", ARGV[6], KEYS[1]) end
   return released
@@ -95,31 +105,32 @@ elseif op == "extend" then
     if writer() == owner then return redis.call("pexpire", KEYS[2], ARGV[4]) end
     return 0
   end
-  if not redis.call("zscore", KEYS[1], owner) then return 0 end
-  redis.call("zadd", KEYS[1], "XX", now + tonumber(ARGV[4]), owner)
-  keep()
+  if not mine() then return 0 end
+  local at = now + tonumber(ARGV[4])
+  redis.call("zadd", KEYS[1], "XX", at, owner)
+  keep(at)
   return 1
 elseif op == "left" then
   if mode == "write" then
     if writer() == owner then return redis.call("pttl", KEYS[2]) end
     return -1
   end
-  local expires = redis.call("zscore", KEYS[1], owner)
-  if expires then return tonumber(expires) - now end
+  local expires = mine()
+  if expires then return expires - now end
   return -1
 elseif op == "waits" then
   local waits
   if mode == "permit" then
-    waits = redis.call("zcard", KEYS[1]) >= tonumber(ARGV[5])
+    waits = live_count() >= tonumber(ARGV[5])
   elseif mode == "read" then
     waits = redis.call("exists", KEYS[2], KEYS[3]) > 0
   else
-    waits = redis.call("exists", KEYS[2]) == 1 or redis.call("zcard", KEYS[1]) > 0
+    waits = redis.call("exists", KEYS[2]) == 1 or live_count() > 0
   end
   if waits then return 1 end
   return 0
 elseif op == "count" then
-  return redis.call("zcard", KEYS[1]) + redis.call("exists", KEYS[2])
+  return live_count() + redis.call("exists", KEYS[2])
 elseif op == "withdraw" then
   return redis.call("del", KEYS[3])
 end
