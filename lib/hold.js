@@ -29,6 +29,7 @@ const { wake, giveBackWanted } = require('./waiting.js')
  * @property {import('./protocol.js').StoreOps} ops what to do with `handle` (for this kind of hold)
  * @property {string} lane the queue its waiters wait in: the key for a plain lock
  * @property {boolean} [shared] more than one may hold it at once (a permit, a reader)
+ * @property {boolean} [together] any number may (a reader): queued readers try together
  * @property {import('./kinds.js').Kind} [holdKind] a semaphore's or read-write hold's kind (for serialize())
  */
 

@@ -179,6 +179,7 @@ function kindFields(kind, key, current) {
     ops: opsFor(kind, current.kind, current.store),
     lane: LANE[kind.name] + key,
     shared: kind.name !== 'write',
+    together: kind.name === 'read',
     holdKind: kind,
   }
 }

@@ -53,6 +53,8 @@ const hearsReleases = (handle) => {
  * @property {number} ttlMs
  * @property {import('./protocol.js').StoreOps} ops
  * @property {boolean} [shared] more may hold it at once: the next waiter tries when this one gets in
+ * @property {boolean} [together] any number may hold it (a reader): when one gets in, every one
+ *   right behind it tries at once, together, not one round trip after another
  */
 
 /**
@@ -66,6 +68,7 @@ const hearsReleases = (handle) => {
  * @property {boolean} trying an attempt is in flight
  * @property {boolean} again a release came while it was: look again at once
  * @property {boolean} late it gave up while an attempt was in flight
+ * @property {boolean} gone it left the queue (settled)
  * @property {import('./timers.js').Timer | undefined} poll
  * @property {import('./timers.js').Timer | undefined} deadline
  * @property {unknown} failed the error of the last attempt, if the store could not be reached
@@ -130,6 +133,7 @@ function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed) {
       trying: false,
       again: false,
       late: false,
+      gone: false,
       poll: undefined,
       deadline: undefined,
       failed,
@@ -208,7 +212,20 @@ onAnnouncedRelease((handle, tagged) => wake(handle, laneOf(tagged)))
  */
 function tryHead(handle, key, queue) {
   const waiter = queue[0]
-  if (waiter === undefined) return
+  if (waiter !== undefined) tryWaiter(handle, key, queue, waiter)
+}
+
+/**
+ * One attempt for `waiter`: the head of its queue, or a reader in the run of
+ * readers at the head (see Want.together).
+ *
+ * @param {object} handle
+ * @param {string} key
+ * @param {Waiter[]} queue
+ * @param {Waiter} waiter
+ */
+function tryWaiter(handle, key, queue, waiter) {
+  if (waiter.gone) return
   // A wake during an attempt in flight must not be lost: that attempt may
   // have been answered "held" just before the release.
   if (waiter.trying) {
@@ -252,8 +269,8 @@ function afterTry(handle, key, queue, waiter, grant) {
   // Taken: the next waiter polls later, as the lock has just been taken again
   // (unless more may hold it at once: then it tries now).
   if (grant !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(grant), waiter.want.shared === true)
-  if (waiter.again) return tryHead(handle, key, queue)
-  waiter.poll = timer(() => tryHead(handle, key, queue), pollDelay(waiter))
+  if (waiter.again) return tryWaiter(handle, key, queue, waiter)
+  waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), pollDelay(waiter))
 }
 
 /**
@@ -271,7 +288,7 @@ function failedTry(handle, key, queue, waiter, error) {
   waiter.trying = false
   if (!isUnreachable(error)) return leave(handle, key, queue, waiter, () => waiter.reject(error), true)
   waiter.failed = error
-  waiter.poll = timer(() => tryHead(handle, key, queue), waiter.retryDelay)
+  waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), waiter.retryDelay)
 }
 
 /**
@@ -363,6 +380,7 @@ function giveBackWanted(want, grant) {
  * @param {boolean} nextNow
  */
 function leave(handle, key, queue, waiter, settle, nextNow) {
+  waiter.gone = true
   cancel(waiter.poll)
   cancel(waiter.deadline)
   const at = queue.indexOf(waiter)
@@ -373,8 +391,16 @@ function leave(handle, key, queue, waiter, settle, nextNow) {
     follow(waiter.want, false)
   } else if (at === 0) {
     const next = queue[0]
-    if (nextNow) tryHead(handle, key, queue)
-    else next.poll = timer(() => tryHead(handle, key, queue), pollDelay(next))
+    if (!nextNow) next.poll = timer(() => tryHead(handle, key, queue), pollDelay(next))
+    else if (waiter.want.together !== true) tryHead(handle, key, queue)
+    else {
+      // A reader got in: the readers right behind it try now, together.
+      for (const behind of queue.slice()) {
+        if (behind.want.together !== true) break
+        tryWaiter(handle, key, queue, behind)
+      }
+      if (queue[0] === next && next.want.together !== true) tryHead(handle, key, queue)
+    }
   }
 }
 
