@@ -5,7 +5,7 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Redis } from 'ioredis'
-import { lock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { lock, readLock, writeLock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
 import { startProxy, startRedis, uniqueKey } from '../../support/servers.mjs'
 
 const server = await startRedis()
@@ -118,5 +118,28 @@ test('a command sent just after the JS thread was blocked for longer than comman
     assert.equal(await store.release(key, 'o'), true)
   } finally {
     await store.close()
+  }
+})
+
+test('readers queued behind a writer go in together when it lets go, not one round trip after another', async () => {
+  const { proxy, close } = await behindProxy()
+  try {
+    const key = uniqueKey('readers-together')
+    const writer = writeLock(key, 10_000)
+    assert.equal(await writer.acquire(), true)
+    // retryDelay beyond the test: only the writer's release lets them in.
+    const readers = Array.from({ length: 16 }, () => readLock(key, 10_000))
+    const waiting = readers.map((r) => r.acquire({ timeout: 5_000, retryDelay: 60_000 }))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const before = proxy.writes
+    await writer.release()
+    assert.deepEqual(await Promise.all(waiting), Array(16).fill(true))
+    // The release with the first reader's attempt behind it, then the other 15 together.
+    const writes = proxy.writes - before
+    assert.ok(writes <= 4, `16 readers took ${writes} writes to get in`)
+    assert.equal(await readLock(key).holders(), 16)
+    await Promise.all(readers.map((r) => r.release()))
+  } finally {
+    await close()
   }
 })
