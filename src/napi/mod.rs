@@ -31,7 +31,7 @@ use self::pump::Pump;
 use crate::lock;
 use crate::store::follow::{OnReleased, Released};
 use crate::store::{
-    MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TlsOptions,
+    MemoryStore, Mode, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TlsOptions,
 };
 use crate::text::SmallStr;
 
@@ -190,14 +190,20 @@ fn tls_options(tls: TlsPem) -> TlsOptions {
     ts_args_type = "handle: object, key: string, on: boolean"
 )]
 pub fn watch_releases(handle: Handle, key: String, on: bool) {
+    follow(&handle, None, &key, on);
+}
+
+/// Follow releases of `key` (a plain lock's, or in `mode` a semaphore's or
+/// read-write key's): the listener task, when this starts one, runs on Tokio.
+fn follow(handle: &Handle, mode: Option<Mode>, key: &str, on: bool) {
     match &handle.kind {
         Kind::Redis(redis) => {
-            if let Some(subscriber) = redis.watch(None, &key, on) {
+            if let Some(subscriber) = redis.watch(mode, key, on) {
                 napi::bindgen_prelude::spawn(subscriber);
             }
         }
         Kind::Postgres(postgres) => {
-            if let Some(listener) = postgres.watch(None, &key, on) {
+            if let Some(listener) = postgres.watch(mode, key, on) {
                 napi::bindgen_prelude::spawn(listener);
             }
         }

@@ -7,7 +7,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::convert::{to_js, Settled};
-use super::handle::{Handle, Kind};
+use super::handle::Handle;
 use crate::lock;
 use crate::store::Mode;
 use crate::text::SmallStr;
@@ -179,20 +179,7 @@ pub fn fencing_token_in(
     ts_args_type = "handle: object, key: string, mode: HoldMode, on: boolean"
 )]
 pub fn watch_releases_in(handle: Handle, key: String, hold: HoldMode, on: bool) {
-    let mode = Some(mode(hold, 0.0));
-    match &handle.kind {
-        Kind::Redis(redis) => {
-            if let Some(subscriber) = redis.watch(mode, &key, on) {
-                napi::bindgen_prelude::spawn(subscriber);
-            }
-        }
-        Kind::Postgres(postgres) => {
-            if let Some(listener) = postgres.watch(mode, &key, on) {
-                napi::bindgen_prelude::spawn(listener);
-            }
-        }
-        Kind::Memory(_) => {}
-    }
+    super::follow(&handle, Some(mode(hold, 0.0)), &key, on);
 }
 
 /// A waiting writer gave up: new readers need not wait for it any more.

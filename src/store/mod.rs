@@ -27,7 +27,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use memory::MemoryStore;
-pub use mode::Mode;
+pub use mode::{HoldOp, Mode};
 pub use options::TlsOptions;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use redis::{RedisOptions, RedisStore};

@@ -33,3 +33,47 @@ impl Mode {
         StoreError::Type(format!("this store does not support {what}"))
     }
 }
+
+/// An operation on a semaphore's or read-write key's holds, as the server
+/// stores name it in their script or function.
+#[derive(Clone, Copy, Debug)]
+pub enum HoldOp {
+    Acquire,
+    Release,
+    Extend,
+    /// Milliseconds left on one owner's hold.
+    Left,
+    /// Whether an acquire in a mode would be refused now.
+    Waits,
+    /// How many hold the key.
+    Count,
+    /// A waiting writer gave up.
+    Withdraw,
+}
+
+impl HoldOp {
+    /// Its name in the server's script or function.
+    pub fn name(self) -> &'static str {
+        match self {
+            HoldOp::Acquire => "acquire",
+            HoldOp::Release => "release",
+            HoldOp::Extend => "extend",
+            HoldOp::Left => "left",
+            HoldOp::Waits => "waits",
+            HoldOp::Count => "count",
+            HoldOp::Withdraw => "withdraw",
+        }
+    }
+
+    /// The JS method it serves, for error messages.
+    pub fn method(self) -> &'static str {
+        match self {
+            HoldOp::Acquire | HoldOp::Withdraw => "acquire",
+            HoldOp::Release => "release",
+            HoldOp::Extend => "extend",
+            HoldOp::Left => "getRemainingTime",
+            HoldOp::Waits => "isLocked",
+            HoldOp::Count => "holders",
+        }
+    }
+}

@@ -9,45 +9,7 @@
 //! time and each sees what the last committed.
 
 use super::{ttl_of, unstorable, PostgresStore};
-use crate::store::{Mode, Op};
-
-/// An operation of the function, by its name there.
-#[derive(Clone, Copy)]
-pub enum HoldOp {
-    Acquire,
-    Release,
-    Extend,
-    Left,
-    Waits,
-    Count,
-    Withdraw,
-}
-
-impl HoldOp {
-    fn sql_name(self) -> &'static str {
-        match self {
-            HoldOp::Acquire => "acquire",
-            HoldOp::Release => "release",
-            HoldOp::Extend => "extend",
-            HoldOp::Left => "left",
-            HoldOp::Waits => "waits",
-            HoldOp::Count => "count",
-            HoldOp::Withdraw => "withdraw",
-        }
-    }
-
-    /// The JS method it serves, for error messages.
-    fn method(self) -> &'static str {
-        match self {
-            HoldOp::Acquire | HoldOp::Withdraw => "acquire",
-            HoldOp::Release => "release",
-            HoldOp::Extend => "extend",
-            HoldOp::Left => "getRemainingTime",
-            HoldOp::Waits => "isLocked",
-            HoldOp::Count => "holders",
-        }
-    }
-}
+use crate::store::{HoldOp, Mode, Op};
 
 impl PostgresStore {
     /// Call the function for `op`; its answer (a bigint or NULL) goes
@@ -73,7 +35,7 @@ impl PostgresStore {
         #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             let params = vec![
-                op.sql_name().to_owned(),
+                op.name().to_owned(),
                 mode_name.to_owned(),
                 key.to_owned(),
                 owner.to_owned(),
@@ -90,7 +52,7 @@ impl PostgresStore {
                     .client
                     .query_one(
                         &conn.hold,
-                        &[&op.sql_name(), &mode_name, &key, &owner, &ttl, &limit],
+                        &[&op.name(), &mode_name, &key, &owner, &ttl, &limit],
                     )
                     .await?;
                 Ok(read(row.try_get::<_, Option<i64>>(0)?))

@@ -36,7 +36,6 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 
 use self::errors::{Failure, RESENDS};
-use self::holds::HoldOp;
 use self::listen::Watch;
 pub use self::options::PostgresOptions;
 use self::pool::{Conn, Opener, Pool};
@@ -44,7 +43,7 @@ use self::sql::Sql;
 use super::follow::OnReleased;
 use super::options::whole_ms;
 use super::tls::client_config;
-use super::{LockStore, Mode, Op, StoreError};
+use super::{HoldOp, LockStore, Mode, Op, StoreError};
 
 /// Expired rows deleted per statement when sweeping, and statements per sweep.
 const SWEEP_BATCH: i64 = 500;

@@ -49,9 +49,9 @@ pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
 use self::pubsub::Watch;
 use self::scripts::{ACQUIRE, EXTEND, HOLDS, RELEASE};
-use self::shared::HoldsOp;
 use super::follow::OnReleased;
 use super::options::{redacted, whole_ms, TlsOptions};
+use super::HoldOp;
 use super::{LockStore, Mode, Op};
 
 struct Shared {
@@ -235,42 +235,42 @@ impl LockStore for RedisStore {
     }
 
     fn acquire_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
-        let call = self.holds_call(HoldsOp::Acquire, mode, key, owner, ttl_ms);
+        let call = self.holds_call(HoldOp::Acquire, mode, key, owner, ttl_ms);
         self.holds_op(call, shared::token)
     }
 
     fn release_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
-        let call = self.holds_call(HoldsOp::Release, mode, key, owner, 0.0);
+        let call = self.holds_call(HoldOp::Release, mode, key, owner, 0.0);
         self.holds_op(call, shared::done)
     }
 
     fn extend_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        let call = self.holds_call(HoldsOp::Extend, mode, key, owner, ttl_ms);
+        let call = self.holds_call(HoldOp::Extend, mode, key, owner, ttl_ms);
         self.holds_op(call, shared::done)
     }
 
     fn holds_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
-        let call = self.holds_call(HoldsOp::Left, mode, key, owner, 0.0);
+        let call = self.holds_call(HoldOp::Left, mode, key, owner, 0.0);
         self.holds_op(call, shared::live)
     }
 
     fn remaining_in(&self, mode: Mode, key: &str, owner: &str) -> Op<Option<f64>> {
-        let call = self.holds_call(HoldsOp::Left, mode, key, owner, 0.0);
+        let call = self.holds_call(HoldOp::Left, mode, key, owner, 0.0);
         self.holds_op(call, shared::left)
     }
 
     fn would_wait(&self, mode: Mode, key: &str) -> Op<bool> {
-        let call = self.holds_call(HoldsOp::Waits, mode, key, "", 0.0);
+        let call = self.holds_call(HoldOp::Waits, mode, key, "", 0.0);
         self.holds_op(call, shared::done)
     }
 
     fn holders(&self, mode: Mode, key: &str) -> Op<f64> {
-        let call = self.holds_call(HoldsOp::Count, mode, key, "", 0.0);
+        let call = self.holds_call(HoldOp::Count, mode, key, "", 0.0);
         self.holds_op(call, shared::count)
     }
 
     fn withdraw(&self, mode: Mode, key: &str) -> Op<()> {
-        let call = self.holds_call(HoldsOp::Withdraw, mode, key, "", 0.0);
+        let call = self.holds_call(HoldOp::Withdraw, mode, key, "", 0.0);
         self.holds_op(call, shared::nothing)
     }
 }

@@ -64,7 +64,8 @@ local function mine()
   return nil
 end
 local function keep(at)
-  if redis.call("pexpiretime", KEYS[1]) < at then redis.call("pexpireat", KEYS[1], at) end
+  local left = redis.call("pttl", KEYS[1])
+  if left < 0 or now + left < at then redis.call("pexpireat", KEYS[1], at) end
 end
 local function writer() return redis.call("get", KEYS[2]) end
 if op == "acquire" then

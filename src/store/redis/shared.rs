@@ -17,7 +17,7 @@ use super::scripts::channel;
 use super::{fencing, RedisStore};
 use crate::store::follow::Released;
 use crate::store::options::whole_ms;
-use crate::store::{Mode, Op};
+use crate::store::{HoldOp, Mode, Op};
 
 const SEMAPHORE: &str = "keel:semaphore:{k:";
 const READ_WRITE: &str = "keel:rw:{k:";
@@ -39,48 +39,9 @@ pub fn heard(full_key: &str) -> (Released, &str) {
     (Released::Lock, full_key)
 }
 
-/// One operation of the script: its name there, and the store method's.
-#[derive(Clone, Copy)]
-pub enum HoldsOp {
-    Acquire,
-    Release,
-    Extend,
-    Left,
-    Waits,
-    Count,
-    Withdraw,
-}
-
-impl HoldsOp {
-    fn script_name(self) -> &'static str {
-        match self {
-            HoldsOp::Acquire => "acquire",
-            HoldsOp::Release => "release",
-            HoldsOp::Extend => "extend",
-            HoldsOp::Left => "left",
-            HoldsOp::Waits => "waits",
-            HoldsOp::Count => "count",
-            HoldsOp::Withdraw => "withdraw",
-        }
-    }
-
-    /// The JS method it serves, for error messages.
-    pub fn method(self) -> &'static str {
-        match self {
-            HoldsOp::Acquire => "acquire",
-            HoldsOp::Release => "release",
-            HoldsOp::Extend => "extend",
-            HoldsOp::Left => "getRemainingTime",
-            HoldsOp::Waits => "isLocked",
-            HoldsOp::Count => "holders",
-            HoldsOp::Withdraw => "acquire",
-        }
-    }
-}
-
 /// What the script is called with.
 pub struct HoldsCall {
-    pub op: HoldsOp,
+    pub op: HoldOp,
     pub keys: Vec<String>,
     pub args: Vec<Vec<u8>>,
 }
@@ -99,7 +60,7 @@ impl RedisStore {
     /// The script's keys and arguments for `op` on `key` in `mode`.
     pub(super) fn holds_call(
         &self,
-        op: HoldsOp,
+        op: HoldOp,
         mode: Mode,
         key: &str,
         owner: &str,
@@ -117,7 +78,7 @@ impl RedisStore {
             Mode::Write => ("write", 0),
         };
         let args = [
-            op.script_name().to_owned(),
+            op.name().to_owned(),
             mode_name.to_owned(),
             owner.to_owned(),
             whole_ms(ttl_ms).to_string(),
