@@ -264,11 +264,17 @@ function tryWaiter(handle, key, queue, waiter) {
 function afterTry(handle, key, queue, waiter, grant) {
   waiter.trying = false
   // It gave up while this attempt was in flight: whatever it took goes back.
-  if (waiter.late) return grant === null ? undefined : giveBackWanted(waiter.want, grant)
+  // (A writer's refused attempt marked the key again: that mark goes too.)
+  if (waiter.late) return grant === null ? void withdraw(waiter.want) : giveBackWanted(waiter.want, grant)
   waiter.failed = undefined
   // Taken: the next waiter polls later, as the lock has just been taken again
-  // (unless more may hold it at once: then it tries now).
-  if (grant !== null) return leave(handle, key, queue, waiter, () => waiter.resolve(grant), waiter.want.shared === true)
+  // (unless more may hold it at once: then it tries now, and readers together).
+  if (grant !== null) {
+    const next = waiter.want.together === true ? NEXT.readers : waiter.want.shared === true ? NEXT.now : NEXT.later
+    return leave(handle, key, queue, waiter, () => waiter.resolve(grant), next)
+  }
+  // A reader that tried with the one ahead of it waits for its turn at the head.
+  if (queue[0] !== waiter) return
   if (waiter.again) return tryWaiter(handle, key, queue, waiter)
   waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), pollDelay(waiter))
 }
@@ -286,9 +292,9 @@ function afterTry(handle, key, queue, waiter, grant) {
  */
 function failedTry(handle, key, queue, waiter, error) {
   waiter.trying = false
-  if (!isUnreachable(error)) return leave(handle, key, queue, waiter, () => waiter.reject(error), true)
+  if (!isUnreachable(error)) return leave(handle, key, queue, waiter, () => waiter.reject(error), NEXT.now)
   waiter.failed = error
-  waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), waiter.retryDelay)
+  if (queue[0] === waiter) waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), waiter.retryDelay)
 }
 
 /**
@@ -316,9 +322,11 @@ function giveUp(handle, key, queue, waiter) {
   // never): that attempt's result is dealt with when it comes.
   waiter.late = true
   const settle = waiter.failed === undefined ? () => waiter.resolve(null) : () => waiter.reject(waiter.failed)
-  // A writer's acquire answers once readers are let in again.
+  // A writer's acquire answers once readers are let in again (one round
+  // trip), unless the store could not be reached: then at once.
   const withdrawn = withdraw(waiter.want)
-  leave(handle, key, queue, waiter, withdrawn === undefined ? settle : () => withdrawn.then(settle), true)
+  const after = withdrawn === undefined || waiter.failed !== undefined ? settle : () => withdrawn.then(settle)
+  leave(handle, key, queue, waiter, after, NEXT.now)
 }
 
 /**
@@ -369,17 +377,20 @@ function giveBackWanted(want, grant) {
   } catch {}
 }
 
+/** What the waiter behind one that leaves the head does: try later, now, or (readers) now together. */
+const NEXT = /** @type {const} */ ({ later: 0, now: 1, readers: 2 })
+
 /**
- * Take `waiter` out of its queue and settle it; `nextNow`: the next one tries at once.
+ * Take `waiter` out of its queue and settle it; `next`: what the new head does.
  *
  * @param {object} handle
  * @param {string} key
  * @param {Waiter[]} queue
  * @param {Waiter} waiter
  * @param {() => void} settle
- * @param {boolean} nextNow
+ * @param {number} next one of NEXT
  */
-function leave(handle, key, queue, waiter, settle, nextNow) {
+function leave(handle, key, queue, waiter, settle, next) {
   waiter.gone = true
   cancel(waiter.poll)
   cancel(waiter.deadline)
@@ -390,16 +401,18 @@ function leave(handle, key, queue, waiter, settle, nextNow) {
     queues.get(handle)?.delete(key)
     follow(waiter.want, false)
   } else if (at === 0) {
-    const next = queue[0]
-    if (!nextNow) next.poll = timer(() => tryHead(handle, key, queue), pollDelay(next))
-    else if (waiter.want.together !== true) tryHead(handle, key, queue)
-    else {
+    const head = queue[0]
+    if (next === NEXT.later) {
+      cancel(head.poll)
+      head.poll = timer(() => tryHead(handle, key, queue), pollDelay(head))
+    } else if (next === NEXT.now || head.want.together !== true) {
+      tryHead(handle, key, queue)
+    } else {
       // A reader got in: the readers right behind it try now, together.
       for (const behind of queue.slice()) {
         if (behind.want.together !== true) break
         tryWaiter(handle, key, queue, behind)
       }
-      if (queue[0] === next && next.want.together !== true) tryHead(handle, key, queue)
     }
   }
 }

@@ -116,6 +116,9 @@ switch (command) {
         { timeout: 20_000, retryDelay: 5 },
       )
       if (!ran) figures.timeouts++
+      // Writers write now and then, as a cache rebuild would: back to back,
+      // two writers alone could keep readers out (writers come first).
+      if (writing) await sleep(20)
     }
     print(figures)
     break

@@ -190,11 +190,12 @@ export function kindsContract(current, { semaphores, readWrite, processes, annou
     const dir = markers()
     const roles = ['read', 'read', 'read', 'write', 'write']
     const results = await Promise.all(roles.map((role) => runChild(current().opened.env, 'crowd', dir, String(CROWD_MS), key, role)))
-    assert.deepEqual(results.map((r) => r.overlaps), Array(roles.length).fill(0))
-    assert.deepEqual(results.map((r) => r.timeouts), Array(roles.length).fill(0))
+    const seen = JSON.stringify(results.map((r, i) => ({ role: roles[i], ...r })))
+    assert.deepEqual(results.map((r) => r.overlaps), Array(roles.length).fill(0), seen)
+    assert.deepEqual(results.map((r) => r.timeouts), Array(roles.length).fill(0), seen)
     const readers = results.filter((_, i) => roles[i] === 'read')
-    assert.ok(Math.max(...readers.map((r) => r.most)) > 1, 'readers in different processes were inside together')
-    assert.ok(results.every((r) => r.sections > 0), 'writers got in too')
+    assert.ok(Math.max(...readers.map((r) => r.most)) > 1, `readers in different processes were inside together: ${seen}`)
+    assert.ok(results.every((r) => r.sections > 0), `writers got in too: ${seen}`)
   })
 
   test('read-write: a writer gets in within its timeout against readers streaming from 3 processes', async () => {

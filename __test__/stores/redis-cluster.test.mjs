@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Cluster } from 'ioredis'
-import { lock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { lock, semaphore, writeLock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
 import { startCluster, uniqueKey } from '../../support/servers.mjs'
 import { openStore } from '../helpers/stores.mjs'
 import { storeContract } from './contract.mjs'
@@ -114,6 +114,28 @@ test('fencing counters stay bounded on the cluster: at most one per hash slot in
   assert.ok(left.length > 0 && left.length <= slots.size, `${left.length} keys left for ${slots.size} slots`)
   for (const counter of left) assert.match(counter, /:keel:fencing-counter:\{\d+\}$/)
   assert.equal(new Set(cluster.slotsOf(left)).size, left.length, 'one counter per slot')
+})
+
+test("a semaphore's and a read-write key's data share one slot; a prefix that would part them is refused", async () => {
+  const cases = [
+    ['app{tenant-1}:', true],
+    ['app{:', true],
+    ['app{}:', false],
+  ]
+  for (const [prefix, usable] of cases) {
+    setLockStore(store({ prefix }))
+    const permit = semaphore(uniqueKey('slots'), 2)
+    const writer = writeLock(uniqueKey('slots'))
+    if (usable) {
+      assert.equal(await permit.acquire(), true, prefix)
+      assert.equal(await writer.acquire(), true, prefix)
+      assert.equal(await permit.release(), true)
+      assert.equal(await writer.release(), true)
+    } else {
+      await assert.rejects(permit.acquire(), (e) => e instanceof TypeError && e.message.includes('different slots'), prefix)
+      await assert.rejects(writer.acquire(), TypeError)
+    }
+  }
 })
 
 test('every node kills the store connections (CLIENT KILL): the next run() works and releases', async () => {

@@ -60,9 +60,11 @@ pub(super) fn target(options: &PostgresOptions) -> Result<Target, String> {
     config.application_name("keel-lock");
     // The server cancels a statement that outlives the command timeout, so a
     // statement stuck behind another session's lock does not hold its
-    // connection after the caller has been told it timed out.
+    // connection after the caller has been told it timed out. READ COMMITTED
+    // whatever the database's default: the hold function (sql.rs) counts on
+    // each of its statements seeing what was committed before it.
     let bound = format!(
-        "-c statement_timeout={}",
+        "-c statement_timeout={} -c default_transaction_isolation=read\\ committed",
         options.command_timeout.as_millis().max(1)
     );
     let given = config.get_options().unwrap_or_default().to_owned();
@@ -113,7 +115,10 @@ mod tests {
         let t = target(&options("postgres://app:s3cret@db.internal:6543/orders")).unwrap();
         assert_eq!(t.display, "postgres://app@db.internal:6543/orders");
         assert!(!t.tls);
-        assert_eq!(t.config.get_options(), Some("-c statement_timeout=2500"));
+        assert_eq!(
+            t.config.get_options(),
+            Some("-c statement_timeout=2500 -c default_transaction_isolation=read\\ committed")
+        );
         let t = target(&options("postgres://app@h/db?sslmode=require")).unwrap();
         assert!(t.tls);
         let bad = target(&options("mysql://app:s3cret@h/db")).err().unwrap();

@@ -9,7 +9,7 @@
 //! `pg_notify` on a channel named after the table. Semaphores and
 //! read-write locks keep their holds in `<table>_holds`, one row per hold,
 //! and each of their operations is one call of the function `<table>_hold`
-//! (see [`HOLD_FUNCTION`]); their releases are announced on `<table>_holds`.
+//! (its body: [`HOLD_FUNCTION`]); their releases are announced on `<table>_holds`.
 
 /// The server's clock, epoch milliseconds, as a one-row `now(ms)`.
 const NOW: &str = "now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)";
@@ -45,6 +45,16 @@ impl Sql {
         let channel = table;
         let holds = format!("{table}_holds");
         let function = format!("{table}_hold");
+        // A channel name is at most 63 bytes (a table name may be 63 with
+        // its schema): longer, pg_notify refuses it and LISTEN cuts it short.
+        let holds_channel: String = holds.chars().take(63).collect();
+        let signature =
+            format!("{function}(op text, mode text, k text, who text, ttl bigint, lim bigint)");
+        let body = HOLD_FUNCTION
+            .replace("{function}", &function)
+            .replace("{holds}", &holds)
+            .replace("{sequence}", &sequence)
+            .replace("{channel}", &holds_channel);
         Sql {
             // Several processes may start at once: the advisory lock makes
             // one create while the others wait, then find it made.
@@ -64,21 +74,21 @@ impl Sql {
                    expires_at BIGINT NOT NULL,
                    PRIMARY KEY (key, kind, owner)
                  );
-                 {hold_function};
-                 COMMIT",
-                hold_function = HOLD_FUNCTION
-                    .replace("{function}", &function)
-                    .replace("{holds}", &holds)
-                    .replace("{sequence}", &sequence)
-                    .replace("{channel}", &holds),
+                 CREATE OR REPLACE FUNCTION {signature} RETURNS bigint LANGUAGE plpgsql
+                   AS $fn${body}$fn$;
+                 COMMIT"
             ),
+            // (The function's text too: a store of a later version replaces
+            // one an earlier version made.)
             exists: format!(
                 "SELECT to_regclass('{table}') IS NOT NULL AND to_regclass('{sequence}') IS NOT NULL
                     AND to_regclass('{holds}') IS NOT NULL
-                    AND to_regprocedure('{function}(text,text,text,text,bigint,bigint)') IS NOT NULL"
+                    AND EXISTS (SELECT 1 FROM pg_proc
+                      WHERE oid = to_regprocedure('{function}(text,text,text,text,bigint,bigint)')
+                        AND prosrc = $keel${body}$keel$)"
             ),
             hold: format!("SELECT {function}($1, $2, $3, $4, $5::bigint, $6::bigint)"),
-            holds_channel: holds.clone(),
+            holds_channel: holds_channel.clone(),
             // One statement: insert, or take over a row that has expired (or
             // that already holds this owner: an acquire sent again after its
             // reply was lost). The token is drawn after the row is ours and
@@ -148,7 +158,7 @@ impl Sql {
                 table_last = table.rsplit('.').next().unwrap_or(table),
                 holds_last = holds.rsplit('.').next().unwrap_or(&holds),
             ),
-            listen: format!("LISTEN \"{channel}\"; LISTEN \"{holds}\""),
+            listen: format!("LISTEN \"{channel}\"; LISTEN \"{holds_channel}\""),
         }
     }
 }
@@ -163,15 +173,19 @@ impl Sql {
 /// (acquire), 1 or 0 (release, extend, waits, withdraw), ms left or -1
 /// (left), how many hold (count).
 const HOLD_FUNCTION: &str = r#"
-CREATE OR REPLACE FUNCTION {function}(op text, mode text, k text, who text, ttl bigint, lim bigint)
-RETURNS bigint LANGUAGE plpgsql AS $fn$
 DECLARE
-  now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+  now_ms bigint;
   mine "char" := CASE mode WHEN 'permit' THEN 's' WHEN 'read' THEN 'r' ELSE 'w' END;
   kinds "char"[] := CASE mode WHEN 'permit' THEN ARRAY['s']::"char"[] ELSE ARRAY['r', 'w', 'm']::"char"[] END;
   n bigint;
 BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION '{function} needs READ COMMITTED, and this transaction is %',
+      current_setting('transaction_isolation');
+  END IF;
   PERFORM pg_advisory_xact_lock(hashtext('keel-lock:{holds}:' || kinds[1]::text), hashtext(k));
+  -- The clock is read once the key is ours: the wait for it does not count.
+  now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
   DELETE FROM {holds} WHERE key = k AND kind = ANY (kinds) AND expires_at <= now_ms;
   IF op = 'acquire' THEN
     IF mode = 'write' THEN
@@ -223,4 +237,4 @@ BEGIN
   END IF;
   RAISE EXCEPTION 'unknown operation %', op;
 END
-$fn$"#;
+"#;

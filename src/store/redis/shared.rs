@@ -17,7 +17,7 @@ use super::scripts::channel;
 use super::{fencing, RedisStore};
 use crate::store::follow::Released;
 use crate::store::options::whole_ms;
-use crate::store::{HoldOp, Mode, Op};
+use crate::store::{HoldOp, Mode, Op, StoreError};
 
 const SEMAPHORE: &str = "keel:semaphore:{k:";
 const READ_WRITE: &str = "keel:rw:{k:";
@@ -103,6 +103,17 @@ impl RedisStore {
         call: HoldsCall,
         read: fn(Value) -> Result<T, &'static str>,
     ) -> Op<T> {
+        // A prefix whose first hash tag is empty (`{}`) makes a Cluster hash
+        // each whole key, which would part a key's data across slots.
+        if self.shared.cluster.is_some()
+            && fencing::slot(call.keys[0].as_bytes()) != fencing::slot(call.keys[1].as_bytes())
+        {
+            return Op::Ready(Err(StoreError::Type(format!(
+                "RedisLockStore.{}: on a Redis Cluster, the prefix {:?} (its first hash tag is empty) would put a semaphore's or read-write key's data in different slots; use a prefix without \"{{}}\"",
+                call.op.method(),
+                self.shared.options.prefix
+            ))));
+        }
         #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return super::via_loop::shared_holds(direct, call, read);
