@@ -1,17 +1,17 @@
 'use strict'
 /**
- * Waiting for a held lock, on the JS thread: waiters of this thread queue
- * per store handle and lane (a plain lock's lane is its key; a semaphore's,
- * or a read-write key's, is a lane of its own) in arrival order, and only
- * the head of a queue asks the store. When the head of a lane many may hold
- * at once (a permit, a reader) gets in, the next tries at once; a writer at
- * the head holds back the readers behind it. A release through the same store wakes it at once (for
- * MemoryLockStore that hands the lock straight over); so does a release that
- * another process announces (RedisLockStore, PostgresLockStore). Polling every retryDelay
- * is only the fallback, for releases nobody announced and for locks that
- * lapse at their TTL. A newcomer never jumps the queue, so a worker that
- * loops straight back to the lock it released queues behind the others
- * instead of starving them. A store that cannot be reached is "not yet".
+ * Waiting for a held lock, on the JS thread: waiters queue per store handle
+ * and lane (a plain lock's lane is its key; a semaphore and a read-write key
+ * each have one of their own) in arrival order, and only the head asks the
+ * store; when a permit or a reader at the head gets in, the next tries at
+ * once, and a writer at the head holds back the readers behind it. A release
+ * through the same store wakes the head at once (MemoryLockStore hands the
+ * lock straight over); so does one another process announces (RedisLockStore,
+ * PostgresLockStore). Polling every retryDelay is only the fallback, for
+ * releases nobody announced and locks that lapse at their TTL. A newcomer
+ * never jumps the queue, so a worker looping back to the lock it released
+ * queues behind the others instead of starving them. A store that cannot be
+ * reached is "not yet".
  *
  * Waiting is timers, promises and wake-ups, which JS has for nanoseconds and
  * napi does not have at all: a hop to Rust per wait step would cost more than
@@ -24,6 +24,7 @@ const { isThenable, noop } = require('./check.js')
 const { isUnreachable } = require('./errors.js')
 const { onAnnouncedRelease } = require('./stores.js')
 const { timer, cancel } = require('./timers.js')
+const { releasedDuringAttempts } = require('./attempts.js')
 
 /**
  * An acquisition attempt's answer: the owner token, `[owner, fencing token]`
@@ -155,49 +156,13 @@ function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed) {
 }
 
 /**
- * First attempts still in flight, per handle and key: a release that lands
- * while one is out may come after the store looked, so it must try again.
- *
- * @type {WeakMap<object, Map<string, Set<{ again: boolean }>>>}
- */
-const attempts = new WeakMap()
-
-/**
- * @param {object} handle
- * @param {string} key
- */
-function attemptStarted(handle, key) {
-  let byKey = attempts.get(handle)
-  if (byKey === undefined) attempts.set(handle, (byKey = new Map()))
-  let set = byKey.get(key)
-  if (set === undefined) byKey.set(key, (set = new Set()))
-  const attempt = { again: false }
-  set.add(attempt)
-  return attempt
-}
-
-/**
- * @param {object} handle
- * @param {string} key
- * @param {{ again: boolean }} attempt
- */
-function attemptEnded(handle, key, attempt) {
-  const byKey = attempts.get(handle)
-  const set = byKey?.get(key)
-  if (byKey === undefined || set === undefined) return
-  set.delete(attempt)
-  if (set.size === 0) byKey.delete(key)
-}
-
-/**
  * A release of `key` through `handle` happened: its first waiter tries now.
  *
  * @param {object} handle
  * @param {string} key
  */
 function wake(handle, key) {
-  const inFlight = attempts.get(handle)?.get(key)
-  if (inFlight !== undefined) for (const attempt of inFlight) attempt.again = true
+  releasedDuringAttempts(handle, key)
   const queue = waitersOf(handle, key)
   if (queue !== undefined) tryHead(handle, key, queue)
 }
@@ -330,11 +295,10 @@ function giveUp(handle, key, queue, waiter) {
 }
 
 /**
- * A writer stopped trying (it gave up, or asked once and was refused): it
- * holds back no new readers any more. (Another writer still waiting marks
- * the key again at its next attempt.) Errors are dropped: the mark lapses
- * at the writer's TTL anyway. A promise when the store answers later (it
- * never rejects), so the writer's acquire can answer after it.
+ * A writer stopped trying (it gave up, or was refused with no wait): it holds
+ * back no new readers any more (a writer still waiting marks the key again at
+ * its next attempt). A promise, never rejected, when the store answers later;
+ * errors are dropped, as the mark lapses at the writer's TTL anyway.
  *
  * @param {Want} want
  * @returns {Promise<void> | undefined}
@@ -417,4 +381,4 @@ function leave(handle, key, queue, waiter, settle, next) {
   }
 }
 
-module.exports = { waitersOf, takeTicket, enqueue, attemptStarted, attemptEnded, wake, withdraw, giveBackUnwanted, giveBackWanted }
+module.exports = { waitersOf, takeTicket, enqueue, wake, withdraw, giveBackUnwanted, giveBackWanted }
