@@ -6,7 +6,7 @@
  * runs in another realm than the one that loaded the binary.
  *
  * Every function is typed in lib/native.d.ts, which napi-rs generates from
- * src/napi/mod.rs when the addon is built: `npm test` type-checks lib/
+ * src/napi/ when the addon is built: `npm test` type-checks lib/
  * against it, so a changed Rust signature fails there, not in a user's call.
  */
 

@@ -25,6 +25,7 @@ mod listen;
 mod options;
 mod pool;
 mod sql;
+mod sweep;
 #[cfg(not(test))]
 mod via_loop;
 #[cfg(not(test))]
@@ -187,54 +188,6 @@ impl PostgresStore {
                 Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
             }
         })
-    }
-}
-
-impl Shared {
-    /// Whether a sweep of expired rows is due (none ran within the sweep
-    /// interval); if so, it counts as started now.
-    fn sweep_due(&self) -> bool {
-        let Ok(mut swept) = self.swept.lock() else {
-            return false;
-        };
-        if swept.is_some_and(|at| at.elapsed() < self.options.sweep_interval) {
-            return false;
-        }
-        *swept = Some(Instant::now());
-        true
-    }
-
-    /// Start a sweep of expired rows on Tokio, if one is due.
-    fn sweep_if_due(self: &Arc<Self>) {
-        if !self.sweep_due() {
-            return;
-        }
-        let shared = Arc::downgrade(self);
-        tokio::spawn(async move {
-            for _ in 0..SWEEP_BATCHES {
-                let Some(shared) = shared.upgrade() else {
-                    return;
-                };
-                let Ok(Ok(taken)) = tokio::time::timeout(
-                    shared.options.connect_timeout,
-                    shared.pool.take(&shared.opener),
-                )
-                .await
-                else {
-                    return;
-                };
-                let conn = &taken.conn;
-                let deleted = tokio::time::timeout(
-                    shared.options.command_timeout,
-                    conn.client.execute(&conn.sweep, &[&SWEEP_BATCH]),
-                )
-                .await;
-                match deleted {
-                    Ok(Ok(n)) if n == SWEEP_BATCH as u64 => continue,
-                    _ => return,
-                }
-            }
-        });
     }
 }
 

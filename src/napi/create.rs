@@ -1,0 +1,165 @@
+//! Making the stores: the functions JS calls to create a memory, Redis or
+//! PostgreSQL store handle, with their options already checked by the JS
+//! layer, and the callback their announced releases are reported to.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi_derive::napi;
+
+use super::errors::new_error;
+use super::handle::{Kind, NewHandle, StoreHandle};
+use super::pump::Pump;
+use crate::store::follow::{OnReleased, Released};
+use crate::store::{
+    MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TlsOptions,
+};
+
+#[napi(catch_unwind, ts_return_type = "object")]
+pub fn create_memory_store() -> NewHandle {
+    NewHandle(StoreHandle::new(
+        Kind::Memory(Arc::new(MemoryStore::new())),
+        None,
+    ))
+}
+
+/// PEM bytes for `rediss://`, already checked and converted by the JS layer.
+#[napi(object)]
+pub struct TlsPem {
+    pub ca: Option<Buffer>,
+    pub cert: Option<Buffer>,
+    pub key: Option<Buffer>,
+}
+
+/// RedisLockStore's options, already checked by the JS layer (timeouts in ms).
+#[napi(object)]
+pub struct RedisConfig {
+    pub url: String,
+    pub cluster: Vec<String>,
+    pub prefix: String,
+    pub connect_timeout: f64,
+    pub command_timeout: f64,
+    pub tls: Option<TlsPem>,
+}
+
+/// A handle over a Redis server or cluster. URLs are parsed now; the
+/// connection opens on the first operation. `on_released` is called (on the
+/// JS thread) with each key whose announced release this store follows.
+#[napi(
+    catch_unwind,
+    ts_args_type = "config: RedisConfig, onReleased: (tagged: string) => void",
+    ts_return_type = "object"
+)]
+pub fn create_redis_store(
+    env: &Env,
+    config: RedisConfig,
+    on_released: Function<'_, String, ()>,
+) -> Result<NewHandle> {
+    let on_released = release_listener(on_released)?;
+    let RedisConfig {
+        url,
+        cluster,
+        prefix,
+        connect_timeout,
+        command_timeout,
+        tls,
+    } = config;
+    let options = RedisOptions {
+        url,
+        cluster,
+        prefix,
+        connect_timeout: ms(connect_timeout),
+        command_timeout: ms(command_timeout),
+        tls: tls.map(tls_options),
+    };
+    let redis = RedisStore::new(options, Some(on_released))
+        .and_then(|redis| redis.on_event_loop(env.raw()))
+        .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;
+    let pump = Pump::new(env)?;
+    Ok(NewHandle(StoreHandle::new(
+        Kind::Redis(Arc::new(redis)),
+        Some(pump),
+    )))
+}
+
+/// PostgresLockStore's options, already checked by the JS layer (times in ms).
+#[napi(object)]
+pub struct PostgresConfig {
+    pub url: String,
+    pub table: String,
+    pub pool_size: u32,
+    pub connect_timeout: f64,
+    pub command_timeout: f64,
+    pub sweep_interval: f64,
+    pub tls: Option<TlsPem>,
+}
+
+/// A handle over a PostgreSQL server. The URL is read now; connections open
+/// on the first operation. `on_released` as for Redis.
+#[napi(
+    catch_unwind,
+    ts_args_type = "config: PostgresConfig, onReleased: (tagged: string) => void",
+    ts_return_type = "object"
+)]
+pub fn create_postgres_store(
+    env: &Env,
+    config: PostgresConfig,
+    on_released: Function<'_, String, ()>,
+) -> Result<NewHandle> {
+    let on_released = release_listener(on_released)?;
+    let options = PostgresOptions {
+        url: config.url,
+        table: config.table,
+        pool_size: usize::try_from(config.pool_size).unwrap_or(1),
+        connect_timeout: ms(config.connect_timeout),
+        command_timeout: ms(config.command_timeout),
+        sweep_interval: ms(config.sweep_interval),
+        tls: config.tls.map(tls_options),
+    };
+    let postgres = PostgresStore::new(options, Some(on_released))
+        .and_then(|postgres| postgres.on_event_loop(env.raw()))
+        .map_err(|reason| {
+            new_error(env, true, None, &format!("new PostgresLockStore: {reason}"))
+        })?;
+    let pump = Pump::new(env)?;
+    Ok(NewHandle(StoreHandle::new(
+        Kind::Postgres(Arc::new(postgres)),
+        Some(pump),
+    )))
+}
+
+/// The JS callback for announced releases, callable from Tokio. Weak:
+/// following releases never keeps the process alive by itself. It gets the
+/// key after a letter saying what it was of: `l` a plain lock, `s` a
+/// semaphore, `r` a read-write key (one string is the cheapest to pass).
+fn release_listener(on_released: Function<'_, String, ()>) -> Result<OnReleased> {
+    let notify = on_released
+        .build_threadsafe_function::<String>()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build()?;
+    Ok(Arc::new(move |released, key| {
+        let tag = match released {
+            Released::Lock => 'l',
+            Released::Semaphore => 's',
+            Released::ReadWrite => 'r',
+        };
+        let mut tagged = String::with_capacity(key.len() + 1);
+        tagged.push(tag);
+        tagged.push_str(&key);
+        let _ = notify.call(tagged, ThreadsafeFunctionCallMode::NonBlocking);
+    }))
+}
+
+fn ms(v: f64) -> std::time::Duration {
+    std::time::Duration::try_from_secs_f64(v / 1000.0).unwrap_or(std::time::Duration::MAX)
+}
+
+fn tls_options(tls: TlsPem) -> TlsOptions {
+    TlsOptions {
+        ca: tls.ca.map(|b| b.to_vec()),
+        cert: tls.cert.map(|b| b.to_vec()),
+        key: tls.key.map(|b| b.to_vec()),
+    }
+}
