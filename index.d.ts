@@ -51,7 +51,44 @@ export interface LockStore {
    * give `null` tokens.
    */
   fencingToken?(key: string, owner: string): Promise<number | bigint | null> | number | bigint | null
+  /*
+   * Read-write locks (`readLock`, `writeLock`) on a store written in JS: the
+   * eight methods below, all of them or none. Their data is the store's own,
+   * apart from its plain locks (`lock(k)` and `readLock(k)` never see each
+   * other). A key's holds are its readers, or its one writer, each with its
+   * own owner token and expiry; a writer refused while others hold the key
+   * leaves a mark that keeps new readers out until the writer gets in, calls
+   * withdrawWriter, or its TTL passes. Each method must be atomic.
+   */
+  /** Optional (read-write): hold `key` as a reader for `ttlMs` if no writer holds it or waits for it. */
+  acquireRead?(key: string, owner: string, ttlMs: number): Promise<boolean> | boolean
+  /**
+   * Optional (read-write): hold `key` as its writer for `ttlMs` if nobody (reader or writer)
+   * holds it. When refused, mark a writer waiting on `key` for `ttlMs` (keep the later
+   * of an existing mark's expiry and this one); getting in clears the mark.
+   */
+  acquireWrite?(key: string, owner: string, ttlMs: number): Promise<boolean> | boolean
+  /** Optional (read-write): end `owner`'s live read or write hold on `key`. Returns whether there was one. */
+  releaseHold?(key: string, owner: string): Promise<boolean> | boolean
+  /** Optional (read-write): push `owner`'s live hold on `key` out to `ttlMs` from now. Returns whether there was one. */
+  extendHold?(key: string, owner: string, ttlMs: number): Promise<boolean> | boolean
+  /** Optional (read-write): ms left on `owner`'s hold on `key`, or `null` if it holds none. */
+  holdRemaining?(key: string, owner: string): Promise<number | null> | number | null
+  /** Optional (read-write): how many hold `key` now: its readers, or 1 for its writer. */
+  holders?(key: string): Promise<number> | number
+  /** Optional (read-write): whether a reader would be refused now (a writer holds `key` or waits for it). */
+  readersWait?(key: string): Promise<boolean> | boolean
+  /** Optional (read-write): drop the waiting-writer mark on `key` (a waiting writer gave up). */
+  withdrawWriter?(key: string): Promise<unknown> | unknown
 }
+/** A {@link LockStore} that keeps read-write locks: every optional read-write method present. */
+export type ReadWriteLockStore = LockStore &
+  Required<
+    Pick<
+      LockStore,
+      'acquireRead' | 'acquireWrite' | 'releaseHold' | 'extendHold' | 'holdRemaining' | 'holders' | 'readersWait' | 'withdrawWriter'
+    >
+  >
 
 /** How long to wait for a held lock, how often to try again, and whether to keep it alive. */
 export interface AcquireOptions {

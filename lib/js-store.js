@@ -115,14 +115,45 @@ const boolean = (name) => (/** @type {unknown} */ value) => {
   throw wrongAnswer(name, 'a boolean', value)
 }
 
-/** @param {unknown} value */
-function milliseconds(value) {
+/** @param {string} name */
+const milliseconds = (name) => (/** @type {unknown} */ value) => {
   if (value == null) return null
   if (typeof value === 'number' && Number.isFinite(value)) return value
-  throw wrongAnswer('remainingTime', 'a number or null', value)
+  throw wrongAnswer(name, 'a number or null', value)
 }
 
-const [released, extended, locked] = [boolean('release'), boolean('extend'), boolean('isLocked')]
+const [released, extended, locked, left] = [boolean('release'), boolean('extend'), boolean('isLocked'), milliseconds('remainingTime')]
+
+/**
+ * A new owner token's acquire through `store[method]`: the token when the
+ * store answered true, null when false. An acquire that failed may still have
+ * taken the hold: `giveBack(owner)` returns the token before the error goes on.
+ *
+ * @param {Record<string, any>} store
+ * @param {string} method
+ * @param {string} key
+ * @param {number} ttlMs
+ * @param {(owner: string) => void} giveBack
+ * @returns {string | null | Promise<string | null>}
+ */
+function acquireThrough(store, method, key, ttlMs, giveBack) {
+  const owner = randomUUID()
+  const took = (/** @type {unknown} */ value) => {
+    if (typeof value === 'boolean') return value ? owner : null
+    throw wrongAnswer(method, 'a boolean', value)
+  }
+  const failed = (/** @type {unknown} */ error) => {
+    giveBack(owner)
+    throw error
+  }
+  const returned = call(store, method, key, owner, Math.ceil(ttlMs))
+  if (isPromise(returned)) return /** @type {Promise<unknown>} */ (returned).then(took).catch(failed)
+  try {
+    return took(returned)
+  } catch (error) {
+    return failed(error)
+  }
+}
 
 /**
  * The operations of a JS store's handle, by the same names and arguments as
@@ -133,34 +164,16 @@ const [released, extended, locked] = [boolean('release'), boolean('extend'), boo
  * @type {import('./protocol.js').StoreOps}
  */
 const jsOps = {
-  acquire(handle, key, ttlMs) {
-    const owner = randomUUID()
-    const { store } = /** @type {JsHandle} */ (handle)
-    const took = (/** @type {unknown} */ value) => {
-      if (typeof value === 'boolean') return value ? owner : null
-      throw wrongAnswer('acquire', 'a boolean', value)
-    }
-    // An acquire that failed may still have taken the lock: its token goes back.
-    const failed = (/** @type {unknown} */ error) => {
-      giveBackUnwanted(handle, key, owner)
-      throw error
-    }
-    const returned = call(store, 'acquire', key, owner, Math.ceil(ttlMs))
-    if (isPromise(returned)) return /** @type {Promise<unknown>} */ (returned).then(took).catch(failed)
-    try {
-      return took(returned)
-    } catch (error) {
-      return failed(error)
-    }
-  },
+  acquire: (handle, key, ttlMs) =>
+    acquireThrough(/** @type {JsHandle} */ (handle).store, 'acquire', key, ttlMs, (owner) => giveBackUnwanted(handle, key, owner)),
   release: (handle, key, owner) => answer(call(/** @type {JsHandle} */ (handle).store, 'release', key, owner), released),
   extend: (handle, key, owner, ttlMs) =>
     answer(call(/** @type {JsHandle} */ (handle).store, 'extend', key, owner, Math.ceil(ttlMs)), extended),
   isLocked: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'isLocked', key), locked),
-  remainingTime: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'remainingTime', key), milliseconds),
+  remainingTime: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'remainingTime', key), left),
   // A JS store can only say whether anyone holds a key, and gives no token here.
   holds: () => null,
   fencingToken: () => null,
 }
 
-module.exports = { handleFor }
+module.exports = { handleFor, call, answer, boolean, milliseconds, wrongAnswer, acquireThrough }

@@ -12,6 +12,7 @@
 
 const native = require('./native.js')
 const { StoreKind, opsOf, LANES } = require('./protocol.js')
+const { jsReadWriteOps, missingReadWrite } = require('./js-read-write.js')
 
 const { HoldMode } = native
 
@@ -26,9 +27,6 @@ const { HoldMode } = native
 
 /** Each kind's wait lane, before its key (see protocol.js). */
 const LANE = { semaphore: LANES.s, read: LANES.r, write: LANES.r }
-
-/** The stores that keep semaphores and read-write locks natively. */
-const NATIVE = new Set([StoreKind.Memory, StoreKind.Redis, StoreKind.Postgres])
 
 /** @type {Map<string, import('./protocol.js').StoreOps>} kind -> its operations on a native store */
 const opsByKind = new Map()
@@ -120,20 +118,20 @@ function slotOps(limit) {
 }
 
 /**
- * Operations for a store that does not keep this kind of hold: each one
- * fails (a rejection, through the Lock's async methods) with a TypeError
- * that names the store and what it lacks.
+ * Operations for a JS store without read-write locks: each one fails (a
+ * rejection, through the Lock's async methods) with a TypeError that names
+ * the store and the methods it lacks.
  *
- * @param {Kind} kind
- * @param {string} storeName
+ * @param {object} store
  * @returns {import('./protocol.js').StoreOps}
  */
-function unsupportedOps(kind, storeName) {
-  const what = kind.name === 'semaphore' ? 'semaphores' : 'read-write locks'
+function withoutReadWrite(store) {
+  const made = /** @type {any} */ (store).constructor
+  const name = typeof made === 'function' && made !== Object && made.name ? made.name : 'This LockStore'
+  const missing = missingReadWrite(/** @type {Record<string, unknown>} */ (store))
+  const why = `: it has no ${missing.join(', ')} (the LockStore methods a store written in JS opts into for them)`
   const fail = () => {
-    throw new TypeError(
-      `${storeName} does not support ${what} yet (MemoryLockStore, RedisLockStore and PostgresLockStore do)`,
-    )
+    throw new TypeError(`${name} does not support read-write locks${why}`)
   }
   return { acquire: fail, release: fail, extend: fail, isLocked: fail, remainingTime: fail, holds: fail, fencingToken: fail, holders: fail }
 }
@@ -146,9 +144,11 @@ function unsupportedOps(kind, storeName) {
  * @param {object} store
  */
 function opsFor(kind, storeKind, store) {
-  const onJs = storeKind === StoreKind.Js
-  if (onJs && kind.name === 'semaphore') return slotOps(kind.limit)
-  if (!NATIVE.has(storeKind)) return unsupportedOps(kind, store.constructor?.name || 'this LockStore')
+  if (storeKind === StoreKind.Js) {
+    const ops = kind.name === 'semaphore' ? slotOps(kind.limit) : jsReadWriteOps(kind.name === 'write', /** @type {any} */ (store))
+    return ops ?? withoutReadWrite(store)
+  }
+  // Every store of the addon keeps both natively.
   const id = `${kind.mode}:${kind.limit}`
   let ops = opsByKind.get(id)
   if (ops === undefined) {

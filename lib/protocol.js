@@ -13,6 +13,21 @@ const native = require('./native.js')
 /** LockStore's methods, in the interface's order. */
 const STORE_METHODS = /** @type {const} */ (['acquire', 'release', 'extend', 'isLocked', 'remainingTime'])
 
+/**
+ * The methods a store written in JS opts into for read-write locks: all of
+ * them, or none (see LockStore in index.d.ts).
+ */
+const READ_WRITE_METHODS = /** @type {const} */ ([
+  'acquireRead',
+  'acquireWrite',
+  'releaseHold',
+  'extendHold',
+  'holdRemaining',
+  'holders',
+  'readersWait',
+  'withdrawWriter',
+])
+
 const { StoreKind } = native
 
 /**
@@ -59,4 +74,4 @@ const kindOf = (handle) => (kOps in handle ? StoreKind.Js : native.storeKind(han
 
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } = native.limits()
 
-module.exports = { STORE_METHODS, StoreKind, kOps, opsOf, kindOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }
+module.exports = { STORE_METHODS, READ_WRITE_METHODS, StoreKind, kOps, opsOf, kindOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }

@@ -12,10 +12,23 @@
 const { randomUUID } = require('node:crypto')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { STORE_METHODS: METHODS } = require('./protocol.js')
+const { STORE_METHODS: METHODS, READ_WRITE_METHODS } = require('./protocol.js')
+const { readWriteChecks } = require('./verify-read-write.js')
 const DEFAULTS = Object.freeze({ prefix: undefined, ttlMs: 300, racers: 20, rounds: 5, callTimeout: 5_000 })
 
 class CheckFailed extends Error {}
+
+/** The answers a store's methods give, by what each must be. */
+const ANSWERS = {
+  boolean: { fits: (/** @type {unknown} */ v) => typeof v === 'boolean', shown: 'a boolean' },
+  number: { fits: (/** @type {unknown} */ v) => v === null || (typeof v === 'number' && Number.isFinite(v)), shown: 'a number or null' },
+  count: { fits: (/** @type {unknown} */ v) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0, shown: 'a non-negative integer' },
+  any: { fits: () => true, shown: 'anything' },
+}
+/** @typedef {keyof typeof ANSWERS} Answer */
+
+/** What gives back what each acquire method took. */
+const RELEASED_BY = /** @type {Record<string, string | undefined>} */ ({ acquire: 'release', acquireRead: 'releaseHold', acquireWrite: 'releaseHold' })
 
 /**
  * @typedef {{ prefix: string | undefined, ttlMs: number, racers: number, rounds: number, callTimeout: number }} Settings
@@ -62,8 +75,8 @@ async function verifyLockStore(store, options) {
   }
   const prefix = settings.prefix ?? `keel-verify:${randomUUID().slice(0, 8)}:`
   const { ttlMs, racers, rounds, callTimeout } = settings
-  /** @type {Map<string, string>} */
-  const used = new Map()
+  /** @type {[release: string, key: string, owner: string][]} what was taken, to give back at the end */
+  const used = []
   const key = (/** @type {string} */ name) => `${prefix}${name}`
   const methods = /** @type {Record<string, (...args: unknown[]) => unknown>} */ (/** @type {unknown} */ (store))
 
@@ -71,7 +84,7 @@ async function verifyLockStore(store, options) {
    * One store call, bounded in time, its answer checked against `kind`.
    *
    * @param {string} method
-   * @param {'boolean' | 'number'} kind
+   * @param {Answer} kind
    * @param {...unknown} args
    * @returns {Promise<any>}
    */
@@ -95,9 +108,8 @@ async function verifyLockStore(store, options) {
     if (answer.late) throw new CheckFailed(`${shown} did not answer within ${callTimeout} ms`)
     if ('error' in answer) throw new CheckFailed(`${shown} failed: ${answer.error?.message ?? String(answer.error)}`)
     const { value } = answer
-    const fits = kind === 'boolean' ? typeof value === 'boolean' : value === null || (typeof value === 'number' && Number.isFinite(value))
-    if (!fits) throw new CheckFailed(`${shown} answered ${JSON.stringify(value) ?? String(value)}, not ${kind === 'boolean' ? 'a boolean' : 'a number or null'}`)
-    if (method === 'acquire' && value) used.set(/** @type {string} */ (args[0]), /** @type {string} */ (args[1]))
+    if (!ANSWERS[kind].fits(value)) throw new CheckFailed(`${shown} answered ${JSON.stringify(value) ?? String(value)}, not ${ANSWERS[kind].shown}`)
+    if (value === true && RELEASED_BY[method] !== undefined) used.push([RELEASED_BY[method], /** @type {string} */ (args[0]), /** @type {string} */ (args[1])])
     return value
   }
   const expect = (/** @type {unknown} */ condition, /** @type {string} */ detail) => {
@@ -204,8 +216,14 @@ async function verifyLockStore(store, options) {
     ],
   ]
 
+  // A store that has any read-write method is checked as one that keeps read-write locks.
+  const readWrite = READ_WRITE_METHODS.some((m) => typeof methods[m] === 'function')
+  if (readWrite) checks.push(...readWriteChecks({ call, expect, key, methods, ttlMs, racers, rounds }))
+
   /** @type {import('../index').LockStoreReport} */
   const report = { ok: true, checks: [] }
+  /** The checks the ones after them need (the read-write ones come last). */
+  const needed = new Set(['has the five LockStore methods', 'read-write: has all eight read-write methods'])
   for (const [name, run] of checks) {
     try {
       report.checks.push({ name, ok: true, detail: await run() })
@@ -214,14 +232,12 @@ async function verifyLockStore(store, options) {
       const detail =
         error instanceof CheckFailed ? error.message : `unexpected: ${/** @type {any} */ (error)?.stack ?? String(error)}`
       report.checks.push({ name, ok: false, detail })
-      if (name === 'has the five LockStore methods') break
+      if (needed.has(name)) break
     }
   }
   // Leave nothing behind (each release deletes only its own token).
   await Promise.allSettled(
-    [...used].map(([k, owner]) =>
-      Promise.race([Promise.resolve().then(() => store.release(k, owner)), sleep(callTimeout)]),
-    ),
+    used.map(([release, k, owner]) => Promise.race([Promise.resolve().then(() => methods[release](k, owner)), sleep(callTimeout)])),
   )
   return report
 }

@@ -240,6 +240,13 @@ function afterTry(handle, key, queue, waiter, grant) {
   }
   // A reader that tried with the one ahead of it waits for its turn at the head.
   if (queue[0] !== waiter) return
+  // A reader refused at the head may be kept out by the mark of a writer
+  // queued behind it here (their first attempts crossed): that writer tries
+  // too, or neither would get in before the mark lapsed.
+  if (waiter.want.together === true) {
+    const writer = queue.find((w) => w.want.together !== true)
+    if (writer !== undefined) tryWaiter(handle, key, queue, writer)
+  }
   if (waiter.again) return tryWaiter(handle, key, queue, waiter)
   waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), pollDelay(waiter))
 }

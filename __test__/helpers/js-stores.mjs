@@ -22,6 +22,11 @@ export class MapLockStore {
     this.#now = now
   }
 
+  /** The store's clock, in ms. */
+  clock() {
+    return this.#now()
+  }
+
   /** The live entry for `key`, or undefined; an expired one is dropped on the way. */
   entry(key) {
     const entry = this.held.get(key)
@@ -83,6 +88,102 @@ export class AsyncMapLockStore extends MapLockStore {
   async remainingTime(key) {
     return super.remainingTime(key)
   }
+}
+
+/**
+ * MapLockStore with the eight read-write methods a store opts into, over a
+ * Map of its own: `groups` maps each key to `{ readers: Map<owner, expiresAt>,
+ * writer: { owner, expiresAt } | null, waitingUntil }`. Plain values, as the
+ * base class answers.
+ */
+export class MapReadWriteStore extends MapLockStore {
+  groups = new Map()
+
+  /** `key`'s group, lapsed holds and mark dropped. */
+  group(key) {
+    const now = this.clock()
+    let group = this.groups.get(key)
+    if (group === undefined) this.groups.set(key, (group = { readers: new Map(), writer: null, waitingUntil: 0 }))
+    for (const [owner, expiresAt] of group.readers) if (expiresAt <= now) group.readers.delete(owner)
+    if (group.writer !== null && group.writer.expiresAt <= now) group.writer = null
+    if (group.waitingUntil <= now) group.waitingUntil = 0
+    return group
+  }
+
+  acquireRead(key, owner, ttlMs) {
+    this.calls.push(['acquireRead', key, owner, ttlMs])
+    const group = this.group(key)
+    if (group.writer !== null || group.waitingUntil > 0) return false
+    group.readers.set(owner, this.clock() + ttlMs)
+    return true
+  }
+
+  acquireWrite(key, owner, ttlMs) {
+    this.calls.push(['acquireWrite', key, owner, ttlMs])
+    const group = this.group(key)
+    const expiresAt = this.clock() + ttlMs
+    if (group.writer?.owner === owner || (group.writer === null && group.readers.size === 0)) {
+      group.writer = { owner, expiresAt }
+      group.waitingUntil = 0
+      return true
+    }
+    group.waitingUntil = Math.max(group.waitingUntil, expiresAt)
+    return false
+  }
+
+  releaseHold(key, owner) {
+    this.calls.push(['releaseHold', key, owner])
+    const group = this.group(key)
+    if (group.writer?.owner !== owner) return group.readers.delete(owner)
+    group.writer = null
+    return true
+  }
+
+  extendHold(key, owner, ttlMs) {
+    this.calls.push(['extendHold', key, owner, ttlMs])
+    const group = this.group(key)
+    const expiresAt = this.clock() + ttlMs
+    if (group.writer?.owner === owner) group.writer.expiresAt = expiresAt
+    else if (group.readers.has(owner)) group.readers.set(owner, expiresAt)
+    else return false
+    return true
+  }
+
+  holdRemaining(key, owner) {
+    this.calls.push(['holdRemaining', key, owner])
+    const group = this.group(key)
+    const expiresAt = group.writer?.owner === owner ? group.writer.expiresAt : group.readers.get(owner)
+    return expiresAt === undefined ? null : expiresAt - this.clock()
+  }
+
+  holders(key) {
+    this.calls.push(['holders', key])
+    const group = this.group(key)
+    return group.readers.size + (group.writer === null ? 0 : 1)
+  }
+
+  readersWait(key) {
+    this.calls.push(['readersWait', key])
+    const group = this.group(key)
+    return group.writer !== null || group.waitingUntil > 0
+  }
+
+  withdrawWriter(key) {
+    this.calls.push(['withdrawWriter', key])
+    this.group(key).waitingUntil = 0
+  }
+}
+
+/** MapReadWriteStore answering promises, as a networked store does. */
+export class AsyncMapReadWriteStore extends MapReadWriteStore {}
+for (const name of ['acquire', 'release', 'extend', 'isLocked', 'remainingTime', 'acquireRead', 'acquireWrite', 'releaseHold', 'extendHold', 'holdRemaining', 'holders', 'readersWait', 'withdrawWriter']) {
+  const method = MapReadWriteStore.prototype[name]
+  Object.defineProperty(AsyncMapReadWriteStore.prototype, name, {
+    async value(...args) {
+      return method.apply(this, args)
+    },
+    writable: true,
+  })
 }
 
 /**

@@ -2,8 +2,8 @@
 // file and in the child processes it starts (child.mjs). Which store, and
 // where its server is, is named by environment variables, so a child opens
 // the same store by inheriting them:
-//   KEEL_TEST_STORE     redis | redis-cluster | ioredis | sqlite | postgres | postgres-store
-//   REDIS_URL           for redis and ioredis
+//   KEEL_TEST_STORE     redis | redis-cluster | ioredis | ioredis-read-write | sqlite | postgres | postgres-store
+//   REDIS_URL           for redis, ioredis and ioredis-read-write
 //   REDIS_CLUSTER_URLS  for redis-cluster: the node URLs, separated by spaces
 //   KEEL_TEST_DATABASE  sqlite:<file> or a postgres:// URL, for the docs' database store
 //                       (sqlite, postgres) and PostgresLockStore (postgres-store)
@@ -41,6 +41,12 @@ async function open(kind, env) {
       const { client } = await import('../fixtures/dist/redis-client.js')
       return { store: redisLockStore(client), close: () => client.quit() }
     }
+    case 'ioredis-read-write': {
+      // The docs' store with the read-write methods (examples/read-write-store.mjs).
+      const { redisReadWriteStore } = await import('../../examples/read-write-store.mjs')
+      const { client } = await import('../fixtures/dist/redis-client.js')
+      return { store: redisReadWriteStore(client), close: () => client.quit() }
+    }
     case 'postgres-store': {
       const store = new PostgresLockStore({ url: env.KEEL_TEST_DATABASE, commandTimeout, connectTimeout: commandTimeout })
       return { store, close: () => store.close() }
@@ -53,7 +59,7 @@ async function open(kind, env) {
       return { store: databaseLockStore(), close: closeConnections }
     }
     default:
-      throw new Error(`KEEL_TEST_STORE must be redis, redis-cluster, ioredis, sqlite, postgres or postgres-store, got ${kind}`)
+      throw new Error(`KEEL_TEST_STORE must be redis, redis-cluster, ioredis, ioredis-read-write, sqlite, postgres or postgres-store, got ${kind}`)
   }
 }
 

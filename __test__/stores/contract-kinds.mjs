@@ -4,9 +4,10 @@
 //   semaphores   'native': permits counted by the store (each caller admitted
 //                while fewer than its own limit are held); 'slots': permit
 //                slots, each a plain lock (stores written in JS)
-//   readWrite    the store keeps read-write locks; else using one rejects
-//                with a TypeError that says the store does not support them
-//   processes, announcesReleases   as in contract.mjs
+//   readWrite    the store keeps read-write locks (natively, or a JS store
+//                through the eight methods it opts into); else using one
+//                rejects with a TypeError that says the store does not support them
+//   fencing, processes, announcesReleases   as in contract.mjs (fencing: write holds have tokens)
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -23,9 +24,9 @@ const CROWD_MS = 1_500
 
 /**
  * @param {() => { opened: any, dir: string }} current the suite's opened store and scratch folder
- * @param {{ semaphores: 'native' | 'slots', readWrite: boolean, processes: boolean, announcesReleases: boolean }} caps
+ * @param {{ semaphores: 'native' | 'slots', readWrite: boolean, fencing: boolean, processes: boolean, announcesReleases: boolean }} caps
  */
-export function kindsContract(current, { semaphores, readWrite, processes, announcesReleases }) {
+export function kindsContract(current, { semaphores, readWrite, fencing, processes, announcesReleases }) {
   test('semaphore: admits up to its limit, counts its holders, frees one permit per release', async () => {
     const key = uniqueKey('exports')
     const permits = [semaphore(key, 2), semaphore(key, 2)]
@@ -92,10 +93,34 @@ export function kindsContract(current, { semaphores, readWrite, processes, annou
       assert.equal(await readLock(key).acquireImmediately(), false)
       assert.equal(await lock(key).isLocked(), false, "read-write holds never touch the plain lock's data")
       assert.equal(await semaphore(key, 1).holders(), 0)
-      assert.equal(typeof writer.fencingToken, 'number')
+      assert.equal(typeof writer.fencingToken, fencing ? 'number' : 'object')
       await writer.extend(20_000)
       assert.equal(await writer.release(), true)
       assert.equal(await readLock(key).acquireImmediately(), true)
+    })
+
+    test('read-write: readers and writers started at once in one process all get in, writers alone', async () => {
+      const key = uniqueKey('started-together')
+      const inside = { readers: 0, writers: 0 }
+      const clashes = []
+      // Their first attempts cross: writers refused by readers mark the key
+      // while readers that asked first wait in the queue ahead of them.
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => {
+          const writing = i % 5 === 1
+          return (writing ? writeLock(key) : readLock(key)).run(
+            async () => {
+              inside[writing ? 'writers' : 'readers']++
+              if (inside.writers > 1 || (inside.writers === 1 && inside.readers > 0)) clashes.push({ ...inside })
+              await sleep(5)
+              inside[writing ? 'writers' : 'readers']--
+            },
+            { timeout: 10_000, retryDelay: 50 },
+          )
+        }),
+      )
+      assert.deepEqual(outcomes.map(([ran]) => ran), Array(20).fill(true))
+      assert.deepEqual(clashes, [])
     })
 
     test('read-write: a writer that gives up waiting holds no reader back', async () => {
@@ -120,8 +145,8 @@ export function kindsContract(current, { semaphores, readWrite, processes, annou
     })
   } else {
     test('read-write: a store without them says so when one is used', async () => {
-      const name = current().opened.store.constructor.name
-      await assert.rejects(readLock(uniqueKey('rw')).acquire(), (e) => e instanceof TypeError && e.message.includes(`${name} does not support read-write locks`))
+      const says = /does not support read-write locks: it has no acquireRead, acquireWrite, releaseHold, extendHold, holdRemaining, holders, readersWait, withdrawWriter/
+      await assert.rejects(readLock(uniqueKey('rw')).acquire(), (e) => e instanceof TypeError && says.test(e.message))
       await assert.rejects(writeLock(uniqueKey('rw')).run(() => assert.fail('must not run')), TypeError)
     })
   }

@@ -1,13 +1,14 @@
 // verifyLockStore catches broken stores: the two classic ones (a get-then-set
 // acquire, a release that deletes without comparing owners), one that ignores
 // the TTL, and stores that throw, answer the wrong types, never answer or lack
-// methods; it reports, it never throws for a failing store. That it passes
-// every correct store is part of the store contract (contract.mjs).
+// methods; it reports, it never throws for a failing store. A store with
+// read-write methods gets their checks too, and the broken ones fail them.
+// That it passes every correct store is part of the store contract (contract.mjs).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { verifyLockStore, MemoryLockStore } from '@shaferllc/keel/core'
-import { AsyncMapLockStore, jsStoreOver } from '../helpers/js-stores.mjs'
+import { AsyncMapLockStore, MapLockStore, AsyncMapReadWriteStore, jsStoreOver } from '../helpers/js-stores.mjs'
 
 const failed = (report) => report.checks.filter((c) => !c.ok).map((c) => c.name)
 const detail = (report, part) => report.checks.find((c) => c.name.includes(part))?.detail
@@ -96,4 +97,56 @@ test('it never throws for a failing store: throws, rejects, wrong types, no answ
   await assert.rejects(verifyLockStore(null), TypeError)
   await assert.rejects(verifyLockStore(new MemoryLockStore(), { ttl: 5 }), /unknown option ttl/)
   await assert.rejects(verifyLockStore(new MemoryLockStore(), { ttlMs: 10 }), RangeError)
+})
+
+test('a store with the read-write methods gets their checks, and passes when it keeps them', async () => {
+  const plain = await verifyLockStore(new MapLockStore())
+  assert.deepEqual(plain.checks.filter((c) => c.name.startsWith('read-write')), [], 'none for a store without them')
+  const report = await verifyLockStore(new AsyncMapReadWriteStore())
+  assert.equal(report.ok, true, JSON.stringify(report, null, 2))
+  assert.equal(report.checks.filter((c) => c.name.startsWith('read-write: ')).length, 5)
+})
+
+test('a store with some read-write methods is told which it lacks, and their checks stop there', async () => {
+  const partial = Object.assign(new AsyncMapReadWriteStore(), { readersWait: undefined, withdrawWriter: undefined })
+  const report = await verifyLockStore(partial)
+  assert.equal(report.ok, false)
+  assert.deepEqual(failed(report), ['read-write: has all eight read-write methods'])
+  assert.match(detail(report, 'eight'), /but not readersWait, withdrawWriter/)
+  assert.equal(report.checks.at(-1).name, 'read-write: has all eight read-write methods')
+})
+
+test('broken read-write stores fail the check that catches them', async () => {
+  // A reader let in while a writer waits: a stream of readers could keep the writer out forever.
+  const pastTheMark = new AsyncMapReadWriteStore()
+  pastTheMark.acquireRead = async function (key, owner, ttlMs) {
+    const group = this.group(key)
+    if (group.writer !== null) return false
+    group.readers.set(owner, Date.now() + ttlMs)
+    return true
+  }
+  const r1 = await verifyLockStore(pastTheMark)
+  assert.ok(failed(r1).includes('read-write: readers share; a refused writer keeps new readers out; a writer is alone'), failed(r1).join('; '))
+  assert.match(detail(r1, 'readers share'), /R3 took a read hold while a writer waited/)
+
+  // A writer admitted beside readers.
+  const blind = new AsyncMapReadWriteStore()
+  blind.acquireWrite = async function (key, owner, ttlMs) {
+    const group = this.group(key)
+    if (group.writer !== null) return false
+    group.writer = { owner, expiresAt: Date.now() + ttlMs }
+    return true
+  }
+  const r2 = await verifyLockStore(blind)
+  assert.match(detail(r2, 'readers share'), /W took the write hold while readers held the key/)
+  assert.match(detail(r2, 'racing writers and readers'), /writer\(s\) and \d+ reader\(s\) got in together/)
+
+  // A mark that never lapses holds readers back after its writer is gone.
+  const stuck = new AsyncMapReadWriteStore()
+  const acquireWrite = stuck.acquireWrite
+  stuck.acquireWrite = async function (key, owner, ttlMs) {
+    return acquireWrite.call(this, key, owner, ttlMs === 300 ? 3_600_000 : ttlMs)
+  }
+  const r3 = await verifyLockStore(stuck)
+  assert.ok(failed(r3).includes("read-write: holds and a refused writer's mark lapse at their TTL"), failed(r3).join('; '))
 })

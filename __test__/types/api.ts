@@ -20,6 +20,7 @@ import {
   type RedisTlsOptions,
   type PostgresLockStoreOptions,
   type LockStoreReport,
+  type ReadWriteLockStore,
   type LockStoreCheck,
   verifyLockStore,
   type LockStoreErrorCode,
@@ -160,6 +161,29 @@ export class SyncStore implements LockStore {
   }
 }
 setLockStore(new SyncStore())
+
+/** A store that keeps read-write locks: the eight methods, typed by ReadWriteLockStore. */
+export const readWriteStore: ReadWriteLockStore = {
+  acquire: (key, owner, ttlMs) => ttlMs > 0 && key !== owner,
+  release: async () => true,
+  extend: () => true,
+  isLocked: () => false,
+  remainingTime: () => null,
+  acquireRead: async (key: string, owner: string, ttlMs: number) => key.length + owner.length + ttlMs > 0,
+  acquireWrite: () => false,
+  releaseHold: async () => false,
+  extendHold: () => true,
+  holdRemaining: async () => null,
+  holders: () => 0,
+  readersWait: async () => false,
+  withdrawWriter: async () => undefined,
+}
+setLockStore(readWriteStore)
+assertType<Equal<Parameters<NonNullable<LockStore['acquireWrite']>>, [key: string, owner: string, ttlMs: number]>>(true)
+// @ts-expect-error a read-write store needs all eight read-write methods
+export const missingOne: ReadWriteLockStore = { ...readWriteStore, withdrawWriter: undefined }
+// @ts-expect-error holders answers a number
+export const wrongAnswer: LockStore = { ...readWriteStore, holders: () => 'two' }
 
 export async function redisStore(): Promise<void> {
   const byUrl = new RedisLockStore('redis://app:secret@127.0.0.1:6379/1')
