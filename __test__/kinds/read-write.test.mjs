@@ -2,29 +2,21 @@
 // holds the key, one writer alone; a waiting writer holds back new readers.
 // On MemoryLockStore (natively) and on stores written in JS that opt into
 // the eight read-write methods (LockStore), answering plain values or promises.
-import { test, describe, beforeEach } from 'node:test'
+import { test, describe } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { readLock, writeLock, lock, semaphore, restoreLock, setLockStore, MemoryLockStore, LockNotHeldError } from '@shaferllc/keel/core'
+import { readLock, writeLock, lock, semaphore, restoreLock, setLockStore, LockNotHeldError } from '@shaferllc/keel/core'
+import { onStores } from './on-stores.mjs'
 import { MapLockStore, MapReadWriteStore, AsyncMapReadWriteStore } from '../helpers/js-stores.mjs'
 
-const STORES = [
-  ['MemoryLockStore', () => new MemoryLockStore()],
-  ['a JS store with the read-write methods, answering plain values', () => new MapReadWriteStore()],
-  ['a JS store with the read-write methods, answering promises', () => new AsyncMapReadWriteStore()],
-]
-
-for (const [name, makeStore] of STORES) {
-  describe(`on ${name}`, () => {
-    beforeEach(() => setLockStore(makeStore()))
-    everyStore()
-  })
-}
-
-describe('on MemoryLockStore only', () => {
-  beforeEach(() => setLockStore(new MemoryLockStore()))
-  memoryOnly()
-  })
+onStores(
+  [
+    ['a JS store with the read-write methods, answering plain values', () => new MapReadWriteStore()],
+    ['a JS store with the read-write methods, answering promises', () => new AsyncMapReadWriteStore()],
+  ],
+  everyStore,
+  memoryOnly,
+)
 
 function everyStore() {
   test('readers overlap; a writer never overlaps a reader or another writer', async () => {

@@ -1,7 +1,7 @@
 // semaphore(key, limit): up to `limit` holders at once, each permit with its
 // own owner token and expiry, and everything a lock handle does: on
 // MemoryLockStore (natively) and on stores written in JS (as permit slots).
-import { test, describe, beforeEach } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
@@ -9,29 +9,20 @@ import {
   lock,
   restoreLock,
   setLockStore,
-  MemoryLockStore,
   LockNotHeldError,
   Lock,
 } from '@shaferllc/keel/core'
+import { onStores } from './on-stores.mjs'
 import { MapLockStore, AsyncMapLockStore } from '../helpers/js-stores.mjs'
 
-const STORES = [
-  ['MemoryLockStore', () => new MemoryLockStore()],
-  ['a JS store with plain methods', () => new MapLockStore()],
-  ['a JS store with async methods', () => new AsyncMapLockStore()],
-]
-
-for (const [name, makeStore] of STORES) {
-  describe(`on ${name}`, () => {
-    beforeEach(() => setLockStore(makeStore()))
-    everyStore()
-  })
-}
-
-describe('on MemoryLockStore only', () => {
-  beforeEach(() => setLockStore(new MemoryLockStore()))
-  memoryOnly()
-})
+onStores(
+  [
+    ['a JS store with plain methods', () => new MapLockStore()],
+    ['a JS store with async methods', () => new AsyncMapLockStore()],
+  ],
+  everyStore,
+  memoryOnly,
+)
 
 function everyStore() {
   test('holders never exceed the limit, and do reach it', async () => {
