@@ -262,7 +262,7 @@ class Lock {
           if (gaveUp) return g === null ? this.#refused() : giveBackWanted(target, g)
           const left = settled()
           if (g !== null) return resolve(this.#took(g, sent))
-          resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again) : this.#refused())
+          resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again, undefined, true) : this.#refused())
         },
         (error) => {
           if (gaveUp) return
@@ -291,12 +291,13 @@ class Lock {
    * @param {number} retryDelay
    * @param {number} ticket
    * @param {unknown} [failed]
+   * @param {boolean} [crossed] its first attempt was answered "held" while others of this thread queued
    * @returns {null | Promise<Hold | null>}
    */
-  #wait(timeout, retryDelay, ticket, tryNow = false, failed = undefined) {
+  #wait(timeout, retryDelay, ticket, tryNow = false, failed = undefined, crossed = false) {
     if (timeout === 0) return null
     const attempt = { since: 0 }
-    const waiting = enqueue(this.#target, timeout, retryDelay, ticket, tryNow, attempt, failed)
+    const waiting = enqueue(this.#target, timeout, retryDelay, ticket, tryNow, attempt, failed, crossed)
     return waiting.then((g) => (g === null ? null : this.#took(g, attempt.since)))
   }
 

@@ -73,6 +73,8 @@ const hearsReleases = (handle) => {
  * @property {import('./timers.js').Timer | undefined} poll
  * @property {import('./timers.js').Timer | undefined} deadline
  * @property {unknown} failed the error of the last attempt, if the store could not be reached
+ * @property {boolean} crossed a writer whose refused first attempt (which marked the key) was
+ *   sent before this thread's queue formed, and which has not tried since
  */
 
 /** @type {WeakMap<object, Map<string, Waiter[]>>} store handle -> lane -> waiters */
@@ -110,9 +112,10 @@ const takeTicket = () => tickets++
  * @param {boolean} tryNow a release came while the first attempt was out
  * @param {{ since: number }} attempt
  * @param {unknown} failed the first attempt's error, if the store could not be reached
+ * @param {boolean} crossed the first attempt was sent before this thread's queue formed, and refused
  * @returns {Promise<Grant>}
  */
-function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed) {
+function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed, crossed) {
   const { handle, lane: key } = want
   let byKey = queues.get(handle)
   if (byKey === undefined) queues.set(handle, (byKey = new Map()))
@@ -138,6 +141,7 @@ function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed) {
       poll: undefined,
       deadline: undefined,
       failed,
+      crossed: crossed && want.ops.withdraw !== undefined,
     }
     waiter.deadline = timer(() => giveUp(handle, key, waiting, waiter), timeout)
     // Callers whose first attempts were answered out of order still queue in
@@ -145,6 +149,7 @@ function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed) {
     let at = waiting.length
     while (at > 0 && waiting[at - 1].ticket > ticket && !(at === 1 && waiting[0].trying)) at--
     waiting.splice(at, 0, waiter)
+    if (crossed || (want.together === true && at < waiting.length - 1)) dropCrossedMarks(waiting)
     // The attempt just made found the lock held: the first poll can wait.
     if (waiting[0] === waiter) {
       cancel(waiting[1]?.poll)
@@ -153,6 +158,25 @@ function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed) {
       waiter.poll = timer(() => tryHead(handle, key, waiting), delay)
     }
   })
+}
+
+/**
+ * A writer whose first attempt crossed those of readers here that asked
+ * before it marked the key, and the mark keeps those readers out while the
+ * writer waits behind them: until the mark lapsed, neither would get in. Such
+ * a writer's mark goes (one round trip); it sets it again at its turn.
+ *
+ * @param {Waiter[]} queue
+ */
+function dropCrossedMarks(queue) {
+  let readerAhead = false
+  for (const waiter of queue) {
+    if (waiter.want.together === true) readerAhead = true
+    else if (waiter.crossed && readerAhead) {
+      waiter.crossed = false
+      withdraw(waiter.want)
+    }
+  }
 }
 
 /**
@@ -200,6 +224,7 @@ function tryWaiter(handle, key, queue, waiter) {
   cancel(waiter.poll)
   waiter.trying = true
   waiter.again = false
+  waiter.crossed = false
   // When the attempt that may take the lock started: its TTL runs from no later.
   waiter.attempt.since = performance.now()
   const want = waiter.want
@@ -240,13 +265,6 @@ function afterTry(handle, key, queue, waiter, grant) {
   }
   // A reader that tried with the one ahead of it waits for its turn at the head.
   if (queue[0] !== waiter) return
-  // A reader refused at the head may be kept out by the mark of a writer
-  // queued behind it here (their first attempts crossed): that writer tries
-  // too, or neither would get in before the mark lapsed.
-  if (waiter.want.together === true) {
-    const writer = queue.find((w) => w.want.together !== true)
-    if (writer !== undefined) tryWaiter(handle, key, queue, writer)
-  }
   if (waiter.again) return tryWaiter(handle, key, queue, waiter)
   waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), pollDelay(waiter))
 }
