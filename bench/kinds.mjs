@@ -17,6 +17,7 @@ import { startPostgres } from '../support/postgres.mjs'
 import { jain, median } from './scenarios.mjs'
 // The docs' ioredis store, compiled from the test fixture (npm run bench compiles it).
 import { redisLockStore } from '../__test__/fixtures/dist/docs-redis.js'
+import { redisReadWriteStore } from '../examples/read-write-store.mjs'
 
 const quick = process.argv.includes('--quick')
 const settings = quick ? { rounds: 1, ms: 300, contendedMs: 1_500 } : { rounds: 3, ms: 1_500, contendedMs: 4_000 }
@@ -49,6 +50,12 @@ const IMPLEMENTATIONS = {
   "keel + docs' ioredis store": async () => {
     const client = new Redis(server.url)
     return { ...keel(redisLockStore(client)), close: () => client.quit(), read: undefined, write: undefined }
+  },
+  // The docs' store with the read-write methods of examples/read-write-store.mjs (its permits
+  // are the docs' store's permit slots above).
+  'keel + read-write example store': async () => {
+    const client = new Redis(server.url)
+    return { ...keel(redisReadWriteStore(client)), close: () => client.quit(), permit: undefined }
   },
   // Used as its README shows; its retryInterval stays at its default (10 ms).
   'redis-semaphore Semaphore': async () => {

@@ -122,7 +122,7 @@ export const readWriteMethods = (client) => {
     extendHold: async (key, owner, ttlMs) => (await run(EXTEND_HOLD, key, owner, String(ttlMs))) === 1,
     async holdRemaining(key, owner) {
       const ms = await run(HOLD_REMAINING, key, owner)
-      return ms < 0 ? null : ms
+      return ms <= 0 ? null : ms
     },
     holders: async (key) => run(HOLDERS, key),
     readersWait: async (key) => (await client.exists(rwKeys(key).slice(1))) > 0,

@@ -10,6 +10,7 @@
 
 const { READ_WRITE_METHODS, LANES } = require('./protocol.js')
 const { call, answer, boolean, milliseconds, wrongAnswer, acquireThrough } = require('./js-store.js')
+const { withdraw } = require('./marks.js')
 const { giveBackWanted } = require('./waiting.js')
 
 /**
@@ -42,10 +43,13 @@ const storeOf = (handle) => /** @type {{ store: Record<string, any> }} */ (handl
 function readWriteOps(write) {
   /** @type {import('./protocol.js').StoreOps} */
   const ops = {
+    // An acquire that failed gives back what it may have taken: the hold, and a writer's mark.
     acquire: (handle, key, ttlMs) =>
-      acquireThrough(storeOf(handle), write ? 'acquireWrite' : 'acquireRead', key, ttlMs, (owner) =>
-        giveBackWanted({ handle, key, lane: LANES.r + key, ttlMs: 0, ops }, owner),
-      ),
+      acquireThrough(storeOf(handle), write ? 'acquireWrite' : 'acquireRead', key, ttlMs, (owner) => {
+        const want = { handle, key, lane: LANES.r + key, ttlMs: 0, ops }
+        giveBackWanted(want, owner)
+        withdraw(want)
+      }),
     release: (handle, key, owner) => answer(call(storeOf(handle), 'releaseHold', key, owner), released),
     extend: (handle, key, owner, ttlMs) => answer(call(storeOf(handle), 'extendHold', key, owner, Math.ceil(ttlMs)), extended),
     isLocked: write

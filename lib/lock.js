@@ -21,12 +21,13 @@
  * of an acquire, which hands over to lib/waiting.js when it must wait.
  */
 
-const { StoreKind } = require('./protocol.js')
+const { StoreKind, DEFAULT_RETRY_DELAY_MS } = require('./protocol.js')
 const { describe, checkMs, readOptions, isThenable } = require('./check.js')
 const { LockNotHeldError, isUnreachable } = require('./errors.js')
 const { timer, cancel } = require('./timers.js')
 const { attemptStarted, attemptEnded } = require('./attempts.js')
-const { waitersOf, takeTicket, enqueue, withdraw, giveBackWanted } = require('./waiting.js')
+const { withdraw } = require('./marks.js')
+const { waitersOf, takeTicket, enqueue, giveBackWanted } = require('./waiting.js')
 const { Hold } = require('./hold.js')
 
 const kCreate = Symbol('Lock.create')
@@ -282,7 +283,7 @@ class Lock {
    * @returns {null | Promise<null>}
    */
   #refused() {
-    const withdrawn = withdraw(this.#target)
+    const withdrawn = withdraw(this.#target, DEFAULT_RETRY_DELAY_MS)
     return withdrawn === undefined ? null : withdrawn.then(() => null)
   }
 

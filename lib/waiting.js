@@ -25,6 +25,7 @@ const { isUnreachable } = require('./errors.js')
 const { onAnnouncedRelease } = require('./stores.js')
 const { timer, cancel } = require('./timers.js')
 const { releasedDuringAttempts } = require('./attempts.js')
+const { withdraw, dropCrossedMarks } = require('./marks.js')
 
 /**
  * An acquisition attempt's answer: the owner token, `[owner, fencing token]`
@@ -158,25 +159,6 @@ function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed, cro
       waiter.poll = timer(() => tryHead(handle, key, waiting), delay)
     }
   })
-}
-
-/**
- * A writer whose first attempt crossed those of readers here that asked
- * before it marked the key, and the mark keeps those readers out while the
- * writer waits behind them: until the mark lapsed, neither would get in. Such
- * a writer's mark goes (one round trip); it sets it again at its turn.
- *
- * @param {Waiter[]} queue
- */
-function dropCrossedMarks(queue) {
-  let readerAhead = false
-  for (const waiter of queue) {
-    if (waiter.want.together === true) readerAhead = true
-    else if (waiter.crossed && readerAhead) {
-      waiter.crossed = false
-      withdraw(waiter.want)
-    }
-  }
 }
 
 /**
@@ -314,27 +296,9 @@ function giveUp(handle, key, queue, waiter) {
   const settle = waiter.failed === undefined ? () => waiter.resolve(null) : () => waiter.reject(waiter.failed)
   // A writer's acquire answers once readers are let in again (one round
   // trip), unless the store could not be reached: then at once.
-  const withdrawn = withdraw(waiter.want)
+  const withdrawn = withdraw(waiter.want, waiter.retryDelay)
   const after = withdrawn === undefined || waiter.failed !== undefined ? settle : () => withdrawn.then(settle)
   leave(handle, key, queue, waiter, after, NEXT.now)
-}
-
-/**
- * A writer stopped trying (it gave up, or was refused with no wait): it holds
- * back no new readers any more (a writer still waiting marks the key again at
- * its next attempt). A promise, never rejected, when the store answers later;
- * errors are dropped, as the mark lapses at the writer's TTL anyway.
- *
- * @param {Want} want
- * @returns {Promise<void> | undefined}
- */
-function withdraw({ ops, handle, key }) {
-  if (ops.withdraw === undefined) return undefined
-  try {
-    const done = ops.withdraw(handle, key)
-    if (isThenable(done)) return /** @type {Promise<unknown>} */ (done).then(noop, noop)
-  } catch {}
-  return undefined
 }
 
 /**
@@ -406,4 +370,4 @@ function leave(handle, key, queue, waiter, settle, next) {
   }
 }
 
-module.exports = { waitersOf, takeTicket, enqueue, wake, withdraw, giveBackUnwanted, giveBackWanted }
+module.exports = { waitersOf, takeTicket, enqueue, wake, giveBackUnwanted, giveBackWanted }

@@ -183,7 +183,7 @@ describe('on stores written in JS', () => {
     await assert.rejects(readLock('k').acquire(), (e) => e instanceof TypeError && /^This LockStore does not support read-write locks/.test(e.message))
   })
 
-  test('a wrong answer is a TypeError naming the method; a throw is a rejection, and the token goes back', async () => {
+  test('a wrong answer is a TypeError naming the method; a throw is a rejection, and the token and mark go back', async () => {
     const store = setLockStore(new MapReadWriteStore())
     store.acquireRead = () => 'OK'
     await assert.rejects(readLock('k').acquire(), (e) => e instanceof TypeError && /LockStore\.acquireRead\(\) must return a boolean/.test(e.message))
@@ -199,6 +199,22 @@ describe('on stores written in JS', () => {
     await sleep(10)
     const gaveBack = store.calls.filter(([m]) => m === 'releaseHold')
     assert.equal(gaveBack.length, 1, 'the failed acquire gave its token back')
+    assert.equal(store.calls.filter(([m]) => m === 'withdrawWriter').length, 1, 'and the mark it may have left')
+  })
+
+  test('a withdrawWriter that never answers holds no writer past its timeout', async () => {
+    const store = setLockStore(new MapReadWriteStore())
+    store.withdrawWriter = () => new Promise(() => {})
+    const reader = readLock('k')
+    await reader.acquire()
+    let started = performance.now()
+    assert.equal(await writeLock('k').acquire({ timeout: 200, retryDelay: 20 }), false)
+    const gaveUp = performance.now() - started
+    assert.ok(gaveUp < 1_000, `gave up after ${gaveUp} ms`)
+    started = performance.now()
+    assert.equal(await writeLock('k').acquireImmediately(), false)
+    const refused = performance.now() - started
+    assert.ok(refused < 1_000, `answered after ${refused} ms`)
   })
 
   test('the store gets exactly its arguments, TTLs in whole ms rounded up', async () => {

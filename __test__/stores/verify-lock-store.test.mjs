@@ -141,6 +141,39 @@ test('broken read-write stores fail the check that catches them', async () => {
   assert.match(detail(r2, 'readers share'), /W took the write hold while readers held the key/)
   assert.match(detail(r2, 'racing writers and readers'), /writer\(s\) and \d+ reader\(s\) got in together/)
 
+  // A reader let in beside a writer when no mark stands (it looks only at the mark), and a
+  // mark that getting in does not clear.
+  const beside = new AsyncMapReadWriteStore()
+  beside.acquireRead = async function (key, owner, ttlMs) {
+    const group = this.group(key)
+    if (group.waitingUntil > 0) return false
+    group.readers.set(owner, Date.now() + ttlMs)
+    return true
+  }
+  const r4 = await verifyLockStore(beside)
+  assert.match(detail(r4, 'act only for the owner'), /a reader got in beside the writer A/)
+  const sticky = new AsyncMapReadWriteStore()
+  const enter = sticky.acquireWrite
+  sticky.acquireWrite = async function (key, owner, ttlMs) {
+    const mark = this.group(key).waitingUntil
+    const took = await enter.call(this, key, owner, ttlMs)
+    this.group(key).waitingUntil = Math.max(this.group(key).waitingUntil, mark)
+    return took
+  }
+  const r5 = await verifyLockStore(sticky)
+  assert.match(detail(r5, 'readers share'), /getting in must clear the writer's mark/)
+
+  // An extend that moves every reader's hold.
+  const sweeping = new AsyncMapReadWriteStore()
+  const extendHold = sweeping.extendHold
+  sweeping.extendHold = async function (key, owner, ttlMs) {
+    const extended = await extendHold.call(this, key, owner, ttlMs)
+    if (extended) for (const reader of this.group(key).readers.keys()) this.group(key).readers.set(reader, Date.now() + ttlMs)
+    return extended
+  }
+  const r6 = await verifyLockStore(sweeping)
+  assert.match(detail(r6, 'act only for the owner'), /an extend moved another reader's hold/)
+
   // A mark that never lapses holds readers back after its writer is gone.
   const stuck = new AsyncMapReadWriteStore()
   const acquireWrite = stuck.acquireWrite
