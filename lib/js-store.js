@@ -164,8 +164,8 @@ function acquireThrough(store, method, key, ttlMs, giveBack) {
  * @type {import('./protocol.js').StoreOps}
  */
 const jsOps = {
-  acquire: (handle, key, ttlMs) =>
-    acquireThrough(/** @type {JsHandle} */ (handle).store, 'acquire', key, ttlMs, (owner) => giveBackUnwanted(handle, key, owner)),
+  acquire: (handle, key, ttlMs, lane = key) =>
+    acquireThrough(/** @type {JsHandle} */ (handle).store, 'acquire', key, ttlMs, (owner) => giveBackUnwanted(handle, key, owner, lane)),
   release: (handle, key, owner) => answer(call(/** @type {JsHandle} */ (handle).store, 'release', key, owner), released),
   extend: (handle, key, owner, ttlMs) =>
     answer(call(/** @type {JsHandle} */ (handle).store, 'extend', key, owner, Math.ceil(ttlMs)), extended),

@@ -89,7 +89,8 @@ function slotOps(limit) {
     async acquire(handle, key, ttlMs) {
       const ops = opsOf(handle)
       for (let slot = 0; slot < limit; slot++) {
-        const grant = await ops.acquire(handle, slotKey(key, slot), ttlMs)
+        // (A failed attempt's give-back wakes this semaphore's waiters.)
+        const grant = await ops.acquire(handle, slotKey(key, slot), ttlMs, LANES.s + key)
         if (grant !== null) return `${slot}.${typeof grant === 'string' ? grant : grant[0]}`
       }
       return null

@@ -36,7 +36,8 @@ const { StoreKind } = native
  * carrying the bridge's functions, with the same names and arguments.
  *
  * @typedef {object} StoreOps
- * @property {(handle: object, key: string, ttlMs: number) => string | [string, number] | null | Promise<string | [string, number] | null>} acquire
+ * @property {(handle: object, key: string, ttlMs: number, lane?: string) => string | [string, number] | null | Promise<string | [string, number] | null>} acquire
+ *   (`lane`, a JS store's: whose waiters a failed acquire's give-back wakes; the key's by default)
  * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean>} release
  * @property {(handle: object, key: string, owner: string, ttlMs: number) => boolean | Promise<boolean>} extend
  * @property {(handle: object, key: string) => boolean | Promise<boolean>} isLocked

@@ -266,7 +266,8 @@ function failedTry(handle, key, queue, waiter, error) {
   waiter.trying = false
   if (!isUnreachable(error)) return leave(handle, key, queue, waiter, () => waiter.reject(error), NEXT.now)
   waiter.failed = error
-  if (queue[0] === waiter) waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), waiter.retryDelay)
+  // (A release that came meanwhile, such as its own failed attempt's give-back, is looked at now.)
+  if (queue[0] === waiter) waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), waiter.again ? 0 : waiter.retryDelay)
 }
 
 /**
@@ -309,9 +310,10 @@ function giveUp(handle, key, queue, waiter) {
  * @param {object} handle
  * @param {string} key
  * @param {NonNullable<Grant>} grant
+ * @param {string} [lane] whose waiters the release wakes (a semaphore's, for its permit slot)
  */
-function giveBackUnwanted(handle, key, grant) {
-  giveBackWanted({ handle, key, lane: key, ttlMs: 0, ops: opsOf(handle) }, grant)
+function giveBackUnwanted(handle, key, grant, lane = key) {
+  giveBackWanted({ handle, key, lane, ttlMs: 0, ops: opsOf(handle) }, grant)
 }
 
 /**

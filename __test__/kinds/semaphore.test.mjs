@@ -229,3 +229,29 @@ test('on a JS store, permits are plain locks on keys of their own: keel:permit:<
   assert.deepEqual([...store.held.keys()].sort(), ['keel:permit:1:exports', 'keel:permit:2:exports'])
   assert.equal(await lock('exports').acquireImmediately(), true, 'the plain lock of the key is apart')
 })
+
+test('on a JS store, a permit slot given back after a failed attempt wakes the semaphore\'s waiters', async () => {
+  const store = setLockStore(new MapLockStore())
+  let failNext = false
+  // The store takes the slot, then the connection fails before it answers.
+  store.acquire = function (key, owner, ttlMs) {
+    const took = MapLockStore.prototype.acquire.call(this, key, owner, ttlMs)
+    if (took && failNext) {
+      failNext = false
+      throw Object.assign(new Error('connection reset'), { code: 'ERR_LOCK_STORE_CONNECTION' })
+    }
+    return took
+  }
+  const [a, c] = [semaphore('x', 2), semaphore('x', 2)]
+  await a.acquire()
+  await c.acquire()
+  const waiter = semaphore('x', 2)
+  const waiting = waiter.acquire({ timeout: 5_000, retryDelay: 60_000 })
+  await sleep(20)
+  failNext = true
+  const started = performance.now()
+  await c.release()
+  assert.equal(await waiting, true)
+  const took = performance.now() - started
+  assert.ok(took < 2_000, `in after ${took} ms: the give-back woke it, not its 60 s poll`)
+})
