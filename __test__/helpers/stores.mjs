@@ -8,7 +8,9 @@
 //   KEEL_TEST_DATABASE  sqlite:<file> or a postgres:// URL, for the docs' database store
 //                       (sqlite, postgres) and PostgresLockStore (postgres-store)
 //   KEEL_TEST_COMMAND_TIMEOUT  the native stores' command and connect timeouts, ms (default 5000)
+//   KEEL_TEST_TLS_CA    a PEM file: the native stores trust this CA (rediss://, PostgreSQL over TLS)
 
+import { readFileSync } from 'node:fs'
 import { RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
 
 /**
@@ -25,9 +27,10 @@ export async function openStore(env = process.env) {
 
 async function open(kind, env) {
   const commandTimeout = Number(env.KEEL_TEST_COMMAND_TIMEOUT ?? 5_000)
+  const tls = env.KEEL_TEST_TLS_CA === undefined ? {} : { tls: { ca: readFileSync(env.KEEL_TEST_TLS_CA) } }
   switch (kind) {
     case 'redis': {
-      const store = new RedisLockStore({ url: env.REDIS_URL, commandTimeout, connectTimeout: commandTimeout })
+      const store = new RedisLockStore({ url: env.REDIS_URL, commandTimeout, connectTimeout: commandTimeout, ...tls })
       return { store, close: () => store.close() }
     }
     case 'redis-cluster': {
@@ -48,7 +51,7 @@ async function open(kind, env) {
       return { store: redisReadWriteStore(client), close: () => client.quit() }
     }
     case 'postgres-store': {
-      const store = new PostgresLockStore({ url: env.KEEL_TEST_DATABASE, commandTimeout, connectTimeout: commandTimeout })
+      const store = new PostgresLockStore({ url: env.KEEL_TEST_DATABASE, commandTimeout, connectTimeout: commandTimeout, ...tls })
       return { store, close: () => store.close() }
     }
     case 'sqlite':
@@ -63,7 +66,7 @@ async function open(kind, env) {
   }
 }
 
-const VARIABLES = ['KEEL_TEST_STORE', 'REDIS_URL', 'REDIS_CLUSTER_URLS', 'KEEL_TEST_DATABASE', 'KEEL_TEST_COMMAND_TIMEOUT']
+const VARIABLES = ['KEEL_TEST_STORE', 'REDIS_URL', 'REDIS_CLUSTER_URLS', 'KEEL_TEST_DATABASE', 'KEEL_TEST_COMMAND_TIMEOUT', 'KEEL_TEST_TLS_CA']
 
 /** The variables of `env` that name a store. */
 function pick(env) {

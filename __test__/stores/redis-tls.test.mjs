@@ -135,3 +135,26 @@ test('tls options are checked when the store is made: TypeErrors that name the o
     })
   }
 })
+
+// Past rustls's own buffers (64 KiB of records to send, 16 KiB of decrypted
+// replies unread), a TLS connection behaves exactly as a plain one.
+test('under load over TLS: 50,000 operations in flight at once are all answered', async () => {
+  const loaded = store({ url: at(server), tls: { ca }, commandTimeout: 30_000 })
+  const keys = Array.from({ length: 25_000 }, (_, i) => `tls-load:${i}:${uniqueKey('k')}`)
+  const taken = await Promise.all(keys.map((k) => loaded.acquire(k, 'owner', 60_000)))
+  assert.equal(taken.filter(Boolean).length, keys.length)
+  const released = await Promise.all(keys.map((k) => loaded.release(k, 'owner')))
+  assert.equal(released.filter(Boolean).length, keys.length)
+})
+
+test('over TLS, keys of 64 KiB and 1 MiB are locked, held and released like any other', async () => {
+  const big = store({ url: at(server), tls: { ca }, commandTimeout: 10_000 })
+  setLockStore(big)
+  for (const size of [64 * 1024, 1024 * 1024]) {
+    const key = uniqueKey('big').padEnd(size, 'k')
+    const [ran, seen] = await lock(key, 30_000).run(async () => big.isLocked(key))
+    assert.equal(ran, true)
+    assert.equal(seen, true, 'held inside run()')
+    assert.equal(await big.isLocked(key), false, `the ${size}-byte key was released when run() returned`)
+  }
+})

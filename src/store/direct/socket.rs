@@ -57,19 +57,34 @@ impl Socket {
                 Ok(out.is_empty())
             }
             Some(tls) => {
-                if !out.is_empty() {
-                    tls.writer().write_all(out)?;
-                    out.clear();
-                }
-                while tls.wants_write() {
+                // rustls takes plaintext only while its own buffer of records
+                // to send has room (64 KiB by default): hand it what it takes,
+                // send those records, and go on until everything went or the
+                // socket is full (then the rest waits in `out` for room).
+                let mut taken = 0;
+                let all = loop {
+                    if taken < out.len() {
+                        match tls.writer().write(&out[taken..]) {
+                            Ok(n) => taken += n,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    if !tls.wants_write() {
+                        if taken == out.len() {
+                            break true;
+                        }
+                        return Err(io::Error::other("TLS took no more bytes to send"));
+                    }
                     match tls.write_tls(&mut self.tcp) {
                         Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break false,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         Err(e) => return Err(e),
                     }
-                }
-                Ok(true)
+                };
+                out.drain(..taken);
+                Ok(all)
             }
         }
     }
@@ -98,38 +113,29 @@ impl Socket {
                 }
             }
             Some(tls) => {
-                let mut closed = false;
+                // rustls keeps at most 16 KiB of decrypted bytes unread and
+                // refuses to read more past that: take what it decrypted
+                // after every read from the socket, until the socket is empty.
                 loop {
+                    if take_plaintext(tls, into)? {
+                        return Ok(Arrived::Closed);
+                    }
                     match tls.read_tls(&mut self.tcp) {
-                        Ok(0) => {
-                            closed = true;
-                            break;
+                        Ok(0) => break,
+                        Ok(_) => {
+                            tls.process_new_packets().map_err(io::Error::other)?;
                         }
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            return Ok(Arrived::More)
+                        }
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         Err(e) => return Err(e),
                     }
-                    tls.process_new_packets().map_err(io::Error::other)?;
                 }
+                // The other end closed the socket: what it sent before is still read.
                 tls.process_new_packets().map_err(io::Error::other)?;
-                let mut chunk = [0u8; 16 * 1024];
-                loop {
-                    match tls.reader().read(&mut chunk) {
-                        Ok(0) => return Ok(Arrived::Closed),
-                        Ok(n) => into.extend_from_slice(&chunk[..n]),
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                            return Ok(Arrived::Closed)
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(if closed {
-                    Arrived::Closed
-                } else {
-                    Arrived::More
-                })
+                take_plaintext(tls, into)?;
+                Ok(Arrived::Closed)
             }
         }
     }
@@ -137,5 +143,20 @@ impl Socket {
     /// Whether rustls still holds bytes to send (a TLS socket only).
     pub fn wants_write(&self) -> bool {
         self.tls.as_ref().is_some_and(|tls| tls.wants_write())
+    }
+}
+
+/// Move the bytes rustls has decrypted into `into`. Returns whether the
+/// server ended the TLS session (its close_notify, or the stream's end).
+fn take_plaintext(tls: &mut ClientConnection, into: &mut BytesMut) -> io::Result<bool> {
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match tls.reader().read(&mut chunk) {
+            Ok(0) => return Ok(true),
+            Ok(n) => into.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(true),
+            Err(e) => return Err(e),
+        }
     }
 }
