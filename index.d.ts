@@ -343,16 +343,19 @@ export interface RedisTlsOptions {
 /**
  * The codes on errors a native store rejects with, so callers can branch on
  * them: the server could not be reached (or did not answer as Redis), did not
- * answer in time, refused the credentials, answered with an error (Redis,
- * PostgreSQL), the store
+ * answer in time, answered that it cannot serve anyone yet (Redis loading its
+ * data, `BUSY` with a script, out of client slots, a cluster re-forming;
+ * PostgreSQL out of connection slots or starting up), refused the
+ * credentials, answered with an error (Redis, PostgreSQL), the store
  * was closed, or an internal error in the addon (a bug: please report it).
- * A waiter with time left takes `ERR_LOCK_STORE_CONNECTION` and
- * `ERR_LOCK_STORE_TIMEOUT` as "not yet" and tries again (a JS store's errors
- * with these codes too).
+ * A waiter with time left takes `ERR_LOCK_STORE_CONNECTION`,
+ * `ERR_LOCK_STORE_TIMEOUT` and `ERR_LOCK_STORE_UNAVAILABLE` as "not yet" and
+ * tries again (a JS store's errors with these codes too).
  */
 export type LockStoreErrorCode =
   | 'ERR_LOCK_STORE_CONNECTION'
   | 'ERR_LOCK_STORE_TIMEOUT'
+  | 'ERR_LOCK_STORE_UNAVAILABLE'
   | 'ERR_LOCK_STORE_AUTH'
   | 'ERR_LOCK_STORE_REDIS'
   | 'ERR_LOCK_STORE_POSTGRES'

@@ -23,14 +23,16 @@ Object.defineProperty(LockNotHeldError.prototype, 'name', {
 })
 
 /**
- * Errors that say the store could not be reached or did not answer in time.
- * (Native stores set these codes; a JS store may set them too.)
+ * Errors that say the store could not be reached, did not answer in time,
+ * or answered that it cannot serve anyone yet (loading its data, busy, full,
+ * a cluster re-forming). (Native stores set these codes; a JS store may set
+ * them too.)
  *
  * @param {unknown} error
  */
 const isUnreachable = (error) => {
   const code = /** @type {{ code?: unknown } | null | undefined} */ (error)?.code
-  return code === 'ERR_LOCK_STORE_CONNECTION' || code === 'ERR_LOCK_STORE_TIMEOUT'
+  return code === 'ERR_LOCK_STORE_CONNECTION' || code === 'ERR_LOCK_STORE_TIMEOUT' || code === 'ERR_LOCK_STORE_UNAVAILABLE'
 }
 
 module.exports = { LockNotHeldError, isUnreachable }

@@ -110,6 +110,18 @@ pub(super) fn code_and_verb(sqlstate: &str) -> (&'static str, &'static str) {
         ("ERR_LOCK_STORE_AUTH", "was refused by")
     } else if sqlstate == SqlState::QUERY_CANCELED.code() {
         ("ERR_LOCK_STORE_TIMEOUT", "timed out talking to")
+    } else if sqlstate == SqlState::TOO_MANY_CONNECTIONS.code()
+        || sqlstate == SqlState::CANNOT_CONNECT_NOW.code()
+    {
+        // Out of connection slots (53300, the reserved ones included), or
+        // starting up / in recovery (57P03): nothing was run, and a waiter
+        // with time left tries again.
+        ("ERR_LOCK_STORE_UNAVAILABLE", "was not ready at")
+    } else if sqlstate == SqlState::READ_ONLY_SQL_TRANSACTION.code() {
+        (
+            "ERR_LOCK_STORE_POSTGRES",
+            "cannot write: the database is read-only (a standby, or default_transaction_read_only) at",
+        )
     } else if sqlstate.starts_with("57P") || sqlstate.starts_with("08") {
         ("ERR_LOCK_STORE_CONNECTION", "lost the connection to")
     } else {

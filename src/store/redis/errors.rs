@@ -52,10 +52,13 @@ impl Shared {
 
     pub(super) fn failure(&self, name: &'static str, e: &RedisError) -> StoreError {
         let url = &self.display;
+        let text = e.to_string();
         let (code, what) = if e.kind() == ErrorKind::AuthenticationFailed
-            || auth_refused(e.code().unwrap_or(""), &e.to_string())
+            || auth_refused(e.code().unwrap_or(""), &text)
         {
             ("ERR_LOCK_STORE_AUTH", "was refused by")
+        } else if not_ready(e.code().unwrap_or(""), &text) {
+            NOT_READY
         } else if e.is_timeout() {
             ("ERR_LOCK_STORE_TIMEOUT", "timed out talking to")
         } else if e.is_connection_refusal() {
@@ -81,14 +84,40 @@ pub(super) fn auth_refused(code: &str, text: &str) -> bool {
         || text.contains("invalid username-password")
 }
 
+/// Whether a server error reply says "not now" rather than "no": the server
+/// is loading its data (`LOADING`), running another client's script too long
+/// (`BUSY`), has no room for another client, or is a cluster re-forming
+/// (`TRYAGAIN`: a slot moving; `CLUSTERDOWN`: slots without a master;
+/// `MASTERDOWN`: a replica cut off from its master). The command was not run,
+/// so trying it again later is safe, and a waiter with time left does.
+/// (`READONLY`, a write sent to a replica, is not among them: it stays so
+/// until the client is pointed elsewhere.)
+pub(super) fn not_ready(code: &str, text: &str) -> bool {
+    matches!(
+        code,
+        "LOADING" | "BUSY" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN"
+    ) || text.contains("max number of clients reached")
+}
+
+/// The code and wording of a server that is not ready ([`not_ready`]).
+const NOT_READY: (&str, &str) = ("ERR_LOCK_STORE_UNAVAILABLE", "was not ready at");
+
+/// What a server error reply is to its caller: its code, and the words
+/// before the server's name in the message.
+pub(super) fn reply_meaning(code: &str, text: &str) -> (&'static str, &'static str) {
+    if auth_refused(code, text) {
+        ("ERR_LOCK_STORE_AUTH", "was refused by")
+    } else if not_ready(code, text) {
+        NOT_READY
+    } else {
+        ("ERR_LOCK_STORE_REDIS", "got an error from")
+    }
+}
+
 /// A command's error reply as the error its caller sees.
 #[cfg_attr(test, allow(dead_code))]
 pub(super) fn server_error(name: &str, display: &str, e: &redis::ServerError) -> StoreError {
-    let (code, what) = if auth_refused(e.code(), &e.to_string()) {
-        ("ERR_LOCK_STORE_AUTH", "was refused by")
-    } else {
-        ("ERR_LOCK_STORE_REDIS", "got an error from")
-    };
+    let (code, what) = reply_meaning(e.code(), &e.to_string());
     StoreError::Backend(BackendError {
         code,
         message: format!("RedisLockStore.{name}: {what} {display}: {e}"),

@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::Decoder;
 
 use crate::store::direct::{connect_tcp, Failure, Opened};
-use crate::store::redis::errors::auth_refused;
+use crate::store::redis::errors::reply_meaning;
 
 /// Where and how to connect; made once per store.
 pub struct Target {
@@ -126,22 +126,10 @@ async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
     while answered < expected {
         match codec.decode(&mut buffer) {
             Ok(Some(Value::ServerError(e))) => {
-                let refused = auth_refused(e.code(), &e.to_string());
+                let (code, what) = reply_meaning(e.code(), &e.to_string());
                 return Err(Failure {
-                    code: if refused {
-                        "ERR_LOCK_STORE_AUTH"
-                    } else {
-                        "ERR_LOCK_STORE_REDIS"
-                    },
-                    text: format!(
-                        "{} {}: {e}",
-                        if refused {
-                            "was refused by"
-                        } else {
-                            "got an error from"
-                        },
-                        target.display
-                    ),
+                    code,
+                    text: format!("{what} {}: {e}", target.display),
                 });
             }
             Ok(Some(_)) => answered += 1,

@@ -1,0 +1,119 @@
+// A server that answers "not now" (Redis busy with another client's script
+// or out of client slots, PostgreSQL out of connection slots) is a store
+// that is not ready, not a broken one: the error's code is
+// ERR_LOCK_STORE_UNAVAILABLE, and a waiter with time left tries again at its
+// retryDelay until the server is ready, like after a refused connection.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { lock, setLockStore, RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
+import { startRedis, uniqueKey } from '../../support/servers.mjs'
+import { startPostgres } from '../../support/postgres.mjs'
+
+let redis
+let postgres
+const cleanups = []
+before(async () => {
+  ;[redis, postgres] = await Promise.all([startRedis({ args: ['--busy-reply-threshold', '100'] }), startPostgres()])
+})
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup()
+  await redis?.close()
+  await postgres?.close()
+})
+
+const redisStore = (options = {}) => {
+  const store = new RedisLockStore({ url: redis.url, commandTimeout: 5_000, ...options })
+  cleanups.push(() => store.close())
+  return store
+}
+const ioredis = () => {
+  const client = new Redis(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true })
+  client.on('error', () => {})
+  cleanups.push(() => client.disconnect())
+  return client
+}
+
+test('Redis BUSY (another client\'s script runs long): ERR_LOCK_STORE_UNAVAILABLE, and a waiter gets the lock once it ends', async () => {
+  const store = redisStore()
+  setLockStore(store)
+  const key = uniqueKey('busy')
+  assert.equal(await store.isLocked(key), false)
+  const runner = ioredis()
+  const killer = ioredis()
+  await Promise.all([runner.connect(), killer.connect()])
+  // A script that spins until killed: past busy-reply-threshold, every other command is answered BUSY.
+  runner.eval('while true do end', 0).catch(() => {})
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  await assert.rejects(store.isLocked(key), (e) => {
+    assert.equal(e.code, 'ERR_LOCK_STORE_UNAVAILABLE', e.message)
+    assert.match(e.message, /^RedisLockStore\.isLocked: was not ready at redis:\/\/127\.0\.0\.1:\d+: "?BUSY/)
+    return true
+  })
+  const waiting = lock(key, 10_000).acquire({ timeout: 15_000, retryDelay: 100 })
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  await killer.call('SCRIPT', 'KILL')
+  assert.equal(await waiting, true, 'the waiter tried again until the server was ready')
+})
+
+test('Redis out of client slots: ERR_LOCK_STORE_UNAVAILABLE, and a waiter gets the lock once a slot frees', async () => {
+  const admin = ioredis()
+  const spare = ioredis()
+  await Promise.all([admin.connect(), spare.connect()])
+  const clients = Number((await admin.call('CLIENT', 'LIST')).trim().split('\n').length)
+  // Room for the clients connected now and no more.
+  await admin.config('SET', 'maxclients', String(clients))
+  cleanups.push(async () => {
+    const restore = new Redis(redis.url)
+    await restore.config('SET', 'maxclients', '10000')
+    restore.disconnect()
+  })
+  const store = redisStore({ connectTimeout: 2_000 })
+  const key = uniqueKey('full')
+  await assert.rejects(store.isLocked(key), (e) => {
+    assert.equal(e.code, 'ERR_LOCK_STORE_UNAVAILABLE', e.message)
+    assert.match(e.message, /max number of clients reached/)
+    return true
+  })
+  setLockStore(store)
+  const waiting = lock(key, 10_000).acquire({ timeout: 15_000, retryDelay: 100 })
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  // Two slots: the store's connection, and the one it hears releases on.
+  admin.disconnect()
+  spare.disconnect()
+  assert.equal(await waiting, true, 'the waiter tried again until a slot was free')
+})
+
+test('PostgreSQL out of connection slots: ERR_LOCK_STORE_UNAVAILABLE, and a waiter gets the lock once a slot frees', async () => {
+  const admin = new pg.Client(postgres.url)
+  await admin.connect()
+  const { rows } = await admin.query("SELECT current_setting('max_connections')::int AS max")
+  // Every slot taken (the superusers' reserved ones too: the store logs in as postgres).
+  const fillers = []
+  for (;;) {
+    const filler = new pg.Client(postgres.url)
+    try {
+      await filler.connect()
+    } catch {
+      break
+    }
+    fillers.push(filler)
+    assert.ok(fillers.length <= rows[0].max, 'the server kept taking connections')
+  }
+  cleanups.push(() => Promise.all(fillers.map((f) => f.end().catch(() => {}))))
+  const store = new PostgresLockStore({ url: postgres.url, poolSize: 1, connectTimeout: 2_000, commandTimeout: 2_000 })
+  cleanups.push(() => store.close())
+  const key = uniqueKey('pg-full')
+  await assert.rejects(store.isLocked(key), (e) => {
+    assert.equal(e.code, 'ERR_LOCK_STORE_UNAVAILABLE', e.message)
+    assert.match(e.message, /too many clients|connection slots/)
+    return true
+  })
+  setLockStore(store)
+  const waiting = lock(key, 10_000).acquire({ timeout: 15_000, retryDelay: 100 })
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  // Two slots: the store's connection, and the one it listens for releases on.
+  await Promise.all([admin.end(), fillers.pop().end()])
+  assert.equal(await waiting, true, 'the waiter tried again until a slot was free')
+})
