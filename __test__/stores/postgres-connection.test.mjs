@@ -7,7 +7,8 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import pg from 'pg'
 import { lock, setLockStore, PostgresLockStore } from '@shaferllc/keel/core'
-import { startProxy, uniqueKey } from '../../support/servers.mjs'
+import { uniqueKey } from '../../support/servers.mjs'
+import { startProxy } from '../../support/fault-proxy.mjs'
 import { startPostgres } from '../../support/postgres.mjs'
 
 let server

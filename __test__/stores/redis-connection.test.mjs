@@ -6,7 +6,8 @@ import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Redis } from 'ioredis'
 import { lock, readLock, writeLock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
-import { startProxy, startRedis, uniqueKey } from '../../support/servers.mjs'
+import { startRedis, uniqueKey } from '../../support/servers.mjs'
+import { startProxy } from '../../support/fault-proxy.mjs'
 
 const server = await startRedis()
 const inspect = new Redis(server.url)

@@ -10,7 +10,8 @@ import { spawnSync } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { lock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startProxy, startRedis, uniqueKey } from '../../support/servers.mjs'
+import { startRedis, uniqueKey } from '../../support/servers.mjs'
+import { startProxy } from '../../support/fault-proxy.mjs'
 import { eventually } from '../helpers/eventually.mjs'
 
 const server = await startRedis()

@@ -63,14 +63,8 @@ pub(super) unsafe extern "C" fn on_timer<W: Wire>(handle: *mut c_void) {
     // SAFETY: libuv calls this with our live timer handle.
     let engine = unsafe { engine_of::<W>(handle) };
     engine.timer_at.set(None);
-    let due = engine.conn.borrow_mut().expire(engine.now());
-    engine.follow(
-        Next {
-            connect: false,
-            due,
-        },
-        true,
-    );
+    let next = engine.conn.borrow_mut().expire(engine.now());
+    engine.follow(next, true);
 }
 
 pub(super) unsafe extern "C" fn on_wake<W: Wire>(handle: *mut c_void) {

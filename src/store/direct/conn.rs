@@ -36,6 +36,9 @@ pub struct Waiting<W: Wire> {
     pub allowed: u64,
     /// How many times it was sent again after a connection broke under it.
     pub resent: u32,
+    /// [`Conn::heard`] when it was submitted: if it is the same when the
+    /// request times out, nothing came back from the server meanwhile.
+    pub heard: u64,
 }
 
 pub enum State {
@@ -58,6 +61,9 @@ pub struct Conn<W: Wire> {
     pub out: Vec<u8>,
     inbound: BytesMut,
     session: W::Session,
+    /// How many times bytes arrived from the server: what tells a slow server
+    /// (something comes back, just late) from a silent connection.
+    heard: u64,
 }
 
 /// What the event-loop side must do after a change of state.
@@ -94,6 +100,7 @@ impl<W: Wire> Conn<W> {
             out: Vec::new(),
             inbound: BytesMut::with_capacity(16 * 1024),
             session: W::Session::default(),
+            heard: 0,
         }
     }
 
@@ -127,6 +134,7 @@ impl<W: Wire> Conn<W> {
             deadline: now.saturating_add(timeout),
             allowed: timeout,
             resent: 0,
+            heard: self.heard,
         });
         next
     }
@@ -165,7 +173,11 @@ impl<W: Wire> Conn<W> {
         let State::Open(socket) = &mut self.state else {
             return Next::default();
         };
+        let before = self.inbound.len();
         let arrived = socket.read(&mut self.inbound);
+        if self.inbound.len() > before {
+            self.heard += 1;
+        }
         let mut next = Next::default();
         loop {
             match W::decode(&mut self.session, &mut self.inbound) {
@@ -280,14 +292,20 @@ impl<W: Wire> Conn<W> {
     }
 
     /// Requests past their deadline at `now` fail; they keep their place.
-    pub fn expire(&mut self, now: u64) -> Due<W> {
-        let mut due = Due::<W>::new();
+    /// If nothing at all came back from the server since one of them was
+    /// sent, the connection has gone silent (a host gone, a flow dropped by
+    /// a NAT or load balancer: the socket stays open and nothing arrives),
+    /// and it is given up: the requests still waiting go to a fresh one.
+    pub fn expire(&mut self, now: u64) -> Next<W> {
+        let mut next = Next::default();
         let display = W::display(&self.target);
+        let mut silent = false;
         for w in self.waiting.iter_mut().filter(|w| w.deadline <= now) {
             if let Some(reply) = w.reply.take() {
                 self.live -= 1;
+                silent |= w.heard == self.heard;
                 let text = format!("no answer from {display} within {} ms", w.allowed);
-                due.push((
+                next.due.push((
                     reply,
                     Err(error::<W>(
                         "ERR_LOCK_STORE_TIMEOUT",
@@ -297,11 +315,15 @@ impl<W: Wire> Conn<W> {
                 ));
             }
         }
-        // Before the socket opened, nothing was sent: a timed-out request leaves no reply behind.
         if !matches!(self.state, State::Open(_)) {
+            // Before the socket opened, nothing was sent: a timed-out request leaves no reply behind.
             self.waiting.retain(|w| w.reply.is_some());
+        } else if silent {
+            next.absorb(
+                self.broke("nothing came back from the server for a whole command timeout"),
+            );
         }
-        due
+        next
     }
 
     /// The earliest deadline of a request still waiting for its reply.

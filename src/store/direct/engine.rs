@@ -192,8 +192,13 @@ impl<W: Wire> Engine<W> {
             }
             return;
         }
-        if self.timer_at.get().is_some() {
-            return;
+        if let Some(set) = self.timer_at.get() {
+            // Left alone, unless the newest request is due first (one sent
+            // once the connection opened, behind one that waited for it).
+            match conn.waiting.back() {
+                Some(newest) if newest.reply.is_some() && newest.deadline < set => {}
+                _ => return,
+            }
         }
         if let Some(at) = conn.next_deadline() {
             handles

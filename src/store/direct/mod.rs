@@ -136,6 +136,15 @@ pub async fn connect_tcp(
             }
         })?;
     let _ = tcp.set_nodelay(true);
+    // An idle connection to a host that is gone (or behind a flow a NAT or
+    // load balancer dropped) is found out by the kernel within about 30 s,
+    // instead of at the next command. Best effort: a platform without it
+    // still has the command timeout.
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(std::time::Duration::from_secs(15))
+        .with_interval(std::time::Duration::from_secs(5))
+        .with_retries(3);
+    let _ = socket2::SockRef::from(&tcp).set_tcp_keepalive(&keepalive);
     Ok(tcp)
 }
 
