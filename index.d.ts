@@ -385,7 +385,8 @@ export declare class RedisLockStore implements LockStore {
   isLocked(key: string): Promise<boolean>
   remainingTime(key: string): Promise<number | null>
   /**
-   * Close the connection; later operations reject with `ERR_LOCK_STORE_CLOSED`.
+   * Close the connection; later operations, and acquires waiting on this
+   * store, reject with `ERR_LOCK_STORE_CLOSED` at once.
    * A store lives until it is closed; once closed it can be garbage-collected.
    */
   close(): Promise<void>
@@ -440,7 +441,8 @@ export declare class PostgresLockStore implements LockStore {
   isLocked(key: string): Promise<boolean>
   remainingTime(key: string): Promise<number | null>
   /**
-   * Close the connections; later operations reject with `ERR_LOCK_STORE_CLOSED`.
+   * Close the connections; later operations, and acquires waiting on this
+   * store, reject with `ERR_LOCK_STORE_CLOSED` at once.
    * A store lives until it is closed; once closed it can be garbage-collected.
    */
   close(): Promise<void>

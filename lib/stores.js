@@ -118,6 +118,26 @@ function onAnnouncedRelease(listener) {
 }
 
 /**
+ * Who hears that a store was closed: the wait queues, whose waiters then
+ * reject at once instead of at their next poll.
+ *
+ * @type {(handle: object) => void}
+ */
+let closed = noop
+
+/** @param {(handle: object) => void} listener */
+function onClosed(listener) {
+  closed = listener
+}
+
+/** @param {NativeLockStore} store */
+function closeStore(store) {
+  const handle = /** @type {object} */ (handleOf(store))
+  native.closeStore(handle)
+  closed(handle)
+}
+
+/**
  * A store on a Redis server, spoken to from Rust over one multiplexed
  * connection. Wire-compatible with the docs' ioredis store: the key (after
  * `prefix`) holds the owner token, with the lock's TTL as its Redis expiry.
@@ -129,9 +149,9 @@ class RedisLockStore extends NativeLockStore {
     super('RedisLockStore', handle)
   }
 
-  /** Close the connection. Later operations reject with code ERR_LOCK_STORE_CLOSED. */
+  /** Close the connection. Later operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED. */
   async close() {
-    native.closeStore(/** @type {object} */ (handleOf(this)))
+    closeStore(this)
   }
 }
 
@@ -147,10 +167,10 @@ class PostgresLockStore extends NativeLockStore {
     super('PostgresLockStore', handle)
   }
 
-  /** Close the connections. Later operations reject with code ERR_LOCK_STORE_CLOSED. */
+  /** Close the connections. Later operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED. */
   async close() {
-    native.closeStore(/** @type {object} */ (handleOf(this)))
+    closeStore(this)
   }
 }
 
-module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease }
+module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease, onClosed }

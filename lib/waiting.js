@@ -22,7 +22,7 @@ const native = require('./native.js')
 const { StoreKind, opsOf, kindOf, laneOf } = require('./protocol.js')
 const { isThenable, noop } = require('./check.js')
 const { isUnreachable } = require('./errors.js')
-const { onAnnouncedRelease } = require('./stores.js')
+const { onAnnouncedRelease, onClosed } = require('./stores.js')
 const { timer, cancel } = require('./timers.js')
 const { releasedDuringAttempts } = require('./attempts.js')
 const { withdraw, dropCrossedMarks } = require('./marks.js')
@@ -175,6 +175,12 @@ function wake(handle, key) {
 
 // Releases other processes announce through a native server store wake this thread's waiters.
 onAnnouncedRelease((handle, tagged) => wake(handle, laneOf(tagged)))
+
+// A store closed: every queue's head tries now, is refused as closed, and
+// leaves; the next then tries, and so on, so no waiter sleeps to its next poll.
+onClosed((handle) => {
+  for (const [lane, queue] of queues.get(handle) ?? []) tryHead(handle, lane, queue)
+})
 
 /**
  * @param {object} handle

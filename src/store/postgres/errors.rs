@@ -158,3 +158,25 @@ fn io_kind(e: &tokio_postgres::Error) -> Option<std::io::ErrorKind> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::code_and_verb;
+
+    #[test]
+    fn a_server_not_ready_yet_is_told_from_one_that_refuses() {
+        // Too many connections (the reserved slots too), and starting up or in recovery.
+        for sqlstate in ["53300", "57P03"] {
+            assert_eq!(
+                code_and_verb(sqlstate).0,
+                "ERR_LOCK_STORE_UNAVAILABLE",
+                "{sqlstate}"
+            );
+        }
+        assert_eq!(code_and_verb("57P01").0, "ERR_LOCK_STORE_CONNECTION");
+        assert_eq!(code_and_verb("28P01").0, "ERR_LOCK_STORE_AUTH");
+        let (code, verb) = code_and_verb("25006");
+        assert_eq!(code, "ERR_LOCK_STORE_POSTGRES");
+        assert!(verb.contains("read-only"), "{verb}");
+    }
+}

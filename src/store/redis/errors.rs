@@ -145,3 +145,45 @@ async fn speaks_redis(host: &str, port: u16, within: Duration) -> Option<bool> {
         Ok(Ok(true))
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::reply_meaning;
+
+    #[test]
+    fn a_server_not_ready_yet_is_told_from_one_that_refuses() {
+        for (code, text) in [
+            ("LOADING", "LOADING Redis is loading the dataset in memory"),
+            ("BUSY", "BUSY Redis is busy running a script."),
+            (
+                "TRYAGAIN",
+                "TRYAGAIN Multiple keys request during rehashing of slot",
+            ),
+            ("CLUSTERDOWN", "CLUSTERDOWN The cluster is down"),
+            ("MASTERDOWN", "MASTERDOWN Link with MASTER is down"),
+            ("ERR", "ERR max number of clients reached"),
+        ] {
+            assert_eq!(
+                reply_meaning(code, text).0,
+                "ERR_LOCK_STORE_UNAVAILABLE",
+                "{text}"
+            );
+        }
+        assert_eq!(
+            reply_meaning(
+                "READONLY",
+                "READONLY You can't write against a read only replica."
+            )
+            .0,
+            "ERR_LOCK_STORE_REDIS"
+        );
+        assert_eq!(
+            reply_meaning("NOAUTH", "NOAUTH Authentication required.").0,
+            "ERR_LOCK_STORE_AUTH"
+        );
+        assert_eq!(
+            reply_meaning("ERR", "ERR unknown command").0,
+            "ERR_LOCK_STORE_REDIS"
+        );
+    }
+}
