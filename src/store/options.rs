@@ -20,18 +20,37 @@ impl std::fmt::Debug for TlsOptions {
     }
 }
 
-/// A URL as it may appear in an error message: without its password.
+/// A URL as it may appear in an error message: without its password (in
+/// the user part, or a `password=` parameter), and with `***` only where
+/// there was one.
 pub fn redacted(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    match rest.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
-            format!("{scheme}://{user}:***@{host}")
-        }
-        None => url.to_owned(),
+    let (place, query) = match rest.split_once('?') {
+        Some((place, query)) => (place, Some(query)),
+        None => (rest, None),
+    };
+    let mut shown = format!("{scheme}://");
+    match place.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => shown.push_str(&format!("{user}:***@{host}")),
+            None => shown.push_str(place),
+        },
+        None => shown.push_str(place),
     }
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&pairs.join("&"));
+    }
+    shown
 }
 
 /// Stores keep whole milliseconds; a fractional TTL rounds up, as in memory.
@@ -52,6 +71,15 @@ mod tests {
         );
         assert_eq!(redacted("redis://:s3cret@host"), "redis://:***@host");
         assert_eq!(redacted("redis://host:6379"), "redis://host:6379");
+        // No password, no stars.
+        assert_eq!(
+            redacted("postgres://app@db:5432/x?sslmode=verify-full"),
+            "postgres://app@db:5432/x?sslmode=verify-full"
+        );
+        assert_eq!(
+            redacted("postgres://app@db/x?sslmode=require&password=s3cret"),
+            "postgres://app@db/x?sslmode=require&password=***"
+        );
     }
 
     #[test]
