@@ -21,6 +21,8 @@ pub struct PostgresOptions {
     pub command_timeout: Duration,
     /// How often expired rows are swept away (at most; only while acquiring).
     pub sweep_interval: Duration,
+    /// The server the LISTEN connection goes to, when not `url`'s.
+    pub listen_url: Option<String>,
     pub tls: Option<TlsOptions>,
 }
 
@@ -35,14 +37,28 @@ pub(super) struct Target {
 /// Read `options.url`; a URL that cannot be used is the caller's mistake,
 /// reported with its password hidden.
 pub(super) fn target(options: &PostgresOptions) -> Result<Target, String> {
-    let shown = redacted(&options.url);
-    if !options.url.starts_with("postgres://") && !options.url.starts_with("postgresql://") {
+    target_of(options, "url", &options.url)
+}
+
+/// Read `options.listenUrl`, if given, as `url` is read.
+pub(super) fn listen_target(options: &PostgresOptions) -> Result<Option<Target>, String> {
+    options
+        .listen_url
+        .as_deref()
+        .map(|url| target_of(options, "listenUrl", url))
+        .transpose()
+}
+
+/// Read `url` (the option `name`) with the store's bounds.
+fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target, String> {
+    let shown = redacted(url);
+    if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
         return Err(format!(
-            "url {shown:?} is not a postgres:// URL (postgres://user:password@host:port/database)"
+            "{name} {shown:?} is not a postgres:// URL (postgres://user:password@host:port/database)"
         ));
     }
-    let mut config = Config::from_str(&options.url)
-        .map_err(|e| format!("url {shown:?} is not a PostgreSQL URL this store can use: {e}"))?;
+    let mut config = Config::from_str(url)
+        .map_err(|e| format!("{name} {shown:?} is not a PostgreSQL URL this store can use: {e}"))?;
     if config.get_hosts().is_empty() {
         config.host("localhost");
     }
@@ -106,6 +122,7 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             command_timeout: Duration::from_millis(2500),
             sweep_interval: Duration::from_secs(60),
+            listen_url: None,
             tls: None,
         }
     }
@@ -130,5 +147,16 @@ mod tests {
             .err()
             .unwrap();
         assert!(!bad.contains("s3cret"), "{bad}");
+        let mut listening = options("postgres://app@bouncer:6432/db");
+        assert!(listen_target(&listening).unwrap().is_none());
+        listening.listen_url = Some("mysql://app:s3cret@h/db".to_owned());
+        let bad = listen_target(&listening).err().unwrap();
+        assert!(
+            bad.starts_with("listenUrl ") && !bad.contains("s3cret"),
+            "{bad}"
+        );
+        listening.listen_url = Some("postgres://app@db:5432/db".to_owned());
+        let direct = listen_target(&listening).unwrap().unwrap();
+        assert_eq!(direct.display, "postgres://app@db:5432/db");
     }
 }

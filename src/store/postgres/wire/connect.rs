@@ -1,8 +1,9 @@
 //! Opening a connection, on Tokio: TCP, TLS when asked for (the server is
 //! asked first, as the protocol wants), the startup message, logging in
 //! (SCRAM-SHA-256, MD5 or a clear-text password, whichever the server
-//! asks), the table made if it is missing, and every statement prepared.
-//! Then the socket moves to the JS thread's event loop.
+//! asks), and the table made if it is missing (nothing is prepared: each
+//! operation parses its own statement, see the parent module). Then the
+//! socket moves to the JS thread's event loop.
 //!
 //! After the server refuses our credentials, no new connection is tried for
 //! a second: operations meanwhile fail with the same error at once, so a
@@ -20,7 +21,7 @@ use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::{prepare_all, row_values, DbError};
+use super::{row_values, DbError};
 use crate::store::direct::{connect_tcp, Failure, Opened};
 use crate::store::postgres::errors::code_and_verb;
 use crate::store::postgres::sql::Sql;
@@ -231,7 +232,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
     }
 }
 
-/// Startup, log in, make the table if missing, prepare the statements.
+/// Startup, log in, make the table if missing.
 async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
@@ -266,10 +267,6 @@ async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     {
         talk.query(&sql.create).await?;
     }
-    let mut out = BytesMut::new();
-    prepare_all(sql, &mut out).map_err(|e| lost(target, &e))?;
-    talk.send(&out).await?;
-    talk.until_ready().await?;
     Ok(())
 }
 
