@@ -7,6 +7,7 @@
 //   REDIS_CLUSTER_URLS  for redis-cluster: the node URLs, separated by spaces
 //   KEEL_TEST_DATABASE  sqlite:<file> or a postgres:// URL, for the docs' database store
 //                       (sqlite, postgres) and PostgresLockStore (postgres-store)
+//   KEEL_TEST_LISTEN_URL  PostgresLockStore's listenUrl (postgres-store), when set
 //   KEEL_TEST_COMMAND_TIMEOUT  the native stores' command and connect timeouts, ms (default 5000)
 
 import { RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
@@ -48,7 +49,8 @@ async function open(kind, env) {
       return { store: redisReadWriteStore(client), close: () => client.quit() }
     }
     case 'postgres-store': {
-      const store = new PostgresLockStore({ url: env.KEEL_TEST_DATABASE, commandTimeout, connectTimeout: commandTimeout })
+      const listenUrl = env.KEEL_TEST_LISTEN_URL || undefined
+      const store = new PostgresLockStore({ url: env.KEEL_TEST_DATABASE, listenUrl, commandTimeout, connectTimeout: commandTimeout })
       return { store, close: () => store.close() }
     }
     case 'sqlite':
@@ -63,7 +65,7 @@ async function open(kind, env) {
   }
 }
 
-const VARIABLES = ['KEEL_TEST_STORE', 'REDIS_URL', 'REDIS_CLUSTER_URLS', 'KEEL_TEST_DATABASE', 'KEEL_TEST_COMMAND_TIMEOUT']
+const VARIABLES = ['KEEL_TEST_STORE', 'REDIS_URL', 'REDIS_CLUSTER_URLS', 'KEEL_TEST_DATABASE', 'KEEL_TEST_LISTEN_URL', 'KEEL_TEST_COMMAND_TIMEOUT']
 
 /** The variables of `env` that name a store. */
 function pick(env) {
