@@ -223,7 +223,10 @@ impl PostgresStore {
                         &[(&key, TEXT), (&owner, TEXT), (&ttl, INT8)],
                     )
                     .await?;
-                let token = row.map(|row| row.try_get::<_, i64>(0)).transpose()?;
+                let token = row
+                    .map(|row| row.try_get::<_, Option<i64>>(0))
+                    .transpose()?
+                    .flatten();
                 shared.sweep_if_due();
                 Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
             }
@@ -278,7 +281,10 @@ impl LockStore for PostgresStore {
                     .client
                     .query_typed_opt(&conn.sql.release, &[(&key, TEXT), (&owner, TEXT)])
                     .await?;
-                Ok(row.map(|row| row.try_get::<_, bool>(0)).transpose()? == Some(true))
+                let held = row
+                    .map(|row| row.try_get::<_, Option<bool>>(0))
+                    .transpose()?;
+                Ok(held.flatten() == Some(true))
             }
         })
     }
@@ -296,14 +302,13 @@ impl LockStore for PostgresStore {
         self.op("extend", Some(route), move |conn| {
             let (key, owner) = (key.clone(), owner.clone());
             async move {
-                Ok(conn
-                    .client
-                    .execute_typed(
+                conn.client
+                    .query_typed_one(
                         &conn.sql.extend,
                         &[(&key, TEXT), (&owner, TEXT), (&ttl, INT8)],
                     )
                     .await?
-                    == 1)
+                    .try_get::<_, bool>(0)
             }
         })
     }
