@@ -24,9 +24,10 @@ export const pgbouncerMissing = () => (pgbouncerBin() ? false : 'pgbouncer is no
 /**
  * PgBouncer in `mode` (`transaction` or `session`) in front of `upstream`
  * (a `postgres://user@127.0.0.1:port/db` URL of a trust-auth cluster), with
- * `poolSize` server connections at most. Returns `{ url, port, log(), close() }`.
+ * `poolSize` server connections at most, ignoring the startup parameters
+ * `ignoreStartupParameters` names. Returns `{ url, port, log(), close() }`.
  */
-export async function startPgBouncer({ upstream, mode, poolSize = 3 }) {
+export async function startPgBouncer({ upstream, mode, poolSize = 3, ignoreStartupParameters = 'extra_float_digits,options,application_name' }) {
   const bin = pgbouncerBin()
   if (!bin) throw new Error(pgbouncerMissing() || 'pgbouncer is not installed')
   if (mode !== 'transaction' && mode !== 'session') throw new Error(`mode must be transaction or session, got ${mode}`)
@@ -51,8 +52,9 @@ min_pool_size = 0
 reserve_pool_size = 0
 max_client_conn = 500
 ; PgBouncer 1.18 refuses a client whose startup packet has parameters it
-; does not track (the store sends options); ignored, they are not applied.
-ignore_startup_parameters = extra_float_digits,options,application_name
+; does not track (the store sends options, and connects again without it
+; when refused); ignored, they are not applied.
+ignore_startup_parameters = ${ignoreStartupParameters}
 logfile = ${logFile}
 pidfile = ${join(dir, 'pid')}
 log_connections = 0

@@ -43,6 +43,25 @@ describe('PostgresLockStore through PgBouncer (pool_mode = transaction)', { skip
     await postgres?.close()
   })
 
+  test('a bouncer that refuses the options startup parameter: connects without it, on the event loop and on Tokio', async () => {
+    // PgBouncer's default: only the parameters it tracks (the store sends
+    // statement_timeout and READ COMMITTED in `options`).
+    const strict = await startPgBouncer({ upstream: postgres.url, mode: 'transaction', poolSize: 2, ignoreStartupParameters: 'extra_float_digits' })
+    try {
+      const { port } = strict
+      for (const url of [strict.url, `postgres://postgres@127.0.0.1:${port},127.0.0.1:${port}/postgres`]) {
+        const s = store({ url, table: 'bouncer_strict' })
+        const key = uniqueKey('strict')
+        assert.equal(await s.acquire(key, 'me', 30_000), true, url)
+        assert.equal(await s.extend(key, 'me', 30_000), true)
+        assert.equal(await s.acquire(key, 'other', 30_000), false)
+        assert.equal(await s.release(key, 'me'), true)
+      }
+    } finally {
+      await strict.close()
+    }
+  })
+
   test('two stores on two tables: each key held once per table, its row in its own table', async () => {
     const a = store({ table: 'bouncer_a', poolSize: 4 })
     const b = store({ table: 'bouncer_b', poolSize: 4 })

@@ -3,6 +3,7 @@
 //! server as an error message may name it.
 
 use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use tokio_postgres::config::{Host, SslMode};
@@ -29,6 +30,11 @@ pub struct PostgresOptions {
 /// The connection settings read from the URL, and whether they ask for TLS.
 pub(super) struct Target {
     pub config: Config,
+    /// `config` without the settings the store adds to `options` (below),
+    /// for a server that refuses the `options` startup parameter.
+    pub plain: Config,
+    /// Whether the server refused `options`: connect with `plain` from then on.
+    pub refuses_options: AtomicBool,
     pub tls: bool,
     /// The server as error messages name it: `postgres://user@host:port/db`.
     pub display: String,
@@ -83,6 +89,7 @@ fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target,
         "-c statement_timeout={} -c default_transaction_isolation=read\\ committed",
         options.command_timeout.as_millis().max(1)
     );
+    let plain = config.clone();
     let given = config.get_options().unwrap_or_default().to_owned();
     config.options(if given.is_empty() {
         bound
@@ -92,9 +99,20 @@ fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target,
     let display = display(&config);
     Ok(Target {
         config,
+        plain,
+        refuses_options: AtomicBool::new(false),
         tls,
         display,
     })
+}
+
+/// Whether a server's refusal is PgBouncer's of the `options` startup
+/// parameter (it takes only the few parameters it tracks, unless told to
+/// ignore others): then the store connects without it, and goes without
+/// the settings it carries (statement_timeout, READ COMMITTED), which
+/// nothing here needs for correctness.
+pub(super) fn refuses_options(error: &str) -> bool {
+    error.contains("unsupported startup parameter: options")
 }
 
 fn display(config: &Config) -> String {

@@ -22,7 +22,7 @@ use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, SimpleQueryMessage
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::errors::{detail, Failure};
-use super::options::Target;
+use super::options::{refuses_options, Target};
 use super::sql::Sql;
 use crate::store::route;
 
@@ -168,7 +168,28 @@ pub(super) async fn connect(
     opener: &Opener,
     notices: Option<mpsc::UnboundedSender<(String, String)>>,
 ) -> Result<Client, tokio_postgres::Error> {
-    let config = &opener.target.config;
+    let target = &opener.target;
+    let plain = target.refuses_options.load(Ordering::Relaxed);
+    match connect_with(
+        opener,
+        if plain { &target.plain } else { &target.config },
+        notices.clone(),
+    )
+    .await
+    {
+        Err(e) if !plain && refuses_options(&detail(&e)) => {
+            target.refuses_options.store(true, Ordering::Relaxed);
+            connect_with(opener, &target.plain, notices).await
+        }
+        outcome => outcome,
+    }
+}
+
+async fn connect_with(
+    opener: &Opener,
+    config: &tokio_postgres::Config,
+    notices: Option<mpsc::UnboundedSender<(String, String)>>,
+) -> Result<Client, tokio_postgres::Error> {
     match &opener.tls {
         None => {
             let (client, connection) = config.connect(NoTls).await?;

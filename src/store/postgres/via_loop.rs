@@ -5,6 +5,7 @@
 //! operations run in the order they were made. A server behind a unix
 //! socket, or a URL naming several hosts, stays on Tokio.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use rustls::pki_types::ServerName;
@@ -43,6 +44,7 @@ impl PostgresStore {
         if let Some(options) = config.get_options() {
             parameters.push(("options".to_owned(), options.to_owned()));
         }
+        let plain_options = opener.target.plain.get_options().map(str::to_owned);
         let target = Target {
             host: host.clone(),
             port: config.get_ports().first().copied().unwrap_or(5432),
@@ -51,6 +53,8 @@ impl PostgresStore {
             password: config.get_password().map(<[u8]>::to_vec),
             user,
             parameters,
+            plain_options,
+            refuses_options: AtomicBool::new(false),
             connect_timeout: shared.options.connect_timeout,
             display: opener.target.display.clone(),
             sql: Arc::clone(&opener.sql),

@@ -9,6 +9,7 @@
 //! a second: operations meanwhile fail with the same error at once, so a
 //! wrong password is reported, not hammered at the server.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::{row_values, DbError};
 use crate::store::direct::{connect_tcp, Failure, Opened};
 use crate::store::postgres::errors::code_and_verb;
+use crate::store::postgres::options::refuses_options;
 use crate::store::postgres::sql::Sql;
 
 /// How long a refusal of our credentials is remembered.
@@ -39,6 +41,10 @@ pub struct Target {
     pub database: String,
     /// The startup parameters beyond user and database (options, application_name).
     pub parameters: Vec<(String, String)>,
+    /// `options` without the store's settings, for a server that refuses
+    /// them (see `options::refuses_options`), and whether it did.
+    pub plain_options: Option<String>,
+    pub refuses_options: AtomicBool,
     pub connect_timeout: Duration,
     /// The server as error messages name it: `postgres://user@host:port/db`.
     pub display: String,
@@ -86,6 +92,17 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
 }
 
 async fn connect(target: &Target) -> Result<Opened, Failure> {
+    let plain = target.refuses_options.load(Ordering::Relaxed);
+    match connect_once(target).await {
+        Err(failure) if !plain && refuses_options(&failure.text) => {
+            target.refuses_options.store(true, Ordering::Relaxed);
+            connect_once(target).await
+        }
+        outcome => outcome,
+    }
+}
+
+async fn connect_once(target: &Target) -> Result<Opened, Failure> {
     let mut tcp = connect_tcp(&target.host, target.port, &target.display).await?;
     let Some((config, name)) = &target.tls else {
         start(&mut tcp, target).await?;
@@ -247,12 +264,17 @@ async fn start<S: AsyncRead + AsyncWrite + Unpin>(
         ("user", target.user.as_str()),
         ("database", target.database.as_str()),
     ];
+    let plain = target.refuses_options.load(Ordering::Relaxed);
     parameters.extend(
         target
             .parameters
             .iter()
+            .filter(|(k, _)| !plain || k != "options")
             .map(|(k, v)| (k.as_str(), v.as_str())),
     );
+    if let (true, Some(options)) = (plain, &target.plain_options) {
+        parameters.push(("options", options));
+    }
     frontend::startup_message(parameters, &mut out).map_err(|e| lost(target, &e))?;
     talk.send(&out).await?;
     log_in(&mut talk).await?;
