@@ -414,6 +414,14 @@ export interface PostgresLockStoreOptions {
   commandTimeout?: number
   /** Expired rows are swept away, in batches, at most this often (ms) while locks are taken. Default 60000. */
   sweepInterval?: number
+  /**
+   * A direct PostgreSQL URL (read as `url` is) for the one connection that
+   * `LISTEN`s for releases, when `url` goes through a pooler in transaction
+   * mode (PgBouncer `pool_mode = transaction`), which cannot carry `LISTEN`.
+   * Default: `url`. Without it behind such a pooler, waiters find releases
+   * by polling every `retryDelay`, and the store emits one `LockStoreWarning`.
+   */
+  listenUrl?: string
   /** Certificates for TLS (giving this turns TLS on; without `ca`, the system's roots check the server). */
   tls?: RedisTlsOptions
 }

@@ -20,7 +20,8 @@ export declare function createMemoryStore(): object
 
 /**
  * A handle over a PostgreSQL server. The URL is read now; connections open
- * on the first operation. `on_released` as for Redis.
+ * on the first operation. `on_released` as for Redis; it is also called
+ * with `w` and a warning's text, for the JS layer to emit.
  */
 export declare function createPostgresStore(config: PostgresConfig, onReleased: (tagged: string) => void): object
 
@@ -84,6 +85,11 @@ export interface PostgresConfig {
   connectTimeout: number
   commandTimeout: number
   sweepInterval: number
+  /**
+   * A direct server URL for the LISTEN connection only (behind a
+   * transaction-pooling bouncer, which cannot carry LISTEN).
+   */
+  listenUrl?: string
   tls?: TlsPem
 }
 

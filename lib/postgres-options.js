@@ -15,6 +15,7 @@ const POSTGRES_DEFAULTS = Object.freeze({
   connectTimeout: 5_000,
   commandTimeout: 5_000,
   sweepInterval: 60_000,
+  listenUrl: undefined,
   tls: undefined,
 })
 const WHERE = 'new PostgresLockStore'
@@ -28,8 +29,8 @@ const TABLE = /^(?:[a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0,54}$/
  * @returns {import('./native').PostgresConfig}
  */
 function readPostgresOptions(urlOrOptions) {
-  if (urlOrOptions === undefined) return { ...POSTGRES_DEFAULTS, tls: undefined }
-  if (typeof urlOrOptions === 'string') return { ...POSTGRES_DEFAULTS, url: urlOrOptions, tls: undefined }
+  if (urlOrOptions === undefined) return { ...POSTGRES_DEFAULTS, listenUrl: undefined, tls: undefined }
+  if (typeof urlOrOptions === 'string') return { ...POSTGRES_DEFAULTS, url: urlOrOptions, listenUrl: undefined, tls: undefined }
   const given = checkOptionsObject(
     WHERE,
     urlOrOptions,
@@ -38,6 +39,10 @@ function readPostgresOptions(urlOrOptions) {
   )
   const { url = POSTGRES_DEFAULTS.url, table = POSTGRES_DEFAULTS.table, poolSize = POSTGRES_DEFAULTS.poolSize } = given
   if (typeof url !== 'string') throw new TypeError(`${WHERE}: options.url must be a string, got ${describe(url)}`)
+  const { listenUrl } = given
+  if (listenUrl !== undefined && typeof listenUrl !== 'string') {
+    throw new TypeError(`${WHERE}: options.listenUrl must be a string (a postgres:// URL), got ${describe(listenUrl)}`)
+  }
   if (typeof table !== 'string' || table.length > 63 || !TABLE.test(table)) {
     throw new TypeError(
       `${WHERE}: options.table must be a lower-case SQL name, optionally schema-qualified ("locks", "app.locks"), of at most 55 characters, got ${describe(table)}`,
@@ -56,6 +61,7 @@ function readPostgresOptions(urlOrOptions) {
     connectTimeout: ms('connectTimeout'),
     commandTimeout: ms('commandTimeout'),
     sweepInterval: ms('sweepInterval'),
+    listenUrl: /** @type {string | undefined} */ (listenUrl),
     tls: readTls(WHERE, given.tls),
   }
 }

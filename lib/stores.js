@@ -163,7 +163,13 @@ class RedisLockStore extends NativeLockStore {
 class PostgresLockStore extends NativeLockStore {
   /** @param {unknown} [urlOrOptions] */
   constructor(urlOrOptions) {
-    const handle = native.createPostgresStore(readPostgresOptions(urlOrOptions), (tagged) => heard(handle, tagged))
+    // Tagged `w`: a warning from the store's listener (notifications that
+    // do not arrive), emitted once as a process warning; else a release.
+    const handle = native.createPostgresStore(readPostgresOptions(urlOrOptions), (tagged) =>
+      tagged[0] === 'w'
+        ? process.emitWarning(tagged.slice(1), { type: 'LockStoreWarning', code: 'KEEL_POSTGRES_NOT_NOTIFIED' })
+        : heard(handle, tagged),
+    )
     super('PostgresLockStore', handle)
   }
 

@@ -7,6 +7,7 @@
 //   REDIS_CLUSTER_URLS  for redis-cluster: the node URLs, separated by spaces
 //   KEEL_TEST_DATABASE  sqlite:<file> or a postgres:// URL, for the docs' database store
 //                       (sqlite, postgres) and PostgresLockStore (postgres-store)
+//   KEEL_TEST_LISTEN_URL  PostgresLockStore's listenUrl (postgres-store), when set
 //   KEEL_TEST_COMMAND_TIMEOUT  the native stores' command and connect timeouts, ms (default 5000)
 //   KEEL_TEST_TLS_CA    a PEM file: the native stores trust this CA (rediss://, PostgreSQL over TLS)
 
@@ -51,7 +52,8 @@ async function open(kind, env) {
       return { store: redisReadWriteStore(client), close: () => client.quit() }
     }
     case 'postgres-store': {
-      const store = new PostgresLockStore({ url: env.KEEL_TEST_DATABASE, commandTimeout, connectTimeout: commandTimeout, ...tls })
+      const listenUrl = env.KEEL_TEST_LISTEN_URL || undefined
+      const store = new PostgresLockStore({ url: env.KEEL_TEST_DATABASE, listenUrl, commandTimeout, connectTimeout: commandTimeout, ...tls })
       return { store, close: () => store.close() }
     }
     case 'sqlite':
@@ -66,7 +68,7 @@ async function open(kind, env) {
   }
 }
 
-const VARIABLES = ['KEEL_TEST_STORE', 'REDIS_URL', 'REDIS_CLUSTER_URLS', 'KEEL_TEST_DATABASE', 'KEEL_TEST_COMMAND_TIMEOUT', 'KEEL_TEST_TLS_CA']
+const VARIABLES = ['KEEL_TEST_STORE', 'REDIS_URL', 'REDIS_CLUSTER_URLS', 'KEEL_TEST_DATABASE', 'KEEL_TEST_LISTEN_URL', 'KEEL_TEST_COMMAND_TIMEOUT', 'KEEL_TEST_TLS_CA']
 
 /** The variables of `env` that name a store. */
 function pick(env) {

@@ -43,16 +43,20 @@ after(async () => {
 
 const rows = async (sql, params = []) => (await inspect.query(sql, params)).rows
 
-test('options: a URL or { url, table, poolSize, connectTimeout, commandTimeout, sweepInterval, tls }; bad ones name the option', () => {
+test('options: a URL or { url, table, poolSize, connectTimeout, commandTimeout, sweepInterval, listenUrl, tls }; bad ones name the option', () => {
   assert.ok(new PostgresLockStore() instanceof PostgresLockStore)
   assert.ok(new PostgresLockStore('postgres://app:secret@db.internal:5432/orders'))
   assert.ok(new PostgresLockStore({ url: 'postgresql://app@h/db', table: 'app.locks', poolSize: 1, sweepInterval: 10 }))
+  assert.ok(new PostgresLockStore({ url: 'postgres://app@bouncer:6432/db', listenUrl: 'postgres://app@db:5432/db' }))
   const cases = [
     [42, TypeError, /new PostgresLockStore: expected a postgres:\/\/ URL or an options object/],
     [null, TypeError, /expected a postgres:\/\/ URL/],
     [['postgres://h'], TypeError, /expected a postgres:\/\/ URL/],
     [{ url: 5432 }, TypeError, /options\.url must be a string, got 5432/],
-    [{ host: 'x' }, TypeError, /unknown option host \(known: url, table, poolSize, connectTimeout, commandTimeout, sweepInterval, tls\)/],
+    [{ host: 'x' }, TypeError, /unknown option host \(known: url, table, poolSize, connectTimeout, commandTimeout, sweepInterval, listenUrl, tls\)/],
+    [{ listenUrl: 5432 }, TypeError, /options\.listenUrl must be a string \(a postgres:\/\/ URL\), got 5432/],
+    [{ listenUrl: 'redis://app:hunter2@h' }, TypeError, /listenUrl "redis:\/\/app:\*\*\*@h" is not a postgres:\/\/ URL/],
+    [{ listenUrl: 'postgres://h/db?nonsense=1' }, TypeError, /listenUrl ".*" is not a PostgreSQL URL this store can use/],
     [{ table: 'Locks' }, TypeError, /options\.table must be a lower-case SQL name/],
     [{ table: 'locks; DROP TABLE x' }, TypeError, /options\.table/],
     [{ table: 'a'.repeat(56) }, TypeError, /options\.table .*at most 55 characters/],

@@ -11,7 +11,7 @@ use napi_derive::napi;
 use super::errors::new_error;
 use super::handle::{Kind, NewHandle, StoreHandle};
 use super::pump::Pump;
-use crate::store::follow::{OnReleased, Released};
+use crate::store::follow::{OnReleased, OnWarning, Released};
 use crate::store::{
     MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TlsOptions,
 };
@@ -56,7 +56,7 @@ pub fn create_redis_store(
     config: RedisConfig,
     on_released: Function<'_, String, ()>,
 ) -> Result<NewHandle> {
-    let on_released = release_listener(on_released)?;
+    let on_released = release_listener(tagged_caller(on_released)?);
     let RedisConfig {
         url,
         cluster,
@@ -92,11 +92,15 @@ pub struct PostgresConfig {
     pub connect_timeout: f64,
     pub command_timeout: f64,
     pub sweep_interval: f64,
+    /// A direct server URL for the LISTEN connection only (behind a
+    /// transaction-pooling bouncer, which cannot carry LISTEN).
+    pub listen_url: Option<String>,
     pub tls: Option<TlsPem>,
 }
 
 /// A handle over a PostgreSQL server. The URL is read now; connections open
-/// on the first operation. `on_released` as for Redis.
+/// on the first operation. `on_released` as for Redis; it is also called
+/// with `w` and a warning's text, for the JS layer to emit.
 #[napi(
     catch_unwind,
     ts_args_type = "config: PostgresConfig, onReleased: (tagged: string) => void",
@@ -107,7 +111,9 @@ pub fn create_postgres_store(
     config: PostgresConfig,
     on_released: Function<'_, String, ()>,
 ) -> Result<NewHandle> {
-    let on_released = release_listener(on_released)?;
+    let call = tagged_caller(on_released)?;
+    let on_released = release_listener(Arc::clone(&call));
+    let on_warning: OnWarning = Arc::new(move |text: String| call('w', &text));
     let options = PostgresOptions {
         url: config.url,
         table: config.table,
@@ -115,9 +121,10 @@ pub fn create_postgres_store(
         connect_timeout: ms(config.connect_timeout),
         command_timeout: ms(config.command_timeout),
         sweep_interval: ms(config.sweep_interval),
+        listen_url: config.listen_url,
         tls: config.tls.map(tls_options),
     };
-    let postgres = PostgresStore::new(options, Some(on_released))
+    let postgres = PostgresStore::new(options, Some(on_released), Some(on_warning))
         .and_then(|postgres| postgres.on_event_loop(env.raw()))
         .map_err(|reason| {
             new_error(env, true, None, &format!("new PostgresLockStore: {reason}"))
@@ -132,24 +139,34 @@ pub fn create_postgres_store(
 /// The JS callback for announced releases, callable from Tokio. Weak:
 /// following releases never keeps the process alive by itself. It gets the
 /// key after a letter saying what it was of: `l` a plain lock, `s` a
-/// semaphore, `r` a read-write key (one string is the cheapest to pass).
-fn release_listener(on_released: Function<'_, String, ()>) -> Result<OnReleased> {
+/// semaphore, `r` a read-write key (one string is the cheapest to pass);
+/// or `w` and a warning to emit.
+fn tagged_caller(on_released: Function<'_, String, ()>) -> Result<Tagged> {
     let notify = on_released
         .build_threadsafe_function::<String>()
         .callee_handled::<false>()
         .weak::<true>()
         .build()?;
-    Ok(Arc::new(move |released, key| {
+    Ok(Arc::new(move |tag, text| {
+        let mut tagged = String::with_capacity(text.len() + 1);
+        tagged.push(tag);
+        tagged.push_str(text);
+        let _ = notify.call(tagged, ThreadsafeFunctionCallMode::NonBlocking);
+    }))
+}
+
+/// The JS callback, callable from Tokio with a tag and a text.
+type Tagged = Arc<dyn Fn(char, &str) + Send + Sync>;
+
+fn release_listener(call: Tagged) -> OnReleased {
+    Arc::new(move |released, key| {
         let tag = match released {
             Released::Lock => 'l',
             Released::Semaphore => 's',
             Released::ReadWrite => 'r',
         };
-        let mut tagged = String::with_capacity(key.len() + 1);
-        tagged.push(tag);
-        tagged.push_str(&key);
-        let _ = notify.call(tagged, ThreadsafeFunctionCallMode::NonBlocking);
-    }))
+        call(tag, &key);
+    })
 }
 
 fn ms(v: f64) -> std::time::Duration {

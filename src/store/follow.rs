@@ -20,6 +20,10 @@ pub enum Released {
 /// announced; it wakes that key's waiters on the JS thread.
 pub type OnReleased = Arc<dyn Fn(Released, String) + Send + Sync>;
 
+/// Called with a warning's text, for the JS layer to emit as a process
+/// warning (a listener that hears nothing, say).
+pub type OnWarning = Arc<dyn Fn(String) + Send + Sync>;
+
 /// How long a listener waits before trying an unreachable server again.
 pub const RETRY_PAUSE: Duration = Duration::from_millis(250);
 

@@ -201,3 +201,27 @@ pub trait LockStore: Send + Sync + 'static {
         Op::Ready(Ok(()))
     }
 }
+
+/// Which of `connections` carries `key`'s requests: the same one for the
+/// same key for as long as the process runs.
+pub fn route(key: &str, connections: usize) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut hasher);
+    // The remainder is below `connections`, which is a usize.
+    usize::try_from(hasher.finish() % connections.max(1) as u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::route;
+
+    #[test]
+    fn a_key_keeps_its_connection_and_keys_spread() {
+        assert_eq!(route("invoice:42", 4), route("invoice:42", 4));
+        assert_eq!(route("anything", 1), 0);
+        let used: std::collections::HashSet<usize> =
+            (0..64).map(|i| route(&format!("k{i}"), 4)).collect();
+        assert_eq!(used.len(), 4);
+    }
+}

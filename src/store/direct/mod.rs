@@ -42,7 +42,7 @@ use napi::sys;
 use self::callbacks::{on_collected, on_idle};
 pub use self::conn::Reply;
 use self::engine::{deliver, Engine};
-use super::{BackendError, StoreError};
+use super::{route, BackendError, StoreError};
 
 /// A connected, greeted socket, in non-blocking mode, ready for the event loop.
 pub struct Opened {
@@ -163,8 +163,10 @@ pub struct Direct<W: Wire> {
     local: ManuallyDrop<Local<W>>,
 }
 
-/// The connections, on their own thread: one or more, each request going
-/// to the one with the fewest waiting.
+/// The connections, on their own thread: one or more. A request of a key
+/// always goes to that key's connection, so one key's requests reach the
+/// server in the order they were made (a connection answers in order); one
+/// of no key to the connection with the fewest waiting.
 pub struct Local<W: Wire>(Rc<Connections<W>>);
 
 struct Connections<W: Wire> {
@@ -222,8 +224,21 @@ impl<W: Wire> Clone for Local<W> {
 }
 
 impl<W: Wire> Local<W> {
-    /// Send `request`; `reply` is called with its answer (or why there is
-    /// none), on this thread.
+    /// Send `request` about `key` on the key's connection; `reply` is called
+    /// with its answer (or why there is none), on this thread. Always the
+    /// same connection for the same key: spread by the least loaded, a
+    /// give-back sent after an acquire that timed out on a stalled
+    /// connection would run first elsewhere, and the acquire after it would
+    /// take the key for an owner nobody has.
+    pub fn submit_keyed(&self, key: &str, request: W::Request, reply: Reply<W>) {
+        let engines = &self.0.engines;
+        if let Some(engine) = engines.get(route(key, engines.len())) {
+            engine.submit(request, reply);
+        }
+    }
+
+    /// Send `request`, which concerns no key, on the connection with the
+    /// fewest waiting; `reply` as for [`Local::submit_keyed`].
     pub fn submit(&self, request: W::Request, reply: Reply<W>) {
         let engine = self
             .0
@@ -234,6 +249,11 @@ impl<W: Wire> Local<W> {
         if let Some(engine) = engine {
             engine.submit(request, reply);
         }
+    }
+
+    /// Where the connections go, and how.
+    pub fn target(&self) -> &W::Target {
+        &self.0.target
     }
 
     /// The server as error messages name it.

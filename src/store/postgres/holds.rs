@@ -8,6 +8,8 @@
 //! advisory lock on the key first, so one key's operations run one at a
 //! time and each sees what the last committed.
 
+use tokio_postgres::types::Type;
+
 use super::{ttl_of, unstorable, PostgresStore};
 use crate::store::{HoldOp, Mode, Op};
 
@@ -42,17 +44,24 @@ impl PostgresStore {
                 ttl.to_string(),
                 limit.to_string(),
             ];
-            return super::via_loop::hold(direct, op.method(), params, read);
+            return super::via_loop::hold(direct, op.method(), key, params, read);
         }
-        let (key, owner) = (key.to_owned(), owner.to_owned());
-        self.op(op.method(), move |conn| {
+        let (route, key, owner) = (key, key.to_owned(), owner.to_owned());
+        self.op(op.method(), Some(route), move |conn| {
             let (key, owner) = (key.clone(), owner.clone());
             async move {
                 let row = conn
                     .client
-                    .query_one(
-                        &conn.hold,
-                        &[&op.name(), &mode_name, &key, &owner, &ttl, &limit],
+                    .query_typed_one(
+                        &conn.sql.hold,
+                        &[
+                            (&op.name(), Type::TEXT),
+                            (&mode_name, Type::TEXT),
+                            (&key, Type::TEXT),
+                            (&owner, Type::TEXT),
+                            (&ttl, Type::INT8),
+                            (&limit, Type::INT8),
+                        ],
                     )
                     .await?;
                 Ok(read(row.try_get::<_, Option<i64>>(0)?))

@@ -8,17 +8,29 @@
 //! stays as the fallback: a lost notification (the listening connection
 //! dropped, a key too long to announce, a release by the docs' store) costs
 //! latency, never correctness.
+//!
+//! A LISTEN can be accepted and yet hear nothing: through a pooler in
+//! transaction mode (PgBouncer), the session that ran it goes back to the
+//! pool, and its notifications to whichever client holds it next. So once
+//! listening, the store notifies itself through its own URL; if that does
+//! not arrive soon, it warns once (`listenUrl` names a server to listen on
+//! directly) and its waiters go on polling.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
 
 use super::pool::{connect, Opener};
 use super::PostgresStore;
-use crate::store::follow::{pause_taking, OnReleased, Released};
+use crate::store::follow::{pause_taking, OnReleased, OnWarning, Released};
+
+/// How long the store's own notification may take to reach its listener
+/// before it warns that notifications do not arrive.
+const PROBE_WAIT: Duration = Duration::from_millis(1_500);
 use crate::store::Mode;
 
 /// What is followed: a plain lock's key, or a semaphore's or read-write key's.
@@ -46,10 +58,12 @@ impl PostgresStore {
         let sender = watcher.get_or_insert_with(|| {
             let (sender, inbox) = mpsc::unbounded_channel();
             task = Some(listener(
+                Arc::clone(&self.shared.listen_opener),
                 Arc::clone(&self.shared.opener),
                 self.shared.options.connect_timeout,
                 inbox,
                 on_released,
+                self.shared.on_warning.clone(),
             ));
             sender
         });
@@ -63,16 +77,22 @@ impl PostgresStore {
     }
 }
 
-/// Listens once any key is followed, and reports each announced release of
-/// one. Connects again (and listens again) after the connection drops; ends
-/// when the store is closed or dropped.
+/// Listens (on `opener`'s server) once any key is followed, and reports
+/// each announced release of one. Connects again (and listens again) after
+/// the connection drops; ends when the store is closed or dropped. Checks
+/// once that a notification sent through `store` (the store's own URL)
+/// arrives, and warns through `on_warning` if not.
 async fn listener(
     opener: Arc<Opener>,
+    store: Arc<Opener>,
     connect_timeout: Duration,
     mut inbox: mpsc::UnboundedReceiver<Watch>,
     on_released: OnReleased,
+    on_warning: Option<OnWarning>,
 ) {
     let mut keys = Following::new(on_released.clone());
+    // Whether the check is done (heard, or warned about): once per store.
+    let mut checked = on_warning.is_none();
     loop {
         while keys.keys.is_empty() {
             match inbox.recv().await {
@@ -99,10 +119,21 @@ async fn listener(
         for (released, key) in &keys.keys {
             on_released(*released, key.clone());
         }
+        // The check's notification, and when it is overdue. Not sent (the
+        // server unreachable through the store's URL): no verdict, tried
+        // again with the next listening connection.
+        let mut probe = None;
+        if !checked {
+            let payload = probe_payload();
+            if send_probe(&store, &opener.sql.holds_channel, &payload, connect_timeout).await {
+                probe = Some((payload, tokio::time::Instant::now() + PROBE_WAIT));
+            }
+        }
         // `_client` keeps the session (and so the LISTEN) open until the
         // connection drops or the store goes: waiters come and go in bursts,
         // and one idle session is cheaper than a connection per burst.
         loop {
+            let overdue = probe.as_ref().map(|(_, at)| *at);
             tokio::select! {
                 watch = inbox.recv() => match watch {
                     Some(watch) => keys.apply(watch),
@@ -110,14 +141,70 @@ async fn listener(
                 },
                 notice = notices.recv() => match notice {
                     Some((channel, payload)) => {
-                        if let Some(heard) = heard(&opener.sql.holds_channel, channel, payload) {
+                        if probe.as_ref().is_some_and(|(sent, _)| *sent == payload)
+                            && channel == opener.sql.holds_channel
+                        {
+                            probe = None;
+                            checked = true;
+                        } else if let Some(heard) = heard(&opener.sql.holds_channel, channel, payload) {
                             keys.announced(heard);
                         }
                     }
                     None => break,
                 },
+                () = sleep_until(overdue), if overdue.is_some() => {
+                    probe = None;
+                    checked = true;
+                    if let Some(warn) = &on_warning {
+                        warn(format!(
+                            "PostgresLockStore: a notification sent through {} did not reach the LISTEN \
+                             connection to {} within {} ms, so releases by other clients are found by \
+                             polling (every retryDelay), not at once. Behind a transaction-pooling \
+                             bouncer (PgBouncer pool_mode = transaction)? Set listenUrl to a direct \
+                             PostgreSQL URL.",
+                            store.target.display,
+                            opener.target.display,
+                            PROBE_WAIT.as_millis()
+                        ));
+                    }
+                }
             }
         }
+    }
+}
+
+/// A payload no other notification has: on the holds channel, whose
+/// announcements start with `s` or `r`, so other listeners ignore it.
+fn probe_payload() -> String {
+    static SENT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "p{}:{nanos}:{}",
+        std::process::id(),
+        SENT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Notify `channel` with `payload` through a connection of its own to the
+/// store's server (as its operations reach it); whether that was done.
+async fn send_probe(store: &Opener, channel: &str, payload: &str, within: Duration) -> bool {
+    // Both are ours and plain (a table name, digits): safe as literals.
+    let statement = format!("SELECT pg_notify('{channel}', '{payload}')");
+    let sent = tokio::time::timeout(within, async {
+        let client = connect(store, None).await?;
+        client.simple_query(&statement).await
+    })
+    .await;
+    matches!(sent, Ok(Ok(_)))
+}
+
+/// Resolves at `at` (never, when there is none).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -6,8 +6,9 @@
 //!
 //! The table is the docs' database store's, so processes using either
 //! exclude each other; what this store adds lives beside it (a sequence for
-//! fencing tokens, a notification channel). Each operation is one prepared
-//! statement, one round trip, and every time in it is the server's.
+//! fencing tokens, a notification channel). Each operation is one
+//! statement (nothing prepared by name, so a pooler may carry it), one
+//! round trip, and every time in it is the server's.
 //!
 //! Read in this order: this file (the store and its operations, each
 //! bounded by the connect and command timeouts), `sql` (the statements),
@@ -35,16 +36,22 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::mpsc;
+use tokio_postgres::types::Type;
 
 use self::errors::{Failure, RESENDS};
 use self::listen::Watch;
 pub use self::options::PostgresOptions;
 use self::pool::{Conn, Opener, Pool};
 use self::sql::Sql;
-use super::follow::OnReleased;
+use super::follow::{OnReleased, OnWarning};
 use super::options::whole_ms;
 use super::tls::client_config;
 use super::{HoldOp, LockStore, Mode, Op, StoreError};
+
+/// The parameters' types, given with each statement (nothing is prepared
+/// to ask the server for them).
+const TEXT: Type = Type::TEXT;
+const INT8: Type = Type::INT8;
 
 /// Expired rows deleted per statement when sweeping, and statements per sweep.
 const SWEEP_BATCH: i64 = 500;
@@ -53,6 +60,10 @@ const SWEEP_BATCHES: usize = 20;
 struct Shared {
     options: PostgresOptions,
     opener: Arc<Opener>,
+    /// Where the LISTEN connection goes: `listenUrl`'s server, else `opener`.
+    listen_opener: Arc<Opener>,
+    /// Where a warning goes (a listener that hears nothing).
+    on_warning: Option<OnWarning>,
     pool: Pool,
     /// When expired rows were last swept (None: not yet).
     swept: Mutex<Option<Instant>>,
@@ -73,23 +84,44 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Read the URL and certificates now (a bad one is the caller's mistake,
     /// reported at once); connections open on the first operation.
-    pub fn new(options: PostgresOptions, on_released: Option<OnReleased>) -> Result<Self, String> {
+    pub fn new(
+        options: PostgresOptions,
+        on_released: Option<OnReleased>,
+        on_warning: Option<OnWarning>,
+    ) -> Result<Self, String> {
         let target = options::target(&options)?;
-        let tls = if target.tls {
-            Some(client_config(&options.tls.clone().unwrap_or_default())?)
-        } else {
-            None
+        let listen_target = options::listen_target(&options)?;
+        let mut tls = None;
+        let mut tls_for = |wanted: bool| -> Result<_, String> {
+            if !wanted {
+                return Ok(None);
+            }
+            if tls.is_none() {
+                tls = Some(client_config(&options.tls.clone().unwrap_or_default())?);
+            }
+            Ok(tls.clone())
         };
+        let sql = Arc::new(Sql::new(&options.table));
         let opener = Arc::new(Opener {
+            tls: tls_for(target.tls)?,
             target,
-            tls,
-            sql: Arc::new(Sql::new(&options.table)),
+            sql: Arc::clone(&sql),
         });
+        let listen_opener = match listen_target {
+            Some(target) => Arc::new(Opener {
+                tls: tls_for(target.tls)?,
+                target,
+                sql,
+            }),
+            None => Arc::clone(&opener),
+        };
         Ok(PostgresStore {
             shared: Arc::new(Shared {
                 pool: Pool::new(options.pool_size),
                 options,
                 opener,
+                listen_opener,
+                on_warning,
                 swept: Mutex::new(None),
                 on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
@@ -115,22 +147,23 @@ impl PostgresStore {
         }
     }
 
-    /// Run one statement on a pooled connection, within the store's time
-    /// bounds; sent again on a fresh connection if it found its own dead.
-    fn op<T, F, Fut>(&self, name: &'static str, run: F) -> Op<T>
+    /// Run one statement on `key`'s pooled connection, within the store's
+    /// time bounds; sent again on a fresh connection if it found its own dead.
+    fn op<T, F, Fut>(&self, name: &'static str, key: Option<&str>, run: F) -> Op<T>
     where
         T: Send + 'static,
         F: Fn(Arc<Conn>) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send,
     {
         let shared = Arc::clone(&self.shared);
+        let key = key.map(str::to_owned);
         Op::Pending(Box::pin(async move {
             let options = &shared.options;
             let mut resent = 0;
             let failure = loop {
                 let taken = match tokio::time::timeout(
                     options.connect_timeout,
-                    shared.pool.take(&shared.opener),
+                    shared.pool.take(&shared.opener, key.as_deref()),
                 )
                 .await
                 {
@@ -154,9 +187,12 @@ impl PostgresStore {
                         resent += 1;
                     }
                     Err(_) => {
-                        // The server would have cancelled the statement itself by
-                        // now (statement_timeout): this connection is not answering.
-                        shared.pool.discard(&taken).await;
+                        // The connection stays, with the statement on it: a
+                        // give-back the caller sends next goes to this same
+                        // connection, so it runs after the statement, even
+                        // one held up in a stalled server process. (On a
+                        // fresh connection it could run first, and the late
+                        // acquire would take the key for nobody.)
                         break Failure::Timeout(options.command_timeout);
                     }
                 }
@@ -174,16 +210,23 @@ impl PostgresStore {
         if let Some(direct) = &self.direct {
             return via_loop::acquire(direct, &self.shared, key, owner, ttl_of(ttl_ms));
         }
-        let (key, owner, ttl) = (key.to_owned(), owner.to_owned(), ttl_of(ttl_ms));
+        let (route, ttl) = (key, ttl_of(ttl_ms));
+        let (key, owner) = (key.to_owned(), owner.to_owned());
         let shared = Arc::clone(&self.shared);
-        self.op("acquire", move |conn| {
+        self.op("acquire", Some(route), move |conn| {
             let (key, owner, shared) = (key.clone(), owner.clone(), Arc::clone(&shared));
             async move {
                 let row = conn
                     .client
-                    .query_opt(&conn.acquire, &[&key, &owner, &ttl])
+                    .query_typed_opt(
+                        &conn.sql.acquire,
+                        &[(&key, TEXT), (&owner, TEXT), (&ttl, INT8)],
+                    )
                     .await?;
-                let token = row.map(|row| row.try_get::<_, i64>(0)).transpose()?;
+                let token = row
+                    .map(|row| row.try_get::<_, Option<i64>>(0))
+                    .transpose()?
+                    .flatten();
                 shared.sweep_if_due();
                 Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
             }
@@ -230,15 +273,18 @@ impl LockStore for PostgresStore {
         if let Some(direct) = &self.direct {
             return via_loop::release(direct, key, owner);
         }
-        let (key, owner) = (key.to_owned(), owner.to_owned());
-        self.op("release", move |conn| {
+        let (route, key, owner) = (key, key.to_owned(), owner.to_owned());
+        self.op("release", Some(route), move |conn| {
             let (key, owner) = (key.clone(), owner.clone());
             async move {
                 let row = conn
                     .client
-                    .query_opt(&conn.release, &[&key, &owner])
+                    .query_typed_opt(&conn.sql.release, &[(&key, TEXT), (&owner, TEXT)])
                     .await?;
-                Ok(row.map(|row| row.try_get::<_, bool>(0)).transpose()? == Some(true))
+                let held = row
+                    .map(|row| row.try_get::<_, Option<bool>>(0))
+                    .transpose()?;
+                Ok(held.flatten() == Some(true))
             }
         })
     }
@@ -251,15 +297,18 @@ impl LockStore for PostgresStore {
         if let Some(direct) = &self.direct {
             return via_loop::extend(direct, key, owner, ttl_of(ttl_ms));
         }
-        let (key, owner, ttl) = (key.to_owned(), owner.to_owned(), ttl_of(ttl_ms));
-        self.op("extend", move |conn| {
+        let (route, ttl) = (key, ttl_of(ttl_ms));
+        let (key, owner) = (key.to_owned(), owner.to_owned());
+        self.op("extend", Some(route), move |conn| {
             let (key, owner) = (key.clone(), owner.clone());
             async move {
-                Ok(conn
-                    .client
-                    .execute(&conn.extend, &[&key, &owner, &ttl])
+                conn.client
+                    .query_typed_one(
+                        &conn.sql.extend,
+                        &[(&key, TEXT), (&owner, TEXT), (&ttl, INT8)],
+                    )
                     .await?
-                    == 1)
+                    .try_get::<_, bool>(0)
             }
         })
     }
@@ -272,12 +321,12 @@ impl LockStore for PostgresStore {
         if let Some(direct) = &self.direct {
             return via_loop::is_locked(direct, key);
         }
-        let key = key.to_owned();
-        self.op("isLocked", move |conn| {
+        let (route, key) = (key, key.to_owned());
+        self.op("isLocked", Some(route), move |conn| {
             let key = key.clone();
             async move {
                 conn.client
-                    .query_one(&conn.is_locked, &[&key])
+                    .query_typed_one(&conn.sql.is_locked, &[(&key, TEXT)])
                     .await?
                     .try_get(0)
             }
@@ -292,11 +341,14 @@ impl LockStore for PostgresStore {
         if let Some(direct) = &self.direct {
             return via_loop::remaining_time(direct, key);
         }
-        let key = key.to_owned();
-        self.op("remainingTime", move |conn| {
+        let (route, key) = (key, key.to_owned());
+        self.op("remainingTime", Some(route), move |conn| {
             let key = key.clone();
             async move {
-                let row = conn.client.query_opt(&conn.remaining_time, &[&key]).await?;
+                let row = conn
+                    .client
+                    .query_typed_opt(&conn.sql.remaining_time, &[(&key, TEXT)])
+                    .await?;
                 Ok(row
                     .map(|row| row.try_get::<_, i64>(0))
                     .transpose()?
@@ -313,12 +365,12 @@ impl LockStore for PostgresStore {
         if let Some(direct) = &self.direct {
             return Some(via_loop::holds(direct, key, owner));
         }
-        let (key, owner) = (key.to_owned(), owner.to_owned());
-        Some(self.op("isExpired", move |conn| {
+        let (route, key, owner) = (key, key.to_owned(), owner.to_owned());
+        Some(self.op("isExpired", Some(route), move |conn| {
             let (key, owner) = (key.clone(), owner.clone());
             async move {
                 conn.client
-                    .query_one(&conn.holds, &[&key, &owner])
+                    .query_typed_one(&conn.sql.holds, &[(&key, TEXT), (&owner, TEXT)])
                     .await?
                     .try_get(0)
             }

@@ -3,6 +3,7 @@
 //! server as an error message may name it.
 
 use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use tokio_postgres::config::{Host, SslMode};
@@ -21,12 +22,19 @@ pub struct PostgresOptions {
     pub command_timeout: Duration,
     /// How often expired rows are swept away (at most; only while acquiring).
     pub sweep_interval: Duration,
+    /// The server the LISTEN connection goes to, when not `url`'s.
+    pub listen_url: Option<String>,
     pub tls: Option<TlsOptions>,
 }
 
 /// The connection settings read from the URL, and whether they ask for TLS.
 pub(super) struct Target {
     pub config: Config,
+    /// `config` without the settings the store adds to `options` (below),
+    /// for a server that refuses the `options` startup parameter.
+    pub plain: Config,
+    /// Whether the server refused `options`: connect with `plain` from then on.
+    pub refuses_options: AtomicBool,
     pub tls: bool,
     /// The server as error messages name it: `postgres://user@host:port/db`.
     pub display: String,
@@ -35,14 +43,28 @@ pub(super) struct Target {
 /// Read `options.url`; a URL that cannot be used is the caller's mistake,
 /// reported with its password hidden.
 pub(super) fn target(options: &PostgresOptions) -> Result<Target, String> {
-    let shown = redacted(&options.url);
-    if !options.url.starts_with("postgres://") && !options.url.starts_with("postgresql://") {
+    target_of(options, "url", &options.url)
+}
+
+/// Read `options.listenUrl`, if given, as `url` is read.
+pub(super) fn listen_target(options: &PostgresOptions) -> Result<Option<Target>, String> {
+    options
+        .listen_url
+        .as_deref()
+        .map(|url| target_of(options, "listenUrl", url))
+        .transpose()
+}
+
+/// Read `url` (the option `name`) with the store's bounds.
+fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target, String> {
+    let shown = redacted(url);
+    if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
         return Err(format!(
-            "url {shown:?} is not a postgres:// URL (postgres://user:password@host:port/database)"
+            "{name} {shown:?} is not a postgres:// URL (postgres://user:password@host:port/database)"
         ));
     }
-    let mut config = Config::from_str(&options.url)
-        .map_err(|e| format!("url {shown:?} is not a PostgreSQL URL this store can use: {e}"))?;
+    let mut config = Config::from_str(url)
+        .map_err(|e| format!("{name} {shown:?} is not a PostgreSQL URL this store can use: {e}"))?;
     if config.get_hosts().is_empty() {
         config.host("localhost");
     }
@@ -67,6 +89,7 @@ pub(super) fn target(options: &PostgresOptions) -> Result<Target, String> {
         "-c statement_timeout={} -c default_transaction_isolation=read\\ committed",
         options.command_timeout.as_millis().max(1)
     );
+    let plain = config.clone();
     let given = config.get_options().unwrap_or_default().to_owned();
     config.options(if given.is_empty() {
         bound
@@ -76,9 +99,20 @@ pub(super) fn target(options: &PostgresOptions) -> Result<Target, String> {
     let display = display(&config);
     Ok(Target {
         config,
+        plain,
+        refuses_options: AtomicBool::new(false),
         tls,
         display,
     })
+}
+
+/// Whether a server's refusal is PgBouncer's of the `options` startup
+/// parameter (it takes only the few parameters it tracks, unless told to
+/// ignore others): then the store connects without it, and goes without
+/// the settings it carries (statement_timeout, READ COMMITTED), which
+/// nothing here needs for correctness.
+pub(super) fn refuses_options(error: &str) -> bool {
+    error.contains("unsupported startup parameter: options")
 }
 
 fn display(config: &Config) -> String {
@@ -106,6 +140,7 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             command_timeout: Duration::from_millis(2500),
             sweep_interval: Duration::from_secs(60),
+            listen_url: None,
             tls: None,
         }
     }
@@ -130,5 +165,16 @@ mod tests {
             .err()
             .unwrap();
         assert!(!bad.contains("s3cret"), "{bad}");
+        let mut listening = options("postgres://app@bouncer:6432/db");
+        assert!(listen_target(&listening).unwrap().is_none());
+        listening.listen_url = Some("mysql://app:s3cret@h/db".to_owned());
+        let bad = listen_target(&listening).err().unwrap();
+        assert!(
+            bad.starts_with("listenUrl ") && !bad.contains("s3cret"),
+            "{bad}"
+        );
+        listening.listen_url = Some("postgres://app@db:5432/db".to_owned());
+        let direct = listen_target(&listening).unwrap().unwrap();
+        assert_eq!(direct.display, "postgres://app@db:5432/db");
     }
 }

@@ -1,7 +1,10 @@
 //! The connections: `pool_size` of them, each opened on first use and
-//! again after it dies, taken in turn. One connection pipelines whatever is
-//! sent on it concurrently; several let the server work on more than one
-//! statement at a time. A connection carries its prepared statements.
+//! again after it dies. An operation on a key takes that key's connection
+//! (so one key's operations run in the order they were made); one on no
+//! key takes them in turn. One connection pipelines whatever is sent on it
+//! concurrently; several let the server work on more than one statement at
+//! a time. Nothing is prepared by name (see `wire`): each statement is sent
+//! with its text, as the unnamed statement (tokio-postgres's `*_typed`).
 //!
 //! After the server refuses our credentials, no new connection is tried for
 //! a second: operations meanwhile fail with the same error at once, so a
@@ -15,27 +18,21 @@ use futures_util::StreamExt;
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, Statement};
+use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, SimpleQueryMessage};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::errors::{detail, Failure};
-use super::options::Target;
+use super::options::{refuses_options, Target};
 use super::sql::Sql;
+use crate::store::route;
 
 /// How long a refusal of our credentials is remembered.
 const REFUSAL_PAUSE: Duration = Duration::from_secs(1);
 
-/// A live connection and its prepared statements.
+/// A live connection, and the statements' text for the store's table.
 pub(super) struct Conn {
     pub client: Client,
-    pub acquire: Statement,
-    pub release: Statement,
-    pub extend: Statement,
-    pub is_locked: Statement,
-    pub remaining_time: Statement,
-    pub holds: Statement,
-    pub sweep: Statement,
-    pub hold: Statement,
+    pub sql: Arc<Sql>,
 }
 
 /// Where a connection is opened, and with what.
@@ -70,9 +67,13 @@ impl Pool {
         }
     }
 
-    /// The next connection in turn, opened now if it is not open.
-    pub async fn take(&self, opener: &Opener) -> Result<Taken, Failure> {
-        let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+    /// `key`'s connection (with no key, the next in turn), opened now if it
+    /// is not open.
+    pub async fn take(&self, opener: &Opener, key: Option<&str>) -> Result<Taken, Failure> {
+        let slot = match key {
+            Some(key) => route(key, self.slots.len()),
+            None => self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len(),
+        };
         let mut held = self.slots[slot].lock().await;
         if self.closed.load(Ordering::Acquire) {
             return Err(Failure::Closed);
@@ -137,34 +138,17 @@ impl Pool {
         let client = connect(opener, None).await?;
         // Looked for on every new connection (they are rare): a database
         // restored or recreated under a running store gets its table back.
-        let exists = client
-            .query_one(&opener.sql.exists, &[])
-            .await?
-            .try_get::<_, bool>(0)?;
+        // (A simple query: `query_one` would prepare a named statement.)
+        let answer = client.simple_query(&opener.sql.exists).await?;
+        let exists = answer.iter().any(
+            |message| matches!(message, SimpleQueryMessage::Row(row) if row.get(0) == Some("t")),
+        );
         if !exists {
             client.batch_execute(&opener.sql.create).await?;
         }
-        let sql = &opener.sql;
-        let (acquire, release, extend, is_locked, remaining_time, holds, sweep, hold) = tokio::try_join!(
-            client.prepare(&sql.acquire),
-            client.prepare(&sql.release),
-            client.prepare(&sql.extend),
-            client.prepare(&sql.is_locked),
-            client.prepare(&sql.remaining_time),
-            client.prepare(&sql.holds),
-            client.prepare(&sql.sweep),
-            client.prepare(&sql.hold),
-        )?;
         Ok(Conn {
             client,
-            acquire,
-            release,
-            extend,
-            is_locked,
-            remaining_time,
-            holds,
-            sweep,
-            hold,
+            sql: Arc::clone(&opener.sql),
         })
     }
 }
@@ -184,7 +168,28 @@ pub(super) async fn connect(
     opener: &Opener,
     notices: Option<mpsc::UnboundedSender<(String, String)>>,
 ) -> Result<Client, tokio_postgres::Error> {
-    let config = &opener.target.config;
+    let target = &opener.target;
+    let plain = target.refuses_options.load(Ordering::Relaxed);
+    match connect_with(
+        opener,
+        if plain { &target.plain } else { &target.config },
+        notices.clone(),
+    )
+    .await
+    {
+        Err(e) if !plain && refuses_options(&detail(&e)) => {
+            target.refuses_options.store(true, Ordering::Relaxed);
+            connect_with(opener, &target.plain, notices).await
+        }
+        outcome => outcome,
+    }
+}
+
+async fn connect_with(
+    opener: &Opener,
+    config: &tokio_postgres::Config,
+    notices: Option<mpsc::UnboundedSender<(String, String)>>,
+) -> Result<Client, tokio_postgres::Error> {
     match &opener.tls {
         None => {
             let (client, connection) = config.connect(NoTls).await?;

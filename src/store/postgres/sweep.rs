@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use tokio_postgres::types::Type;
+
 use super::{Shared, SWEEP_BATCH, SWEEP_BATCHES};
 
 impl Shared {
@@ -35,7 +37,7 @@ impl Shared {
                 };
                 let Ok(Ok(taken)) = tokio::time::timeout(
                     shared.options.connect_timeout,
-                    shared.pool.take(&shared.opener),
+                    shared.pool.take(&shared.opener, None),
                 )
                 .await
                 else {
@@ -44,7 +46,8 @@ impl Shared {
                 let conn = &taken.conn;
                 let deleted = tokio::time::timeout(
                     shared.options.command_timeout,
-                    conn.client.execute(&conn.sweep, &[&SWEEP_BATCH]),
+                    conn.client
+                        .execute_typed(&conn.sql.sweep, &[(&SWEEP_BATCH, Type::INT8)]),
                 )
                 .await;
                 match deleted {

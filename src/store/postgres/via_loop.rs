@@ -1,9 +1,11 @@
 //! The operations on connections the JS thread's event loop drives (a
-//! server reached over TCP): each a prepared statement's Bind, Execute and
+//! server reached over TCP): each a statement's Parse, Bind, Execute and
 //! Sync, its answer read into the operation's on the JS thread (see
-//! `wire/` and `store/direct/`). A server behind a unix socket, or a URL
-//! naming several hosts, stays on Tokio.
+//! `wire/` and `store/direct/`), sent on its key's connection so one key's
+//! operations run in the order they were made. A server behind a unix
+//! socket, or a URL naming several hosts, stays on Tokio.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use rustls::pki_types::ServerName;
@@ -42,6 +44,7 @@ impl PostgresStore {
         if let Some(options) = config.get_options() {
             parameters.push(("options".to_owned(), options.to_owned()));
         }
+        let plain_options = opener.target.plain.get_options().map(str::to_owned);
         let target = Target {
             host: host.clone(),
             port: config.get_ports().first().copied().unwrap_or(5432),
@@ -50,6 +53,8 @@ impl PostgresStore {
             password: config.get_password().map(<[u8]>::to_vec),
             user,
             parameters,
+            plain_options,
+            refuses_options: AtomicBool::new(false),
             connect_timeout: shared.options.connect_timeout,
             display: opener.target.display.clone(),
             sql: Arc::clone(&opener.sql),
@@ -67,11 +72,13 @@ impl PostgresStore {
     }
 }
 
-/// Run `statement` with `params`; its rows become the operation's answer
-/// through `read` (which also gets the connections, to start a sweep).
+/// Run `statement` with `params` on `key`'s connection; its rows become the
+/// operation's answer through `read` (which also gets the connections, to
+/// start a sweep).
 pub(super) fn run<T: 'static>(
     direct: &Direct,
     name: &'static str,
+    key: &str,
     statement: Statement,
     params: Vec<String>,
     read: impl FnOnce(Rows, &Local) -> Result<T, &'static str> + 'static,
@@ -84,14 +91,17 @@ pub(super) fn run<T: 'static>(
             ),
         })));
     };
+    let key = key.to_owned();
     Op::Local(LocalOp::new(move |done: Done<T>| {
         let connections = local.clone();
         let request = super::wire::Request {
             name,
             statement,
+            sql: Arc::clone(&local.target().sql),
             params,
         };
-        local.submit(
+        local.submit_keyed(
+            &key,
             request,
             Box::new(move |outcome| {
                 done(outcome.and_then(|answer| match answer {
@@ -155,6 +165,7 @@ fn sweep_batch(local: Local, batch: usize) {
     let request = super::wire::Request {
         name: "sweep",
         statement: Statement::Sweep,
+        sql: Arc::clone(&local.target().sql),
         params: vec![SWEEP_BATCH.to_string()],
     };
     let next = local.clone();
@@ -182,10 +193,15 @@ pub(super) fn acquire(
     run(
         direct,
         "acquire",
+        key,
         Statement::Acquire,
         params,
         move |rows, local| {
-            let token = first_number(&rows)?;
+            // NULL: not taken.
+            let token = match rows.first() {
+                Some(None) => None,
+                _ => first_number(&rows)?,
+            };
             shared.sweep_on_loop_if_due(local);
             Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
         },
@@ -197,37 +213,59 @@ pub(super) fn acquire(
 pub(super) fn hold<T: 'static>(
     direct: &Direct,
     name: &'static str,
+    key: &str,
     params: Vec<String>,
     read: fn(Option<i64>) -> T,
 ) -> Op<T> {
-    run(direct, name, Statement::Hold, params, move |rows, _| {
-        let answer = match rows.first() {
-            None => return Err("no row"),
-            Some(None) => None,
-            Some(Some(text)) => Some(text.parse().map_err(|_| "something other than a number")?),
-        };
-        Ok(read(answer))
-    })
+    run(
+        direct,
+        name,
+        key,
+        Statement::Hold,
+        params,
+        move |rows, _| {
+            let answer = match rows.first() {
+                None => return Err("no row"),
+                Some(None) => None,
+                Some(Some(text)) => {
+                    Some(text.parse().map_err(|_| "something other than a number")?)
+                }
+            };
+            Ok(read(answer))
+        },
+    )
 }
 
 pub(super) fn release(direct: &Direct, key: &str, owner: &str) -> Op<bool> {
     let params = vec![key.to_owned(), owner.to_owned()];
-    run(direct, "release", Statement::Release, params, |rows, _| {
-        Ok(first_bool(&rows)? == Some(true))
-    })
+    run(
+        direct,
+        "release",
+        key,
+        Statement::Release,
+        params,
+        // NULL: no row of this owner's.
+        |rows, _| Ok(rows.first() != Some(None) && first_bool(&rows)? == Some(true)),
+    )
 }
 
 pub(super) fn extend(direct: &Direct, key: &str, owner: &str, ttl: i64) -> Op<bool> {
     let params = vec![key.to_owned(), owner.to_owned(), ttl.to_string()];
-    run(direct, "extend", Statement::Extend, params, |rows, _| {
-        Ok(rows.changed == 1)
-    })
+    run(
+        direct,
+        "extend",
+        key,
+        Statement::Extend,
+        params,
+        |rows, _| first_bool(&rows)?.ok_or("no row"),
+    )
 }
 
 pub(super) fn is_locked(direct: &Direct, key: &str) -> Op<bool> {
     run(
         direct,
         "isLocked",
+        key,
         Statement::IsLocked,
         vec![key.to_owned()],
         |rows, _| first_bool(&rows)?.ok_or("no row"),
@@ -239,6 +277,7 @@ pub(super) fn remaining_time(direct: &Direct, key: &str) -> Op<Option<f64>> {
     run(
         direct,
         "remainingTime",
+        key,
         Statement::RemainingTime,
         params,
         |rows, _| Ok(first_number(&rows)?.map(|ms| ms as f64)),
@@ -247,7 +286,12 @@ pub(super) fn remaining_time(direct: &Direct, key: &str) -> Op<Option<f64>> {
 
 pub(super) fn holds(direct: &Direct, key: &str, owner: &str) -> Op<bool> {
     let params = vec![key.to_owned(), owner.to_owned()];
-    run(direct, "isExpired", Statement::Holds, params, |rows, _| {
-        first_bool(&rows)?.ok_or("no row")
-    })
+    run(
+        direct,
+        "isExpired",
+        key,
+        Statement::Holds,
+        params,
+        |rows, _| first_bool(&rows)?.ok_or("no row"),
+    )
 }

@@ -1,13 +1,15 @@
 //! Opening a connection, on Tokio: TCP, TLS when asked for (the server is
 //! asked first, as the protocol wants), the startup message, logging in
 //! (SCRAM-SHA-256, MD5 or a clear-text password, whichever the server
-//! asks), the table made if it is missing, and every statement prepared.
-//! Then the socket moves to the JS thread's event loop.
+//! asks), and the table made if it is missing (nothing is prepared: each
+//! operation parses its own statement, see the parent module). Then the
+//! socket moves to the JS thread's event loop.
 //!
 //! After the server refuses our credentials, no new connection is tried for
 //! a second: operations meanwhile fail with the same error at once, so a
 //! wrong password is reported, not hammered at the server.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,9 +22,10 @@ use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::{prepare_all, row_values, DbError};
+use super::{row_values, DbError};
 use crate::store::direct::{connect_tcp, Failure, Opened};
 use crate::store::postgres::errors::code_and_verb;
+use crate::store::postgres::options::refuses_options;
 use crate::store::postgres::sql::Sql;
 
 /// How long a refusal of our credentials is remembered.
@@ -38,6 +41,10 @@ pub struct Target {
     pub database: String,
     /// The startup parameters beyond user and database (options, application_name).
     pub parameters: Vec<(String, String)>,
+    /// `options` without the store's settings, for a server that refuses
+    /// them (see `options::refuses_options`), and whether it did.
+    pub plain_options: Option<String>,
+    pub refuses_options: AtomicBool,
     pub connect_timeout: Duration,
     /// The server as error messages name it: `postgres://user@host:port/db`.
     pub display: String,
@@ -85,6 +92,17 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
 }
 
 async fn connect(target: &Target) -> Result<Opened, Failure> {
+    let plain = target.refuses_options.load(Ordering::Relaxed);
+    match connect_once(target).await {
+        Err(failure) if !plain && refuses_options(&failure.text) => {
+            target.refuses_options.store(true, Ordering::Relaxed);
+            connect_once(target).await
+        }
+        outcome => outcome,
+    }
+}
+
+async fn connect_once(target: &Target) -> Result<Opened, Failure> {
     let mut tcp = connect_tcp(&target.host, target.port, &target.display).await?;
     let Some((config, name)) = &target.tls else {
         start(&mut tcp, target).await?;
@@ -231,7 +249,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
     }
 }
 
-/// Startup, log in, make the table if missing, prepare the statements.
+/// Startup, log in, make the table if missing.
 async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
@@ -246,12 +264,17 @@ async fn start<S: AsyncRead + AsyncWrite + Unpin>(
         ("user", target.user.as_str()),
         ("database", target.database.as_str()),
     ];
+    let plain = target.refuses_options.load(Ordering::Relaxed);
     parameters.extend(
         target
             .parameters
             .iter()
+            .filter(|(k, _)| !plain || k != "options")
             .map(|(k, v)| (k.as_str(), v.as_str())),
     );
+    if let (true, Some(options)) = (plain, &target.plain_options) {
+        parameters.push(("options", options));
+    }
     frontend::startup_message(parameters, &mut out).map_err(|e| lost(target, &e))?;
     talk.send(&out).await?;
     log_in(&mut talk).await?;
@@ -266,10 +289,6 @@ async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     {
         talk.query(&sql.create).await?;
     }
-    let mut out = BytesMut::new();
-    prepare_all(sql, &mut out).map_err(|e| lost(target, &e))?;
-    talk.send(&out).await?;
-    talk.until_ready().await?;
     Ok(())
 }
 

@@ -1,9 +1,13 @@
 //! PostgreSQL on the JS thread's event loop ([`crate::store::direct`]):
-//! each operation is the extended protocol's Bind, Execute and Sync for a
-//! statement the connection prepared when it opened, so it is its own
-//! transaction, an error in it touches nothing sent after it, and many are
-//! in flight on one connection at once. Parameters and results travel as
-//! text. How a connection is opened, logged in and prepared: [`connect`].
+//! each operation is the extended protocol's Parse, Bind, Execute and Sync
+//! of the unnamed statement, written at once (one round trip), so it is its
+//! own transaction, an error in it touches nothing sent after it, and many
+//! are in flight on one connection at once. Nothing is prepared by name: a
+//! pooler in transaction mode (PgBouncer) hands each transaction whichever
+//! server connection is free, and a statement prepared on one would be
+//! missing on the next, or be another store's of the same name. Parameters
+//! and results travel as text. How a connection is opened and logged in:
+//! [`connect`].
 
 pub mod connect;
 
@@ -13,13 +17,13 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use postgres_protocol::message::backend::{DataRowBody, ErrorFields, Message};
-use postgres_protocol::message::frontend;
 
 use self::connect::Target;
 use super::errors::RESENDS;
+use super::sql::Sql;
 use crate::store::direct::{self, Failure, Opened, Verdict, Wire};
 
-/// The statements each connection prepares, by name `k0`, `k1`, ...
+/// The statements of the store's operations (the text is the table's: [`Sql`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Statement {
     Acquire,
@@ -33,19 +37,17 @@ pub enum Statement {
 }
 
 impl Statement {
-    pub const ALL: [Statement; 8] = [
-        Statement::Acquire,
-        Statement::Release,
-        Statement::Extend,
-        Statement::IsLocked,
-        Statement::RemainingTime,
-        Statement::Holds,
-        Statement::Sweep,
-        Statement::Hold,
-    ];
-
-    fn name(self) -> &'static str {
-        ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"][self as usize]
+    fn text(self, sql: &Sql) -> &str {
+        match self {
+            Statement::Acquire => &sql.acquire,
+            Statement::Release => &sql.release,
+            Statement::Extend => &sql.extend,
+            Statement::IsLocked => &sql.is_locked,
+            Statement::RemainingTime => &sql.remaining_time,
+            Statement::Holds => &sql.holds,
+            Statement::Sweep => &sql.sweep,
+            Statement::Hold => &sql.hold,
+        }
     }
 }
 
@@ -53,6 +55,8 @@ pub struct Request {
     /// The store operation it serves, for error messages.
     pub name: &'static str,
     pub statement: Statement,
+    /// The statements' text for the store's table.
+    pub sql: Arc<Sql>,
     pub params: Vec<String>,
 }
 
@@ -142,7 +146,17 @@ impl Wire for Postgres {
     }
 
     fn encode(_: &mut Session, request: &Request, out: &mut Vec<u8>) {
-        bind(out, request.statement.name(), &request.params);
+        // The unnamed statement, parsed again each time: it lives until the
+        // next Parse on the same server connection, and everything from here
+        // to Sync is one transaction, which a pooler keeps on one connection.
+        // The parameters' types are the server's to infer, as the text says.
+        put_message(out, b'P', |body| {
+            body.push(0);
+            body.extend_from_slice(request.statement.text(&request.sql).as_bytes());
+            body.push(0);
+            body.extend_from_slice(&0i16.to_be_bytes());
+        });
+        bind(out, &request.params);
         // Execute the unnamed portal, all rows; then Sync ends the transaction.
         put_message(out, b'E', |body| {
             body.push(0);
@@ -185,7 +199,8 @@ impl Wire for Postgres {
                         None => Ok(done.rows),
                     }));
                 }
-                Message::BindComplete
+                Message::ParseComplete
+                | Message::BindComplete
                 | Message::NoData
                 | Message::EmptyQueryResponse
                 | Message::PortalSuspended
@@ -227,12 +242,11 @@ pub(super) fn row_values(row: &DataRowBody) -> Vec<Option<String>> {
     values
 }
 
-/// A Bind of `statement` with `params` as text, results as text.
-fn bind(out: &mut Vec<u8>, statement: &str, params: &[String]) {
+/// A Bind of the unnamed statement with `params` as text, results as text.
+fn bind(out: &mut Vec<u8>, params: &[String]) {
     put_message(out, b'B', |body| {
         body.push(0); // the unnamed portal
-        body.extend_from_slice(statement.as_bytes());
-        body.push(0);
+        body.push(0); // the unnamed statement
         body.extend_from_slice(&0i16.to_be_bytes()); // every parameter as text
         body.extend_from_slice(&(params.len() as i16).to_be_bytes());
         for param in params {
@@ -251,23 +265,4 @@ fn put_message(out: &mut Vec<u8>, tag: u8, body: impl FnOnce(&mut Vec<u8>)) {
     body(out);
     let len = (out.len() - at) as i32;
     out[at..at + 4].copy_from_slice(&len.to_be_bytes());
-}
-
-/// The Parse of every statement, then Sync, for a new connection.
-pub(super) fn prepare_all(sql: &super::sql::Sql, out: &mut BytesMut) -> std::io::Result<()> {
-    for statement in Statement::ALL {
-        let text = match statement {
-            Statement::Acquire => &sql.acquire,
-            Statement::Release => &sql.release,
-            Statement::Extend => &sql.extend,
-            Statement::IsLocked => &sql.is_locked,
-            Statement::RemainingTime => &sql.remaining_time,
-            Statement::Holds => &sql.holds,
-            Statement::Sweep => &sql.sweep,
-            Statement::Hold => &sql.hold,
-        };
-        frontend::parse(statement.name(), text, std::iter::empty(), out)?;
-    }
-    frontend::sync(out);
-    Ok(())
 }
