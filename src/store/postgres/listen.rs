@@ -27,11 +27,11 @@ use tokio::sync::mpsc;
 use super::pool::{connect, Opener};
 use super::PostgresStore;
 use crate::store::follow::{pause_taking, OnReleased, OnWarning, Released};
+use crate::store::Mode;
 
 /// How long the store's own notification may take to reach its listener
 /// before it warns that notifications do not arrive.
 const PROBE_WAIT: Duration = Duration::from_millis(1_500);
-use crate::store::Mode;
 
 /// What is followed: a plain lock's key, or a semaphore's or read-write key's.
 type Followed = (Released, String);
