@@ -64,6 +64,10 @@ pub struct Conn<W: Wire> {
     /// How many times bytes arrived from the server: what tells a slow server
     /// (something comes back, just late) from a silent connection.
     heard: u64,
+    /// The open connection's server process and local port, if the server named it.
+    server_session: Option<(i32, u16)>,
+    /// What to send first on the next connection ([`Wire::fence`]).
+    fence: Option<W::Request>,
 }
 
 /// What the event-loop side must do after a change of state.
@@ -101,6 +105,8 @@ impl<W: Wire> Conn<W> {
             inbound: BytesMut::with_capacity(16 * 1024),
             session: W::Session::default(),
             heard: 0,
+            server_session: None,
+            fence: None,
         }
     }
 
@@ -139,12 +145,26 @@ impl<W: Wire> Conn<W> {
         next
     }
 
-    /// The connection opened: everything waiting is written to it.
-    pub fn opened(&mut self, socket: Socket) {
+    /// The connection opened (served by `server_session`, if the server named
+    /// it): everything waiting is written to it, after the fence if the last
+    /// one went silent.
+    pub fn opened(&mut self, socket: Socket, server_session: Option<(i32, u16)>) {
         self.out.clear();
         self.inbound.clear();
         self.session = W::Session::default();
+        self.server_session = server_session;
         self.waiting.retain(|w| w.reply.is_some());
+        if let Some(fence) = self.fence.take() {
+            // No reply: its answer is read and dropped, and it is not sent again.
+            self.waiting.push_front(Waiting {
+                request: fence,
+                reply: None,
+                deadline: u64::MAX,
+                allowed: 0,
+                resent: 0,
+                heard: self.heard,
+            });
+        }
         for w in &self.waiting {
             W::encode(&mut self.session, &w.request, &mut self.out);
         }
@@ -319,6 +339,12 @@ impl<W: Wire> Conn<W> {
             // Before the socket opened, nothing was sent: a timed-out request leaves no reply behind.
             self.waiting.retain(|w| w.reply.is_some());
         } else if silent {
+            // The server may be stalled rather than gone, and run later what
+            // waited on this connection: its session is ended first thing on
+            // the next one, waiting half a command timeout for it to end.
+            self.fence = self.server_session.take().and_then(|(process, port)| {
+                W::fence(&self.target, process, port, self.command_timeout / 2)
+            });
             next.absorb(
                 self.broke("nothing came back from the server for a whole command timeout"),
             );

@@ -224,14 +224,22 @@ impl<W: Wire> Engine<W> {
 
     pub(super) fn install(self: &Rc<Self>, opened: Result<Opened, Failure>) {
         let next = match opened {
-            Ok(Opened { tcp, tls }) => {
+            Ok(Opened {
+                tcp,
+                tls,
+                server_process,
+            }) => {
                 // SAFETY: on the loop's thread; the descriptor is open, and is
                 // closed only after the poll handle (field order in `Socket`).
                 match unsafe { uv::poll(self.loop_, tcp.as_raw_fd()) } {
                     Some(poll) => {
                         poll.set_data(Rc::as_ptr(self) as *mut c_void);
                         poll.set_ref(false);
-                        self.conn.borrow_mut().opened(Socket::new(poll, tcp, tls));
+                        let session =
+                            server_process.zip(tcp.local_addr().ok().map(|address| address.port()));
+                        self.conn
+                            .borrow_mut()
+                            .opened(Socket::new(poll, tcp, tls), session);
                         Next::default()
                     }
                     None => self.conn.borrow_mut().not_opened(&Failure {

@@ -48,6 +48,9 @@ use super::{route, BackendError, StoreError};
 pub struct Opened {
     pub tcp: std::net::TcpStream,
     pub tls: Option<rustls::ClientConnection>,
+    /// The server process serving the connection, when the server names it
+    /// (PostgreSQL's backend process id): what [`Wire::fence`] ends.
+    pub server_process: Option<i32>,
 }
 
 /// Why a connection could not be opened: a store error code and what
@@ -108,6 +111,22 @@ pub trait Wire: Sized + 'static {
         request: &Self::Request,
         answer: &Self::Answer,
     ) -> Verdict;
+    /// When a connection is given up while the server may still run what was
+    /// sent on it (it went silent: the server may be stalled, not gone), a
+    /// request to send first on the next connection that ends the old one's
+    /// session on the server (`server_process`, which served `local_port`),
+    /// waiting up to `wait_ms` for it to end, so nothing that waited there can
+    /// run after what is sent next (a give-back overtaken by its acquire).
+    /// Nobody waits for its answer; it only keeps its place. None: the
+    /// protocol has no such thing.
+    fn fence(
+        _target: &Self::Target,
+        _server_process: i32,
+        _local_port: u16,
+        _wait_ms: u64,
+    ) -> Option<Self::Request> {
+        None
+    }
     /// Open and greet a connection (on Tokio), within the connect timeout.
     fn open(
         target: Arc<Self::Target>,

@@ -18,6 +18,15 @@ const NOW: &str = "now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)
 /// announced (its waiters find the release at their next poll).
 const MAX_ANNOUNCED_KEY_BYTES: usize = 7_999;
 
+/// Ends the server session of a connection given up as silent, waiting up to
+/// `$3` ms for its process to end (PostgreSQL 14 and later; before, the call
+/// fails and nothing is ended). Only that session: the process must serve our
+/// old local port under our application name, so another client's session
+/// (say, one a pooler handed the same process id) is never touched.
+pub(super) const END_SESSION: &str =
+    "SELECT pg_terminate_backend(pid, $3::bigint) FROM pg_stat_activity
+   WHERE pid = $1::int AND client_port = $2::int AND application_name = 'keel-lock'";
+
 /// The statements for one table, made once per store.
 pub(super) struct Sql {
     pub create: String,

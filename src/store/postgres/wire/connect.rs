@@ -105,9 +105,13 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
 async fn connect_once(target: &Target) -> Result<Opened, Failure> {
     let mut tcp = connect_tcp(&target.host, target.port, &target.display).await?;
     let Some((config, name)) = &target.tls else {
-        start(&mut tcp, target).await?;
+        let server_process = start(&mut tcp, target).await?;
         let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
-        return Ok(Opened { tcp, tls: None });
+        return Ok(Opened {
+            tcp,
+            tls: None,
+            server_process,
+        });
     };
     let mut ask = BytesMut::new();
     frontend::ssl_request(&mut ask);
@@ -137,12 +141,13 @@ async fn connect_once(target: &Target) -> Result<Opened, Failure> {
             &why,
         )
     })?;
-    start(&mut tls, target).await?;
+    let server_process = start(&mut tls, target).await?;
     let (tcp, session) = tls.into_inner();
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
     Ok(Opened {
         tcp,
         tls: Some(session),
+        server_process,
     })
 }
 
@@ -183,6 +188,8 @@ struct Talk<'a, S> {
     stream: &'a mut S,
     target: &'a Target,
     inbound: BytesMut,
+    /// The server process serving the session, as the server named it.
+    server_process: Option<i32>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
@@ -232,6 +239,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
                     error.get_or_insert(e);
                 }
                 Message::DataRow(row) => rows.push(row_values(&row)),
+                Message::BackendKeyData(key) => self.server_process = Some(key.process_id()),
                 _ => {}
             }
         }
@@ -249,15 +257,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
     }
 }
 
-/// Startup, log in, make the table if missing.
+/// Startup, log in, make the table if missing. Returns the server process
+/// serving the session, as the server named it.
 async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
-) -> Result<(), Failure> {
+) -> Result<Option<i32>, Failure> {
     let mut talk = Talk {
         stream,
         target,
         inbound: BytesMut::with_capacity(4096),
+        server_process: None,
     };
     let mut out = BytesMut::new();
     let mut parameters = vec![
@@ -289,7 +299,7 @@ async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     {
         talk.query(&sql.create).await?;
     }
-    Ok(())
+    Ok(talk.server_process)
 }
 
 async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>) -> Result<(), Failure> {

@@ -34,6 +34,8 @@ pub enum Statement {
     Holds,
     Sweep,
     Hold,
+    /// The fence after a connection went silent ([`Wire::fence`]).
+    EndSession,
 }
 
 impl Statement {
@@ -47,6 +49,7 @@ impl Statement {
             Statement::Holds => &sql.holds,
             Statement::Sweep => &sql.sweep,
             Statement::Hold => &sql.hold,
+            Statement::EndSession => super::sql::END_SESSION,
         }
     }
 }
@@ -220,6 +223,24 @@ impl Wire for Postgres {
             }
             _ => Verdict::Deliver,
         }
+    }
+
+    fn fence(
+        target: &Target,
+        server_process: i32,
+        local_port: u16,
+        wait_ms: u64,
+    ) -> Option<Request> {
+        Some(Request {
+            name: "endSession",
+            statement: Statement::EndSession,
+            sql: Arc::clone(&target.sql),
+            params: vec![
+                server_process.to_string(),
+                local_port.to_string(),
+                wait_ms.max(1).to_string(),
+            ],
+        })
     }
 
     fn open(target: Arc<Target>) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>> {

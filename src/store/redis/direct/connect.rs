@@ -52,7 +52,11 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
         let mut tcp = tcp;
         greet(&mut tcp, target, false).await?;
         let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
-        return Ok(Opened { tcp, tls: None });
+        return Ok(Opened {
+            tcp,
+            tls: None,
+            server_process: None,
+        });
     };
     let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
     let mut tls = connector
@@ -68,6 +72,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
     Ok(Opened {
         tcp,
         tls: Some(session),
+        server_process: None,
     })
 }
 
