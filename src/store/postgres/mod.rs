@@ -223,10 +223,7 @@ impl PostgresStore {
                         &[(&key, TEXT), (&owner, TEXT), (&ttl, INT8)],
                     )
                     .await?;
-                let token = row
-                    .map(|row| row.try_get::<_, Option<i64>>(0))
-                    .transpose()?
-                    .flatten();
+                let token = row.map(|row| row.try_get::<_, i64>(0)).transpose()?;
                 shared.sweep_if_due();
                 Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
             }
@@ -281,10 +278,7 @@ impl LockStore for PostgresStore {
                     .client
                     .query_typed_opt(&conn.sql.release, &[(&key, TEXT), (&owner, TEXT)])
                     .await?;
-                let held = row
-                    .map(|row| row.try_get::<_, Option<bool>>(0))
-                    .transpose()?;
-                Ok(held.flatten() == Some(true))
+                Ok(row.map(|row| row.try_get::<_, bool>(0)).transpose()? == Some(true))
             }
         })
     }
@@ -302,13 +296,14 @@ impl LockStore for PostgresStore {
         self.op("extend", Some(route), move |conn| {
             let (key, owner) = (key.clone(), owner.clone());
             async move {
-                conn.client
-                    .query_typed_one(
+                Ok(conn
+                    .client
+                    .execute_typed(
                         &conn.sql.extend,
                         &[(&key, TEXT), (&owner, TEXT), (&ttl, INT8)],
                     )
                     .await?
-                    .try_get::<_, bool>(0)
+                    == 1)
             }
         })
     }

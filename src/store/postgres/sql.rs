@@ -131,11 +131,12 @@ impl Sql {
             // of a function's statements are cached by the server session,
             // so parsing a call costs little where parsing the statements
             // themselves would cost more than running them.
-            // (A bare call: the cheapest statement to plan. Its one value is
-            // NULL when there is nothing to say: not taken, no row released.)
-            acquire: format!("SELECT {acquire_fn}($1::text, $2::text, $3::bigint)"),
-            release: format!("SELECT {release_fn}($1::text, $2::text)"),
-            extend: format!("SELECT {extend_fn}($1::text, $2::text, $3::bigint)"),
+            acquire: format!(
+                "SELECT t FROM {acquire_fn}($1::text, $2::text, $3::bigint) AS t WHERE t IS NOT NULL"
+            ),
+            release: format!("SELECT h FROM {release_fn}($1::text, $2::text) AS h WHERE h IS NOT NULL"),
+            // One row when extended, none otherwise: the count is in the command tag.
+            extend: format!("SELECT 1 FROM {extend_fn}($1::text, $2::text, $3::bigint) AS e WHERE e"),
             is_locked: format!(
                 "WITH {NOW}
                  SELECT EXISTS (SELECT 1 FROM {table}, now WHERE key = $1 AND expires_at > now.ms)"

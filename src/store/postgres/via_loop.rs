@@ -197,11 +197,7 @@ pub(super) fn acquire(
         Statement::Acquire,
         params,
         move |rows, local| {
-            // NULL: not taken.
-            let token = match rows.first() {
-                Some(None) => None,
-                _ => first_number(&rows)?,
-            };
+            let token = first_number(&rows)?;
             shared.sweep_on_loop_if_due(local);
             Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
         },
@@ -244,8 +240,7 @@ pub(super) fn release(direct: &Direct, key: &str, owner: &str) -> Op<bool> {
         key,
         Statement::Release,
         params,
-        // NULL: no row of this owner's.
-        |rows, _| Ok(rows.first() != Some(None) && first_bool(&rows)? == Some(true)),
+        |rows, _| Ok(first_bool(&rows)? == Some(true)),
     )
 }
 
@@ -257,7 +252,7 @@ pub(super) fn extend(direct: &Direct, key: &str, owner: &str, ttl: i64) -> Op<bo
         key,
         Statement::Extend,
         params,
-        |rows, _| first_bool(&rows)?.ok_or("no row"),
+        |rows, _| Ok(rows.changed == 1),
     )
 }
 
