@@ -6,9 +6,8 @@
 //!
 //! The table is the docs' database store's, so processes using either
 //! exclude each other; what this store adds lives beside it (a sequence for
-//! fencing tokens, a notification channel). Each operation is one
-//! statement (nothing prepared by name, so a pooler may carry it), one
-//! round trip, and every time in it is the server's.
+//! fencing tokens, a notification channel). Each operation is one prepared
+//! statement, one round trip, and every time in it is the server's.
 //!
 //! Read in this order: this file (the store and its operations, each
 //! bounded by the connect and command timeouts), `sql` (the statements),

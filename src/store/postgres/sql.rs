@@ -59,12 +59,6 @@ impl Sql {
         let holds_channel: String = holds.chars().take(63).collect();
         let signature =
             format!("{function}(op text, mode text, k text, who text, ttl bigint, lim bigint)");
-        let (acquire_fn, release_fn, extend_fn) = (
-            format!("{table}_acquire"),
-            format!("{table}_release"),
-            format!("{table}_extend"),
-        );
-        let locks = lock_functions(table, &sequence, channel);
         let body = HOLD_FUNCTION
             .replace("{function}", &function)
             .replace("{holds}", &holds)
@@ -91,16 +85,7 @@ impl Sql {
                  );
                  CREATE OR REPLACE FUNCTION {signature} RETURNS bigint LANGUAGE plpgsql
                    AS $fn${body}$fn$;
-                 CREATE OR REPLACE FUNCTION {acquire_fn}(k text, who text, ttl bigint)
-                   RETURNS bigint LANGUAGE plpgsql AS $fn${acquire_body}$fn$;
-                 CREATE OR REPLACE FUNCTION {release_fn}(k text, who text)
-                   RETURNS boolean LANGUAGE plpgsql AS $fn${release_body}$fn$;
-                 CREATE OR REPLACE FUNCTION {extend_fn}(k text, who text, ttl bigint)
-                   RETURNS boolean LANGUAGE plpgsql AS $fn${extend_body}$fn$;
-                 COMMIT",
-                acquire_body = locks.acquire,
-                release_body = locks.release,
-                extend_body = locks.extend,
+                 COMMIT"
             ),
             // (The function's text too: a store of a later version replaces
             // one an earlier version made.)
@@ -109,34 +94,43 @@ impl Sql {
                     AND to_regclass('{holds}') IS NOT NULL
                     AND EXISTS (SELECT 1 FROM pg_proc
                       WHERE oid = to_regprocedure('{function}(text,text,text,text,bigint,bigint)')
-                        AND prosrc = $keel${body}$keel$)
-                    AND EXISTS (SELECT 1 FROM pg_proc
-                      WHERE oid = to_regprocedure('{acquire_fn}(text,text,bigint)')
-                        AND prosrc = $keel${acquire_body}$keel$)
-                    AND EXISTS (SELECT 1 FROM pg_proc
-                      WHERE oid = to_regprocedure('{release_fn}(text,text)')
-                        AND prosrc = $keel${release_body}$keel$)
-                    AND EXISTS (SELECT 1 FROM pg_proc
-                      WHERE oid = to_regprocedure('{extend_fn}(text,text,bigint)')
-                        AND prosrc = $keel${extend_body}$keel$)",
-                acquire_body = locks.acquire,
-                release_body = locks.release,
-                extend_body = locks.extend,
+                        AND prosrc = $keel${body}$keel$)"
             ),
             hold: format!("SELECT {function}($1, $2, $3, $4, $5::bigint, $6::bigint)"),
             holds_channel: holds_channel.clone(),
-            // The three statements of the hot path call functions (their
-            // bodies: `lock_functions`): each statement is parsed anew each
-            // time (nothing is prepared by name, see `wire`), and the plans
-            // of a function's statements are cached by the server session,
-            // so parsing a call costs little where parsing the statements
-            // themselves would cost more than running them.
+            // One statement: insert, or take over a row that has expired (or
+            // that already holds this owner: an acquire sent again after its
+            // reply was lost). The token is drawn after the row is ours and
+            // while its row lock is held, so a later holder of the key, who
+            // must wait for that lock, always draws a larger one.
             acquire: format!(
-                "SELECT t FROM {acquire_fn}($1::text, $2::text, $3::bigint) AS t WHERE t IS NOT NULL"
+                "WITH {NOW}, taken AS (
+                   INSERT INTO {table} AS held (key, owner, expires_at)
+                   SELECT $1::text, $2::text, now.ms + $3::bigint FROM now
+                   ON CONFLICT (key) DO UPDATE
+                     SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+                     WHERE held.expires_at <= EXCLUDED.expires_at - $3::bigint
+                        OR held.owner = EXCLUDED.owner
+                   RETURNING 1
+                 )
+                 SELECT nextval('{sequence}') FROM taken"
             ),
-            release: format!("SELECT h FROM {release_fn}($1::text, $2::text) AS h WHERE h IS NOT NULL"),
-            // One row when extended, none otherwise: the count is in the command tag.
-            extend: format!("SELECT 1 FROM {extend_fn}($1::text, $2::text, $3::bigint) AS e WHERE e"),
+            // The owner's row goes whether or not it expired (nothing is left
+            // behind); the answer is whether it was still held.
+            release: format!(
+                "WITH {NOW}, gone AS (
+                   DELETE FROM {table} WHERE key = $1 AND owner = $2 RETURNING expires_at
+                 )
+                 SELECT gone.expires_at > now.ms AS held,
+                        CASE WHEN gone.expires_at > now.ms AND octet_length($1::text) <= {MAX_ANNOUNCED_KEY_BYTES}
+                             THEN pg_notify('{channel}', $1) END
+                 FROM gone, now"
+            ),
+            extend: format!(
+                "WITH {NOW}
+                 UPDATE {table} SET expires_at = now.ms + $3 FROM now
+                 WHERE key = $1 AND owner = $2 AND expires_at > now.ms"
+            ),
             is_locked: format!(
                 "WITH {NOW}
                  SELECT EXISTS (SELECT 1 FROM {table}, now WHERE key = $1 AND expires_at > now.ms)"
@@ -175,70 +169,6 @@ impl Sql {
             ),
             listen: format!("LISTEN \"{channel}\"; LISTEN \"{holds_channel}\""),
         }
-    }
-}
-
-/// The bodies of the plain lock's acquire, release and extend functions.
-struct LockFunctions {
-    acquire: String,
-    release: String,
-    extend: String,
-}
-
-fn lock_functions(table: &str, sequence: &str, channel: &str) -> LockFunctions {
-    LockFunctions {
-        // One statement: insert, or take over a row that has expired (or
-        // that already holds this owner: an acquire sent again after its
-        // reply was lost). The token is drawn after the row is ours and
-        // while its row lock is held, so a later holder of the key, who
-        // must wait for that lock, always draws a larger one. NULL: not taken.
-        acquire: format!(
-            "
-DECLARE
-  token bigint;
-BEGIN
-  WITH {NOW}, taken AS (
-    INSERT INTO {table} AS held (key, owner, expires_at)
-    SELECT k, who, now.ms + ttl FROM now
-    ON CONFLICT (key) DO UPDATE
-      SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-      WHERE held.expires_at <= EXCLUDED.expires_at - ttl
-         OR held.owner = EXCLUDED.owner
-    RETURNING 1
-  )
-  SELECT nextval('{sequence}') INTO token FROM taken;
-  RETURN token;
-END
-"
-        ),
-        // The owner's row goes whether or not it expired (nothing is left
-        // behind); the answer is whether it was still held (NULL: no row).
-        release: format!(
-            "
-DECLARE
-  held boolean;
-BEGIN
-  WITH {NOW}, gone AS (
-    DELETE FROM {table} WHERE key = k AND owner = who RETURNING expires_at
-  )
-  SELECT gone.expires_at > now.ms INTO held FROM gone, now;
-  IF held AND octet_length(k) <= {MAX_ANNOUNCED_KEY_BYTES} THEN
-    PERFORM pg_notify('{channel}', k);
-  END IF;
-  RETURN held;
-END
-"
-        ),
-        extend: format!(
-            "
-BEGIN
-  WITH {NOW}
-  UPDATE {table} SET expires_at = now.ms + ttl FROM now
-  WHERE key = k AND owner = who AND expires_at > now.ms;
-  RETURN FOUND;
-END
-"
-        ),
     }
 }
 
