@@ -146,12 +146,13 @@ impl<W: Wire> Conn<W> {
     }
 
     /// The connection opened (served by `server_session`, if the server named
-    /// it): everything waiting is written to it, after the fence if the last
-    /// one went silent.
-    pub fn opened(&mut self, socket: Socket, server_session: Option<(i32, u16)>) {
+    /// it; with its statements `prepared` or not): everything waiting is
+    /// written to it, after the fence if the last one went silent.
+    pub fn opened(&mut self, socket: Socket, server_session: Option<(i32, u16)>, prepared: bool) {
         self.out.clear();
         self.inbound.clear();
         self.session = W::Session::default();
+        W::begin(&mut self.session, prepared);
         self.server_session = server_session;
         self.waiting.retain(|w| w.reply.is_some());
         if let Some(fence) = self.fence.take() {

@@ -228,6 +228,7 @@ impl<W: Wire> Engine<W> {
                 tcp,
                 tls,
                 server_process,
+                prepared,
             }) => {
                 // SAFETY: on the loop's thread; the descriptor is open, and is
                 // closed only after the poll handle (field order in `Socket`).
@@ -237,9 +238,11 @@ impl<W: Wire> Engine<W> {
                         poll.set_ref(false);
                         let session =
                             server_process.zip(tcp.local_addr().ok().map(|address| address.port()));
-                        self.conn
-                            .borrow_mut()
-                            .opened(Socket::new(poll, tcp, tls), session);
+                        self.conn.borrow_mut().opened(
+                            Socket::new(poll, tcp, tls),
+                            session,
+                            prepared,
+                        );
                         Next::default()
                     }
                     None => self.conn.borrow_mut().not_opened(&Failure {

@@ -51,6 +51,9 @@ pub struct Opened {
     /// The server process serving the connection, when the server names it
     /// (PostgreSQL's backend process id): what [`Wire::fence`] ends.
     pub server_process: Option<i32>,
+    /// Whether the connection prepared the protocol's statements by name
+    /// when it opened (told to the session: [`Wire::begin`]).
+    pub prepared: bool,
 }
 
 /// Why a connection could not be opened: a store error code and what
@@ -97,6 +100,8 @@ pub trait Wire: Sized + 'static {
     fn display(target: &Self::Target) -> &str;
     /// The store operation a request serves, for error messages.
     fn name(request: &Self::Request) -> &'static str;
+    /// A new connection's session starts; `prepared` as it opened ([`Opened`]).
+    fn begin(_session: &mut Self::Session, _prepared: bool) {}
     /// Append the request's bytes to `out`.
     fn encode(session: &mut Self::Session, request: &Self::Request, out: &mut Vec<u8>);
     /// The next whole answer in `inbound`, if it has arrived; `Err` when

@@ -44,6 +44,9 @@ pub(super) struct Sql {
     pub hold: String,
     /// Where those releases are announced.
     pub holds_channel: String,
+    /// The name each of [`Sql::statements`] is prepared under: its text's
+    /// hash, so stores of two tables (or two versions) never share a name.
+    names: Vec<String>,
 }
 
 impl Sql {
@@ -64,7 +67,7 @@ impl Sql {
             .replace("{holds}", &holds)
             .replace("{sequence}", &sequence)
             .replace("{channel}", &holds_channel);
-        Sql {
+        let mut sql = Sql {
             // Several processes may start at once: the advisory lock makes
             // one create while the others wait, then find it made.
             create: format!(
@@ -168,8 +171,40 @@ impl Sql {
                 holds_last = holds.rsplit('.').next().unwrap_or(&holds),
             ),
             listen: format!("LISTEN \"{channel}\"; LISTEN \"{holds_channel}\""),
-        }
+            names: Vec::new(),
+        };
+        sql.names = sql.statements().iter().map(|text| name_of(text)).collect();
+        sql
     }
+
+    /// The statements an operation sends, in the order of the wire's `Statement`.
+    pub fn statements(&self) -> [&str; 9] {
+        [
+            &self.acquire,
+            &self.release,
+            &self.extend,
+            &self.is_locked,
+            &self.remaining_time,
+            &self.holds,
+            &self.sweep,
+            &self.hold,
+            END_SESSION,
+        ]
+    }
+
+    /// The name statement `index` of [`Sql::statements`] is prepared under.
+    #[cfg_attr(test, allow(dead_code))]
+    pub fn statement_name(&self, index: usize) -> &str {
+        self.names.get(index).map_or("", String::as_str)
+    }
+}
+
+/// `keel_` and the 64-bit FNV-1a hash of `text`, in hex.
+fn name_of(text: &str) -> String {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("keel_{hash:016x}")
 }
 
 /// Every operation on a semaphore or a read-write key, as one function so

@@ -105,12 +105,13 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
 async fn connect_once(target: &Target) -> Result<Opened, Failure> {
     let mut tcp = connect_tcp(&target.host, target.port, &target.display).await?;
     let Some((config, name)) = &target.tls else {
-        let server_process = start(&mut tcp, target).await?;
+        let (server_process, prepared) = start(&mut tcp, target).await?;
         let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
         return Ok(Opened {
             tcp,
             tls: None,
             server_process,
+            prepared,
         });
     };
     let mut ask = BytesMut::new();
@@ -141,13 +142,14 @@ async fn connect_once(target: &Target) -> Result<Opened, Failure> {
             &why,
         )
     })?;
-    let server_process = start(&mut tls, target).await?;
+    let (server_process, prepared) = start(&mut tls, target).await?;
     let (tcp, session) = tls.into_inner();
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
     Ok(Opened {
         tcp,
         tls: Some(session),
         server_process,
+        prepared,
     })
 }
 
@@ -257,12 +259,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
     }
 }
 
-/// Startup, log in, make the table if missing. Returns the server process
-/// serving the session, as the server named it.
+/// Startup, log in, make the table if missing, and prepare the statements
+/// if the server itself is on the other end. Returns the server process
+/// serving the session, as the server named it, and whether the statements
+/// were prepared.
 async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
-) -> Result<Option<i32>, Failure> {
+) -> Result<(Option<i32>, bool), Failure> {
     let mut talk = Talk {
         stream,
         target,
@@ -299,7 +303,49 @@ async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     {
         talk.query(&sql.create).await?;
     }
-    Ok(talk.server_process)
+    let prepared = match talk.server_process {
+        Some(process) => serves_us_alone(&mut talk, process).await? && prepare(&mut talk).await,
+        None => false,
+    };
+    Ok((talk.server_process, prepared))
+}
+
+/// Whether the session is the server's own, not a pooler's: PostgreSQL names
+/// the process serving it in its BackendKeyData, and a pooler (PgBouncer and
+/// its kin) sends a key of its own instead, as it hands each client's
+/// statements to whichever server connection is free. Only in the server's
+/// own session does a statement prepared by name stay where it was prepared.
+async fn serves_us_alone<S: AsyncRead + AsyncWrite + Unpin>(
+    talk: &mut Talk<'_, S>,
+    process: i32,
+) -> Result<bool, Failure> {
+    let rows = talk.query("SELECT pg_backend_pid()").await?;
+    let serving = rows
+        .first()
+        .and_then(|row| row.first())
+        .and_then(|v| v.as_deref());
+    Ok(serving == Some(process.to_string().as_str()))
+}
+
+/// Prepare every statement under its name ([`Sql::statement_name`]); false
+/// if the server refused any (then each operation parses its own).
+async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>) -> bool {
+    let sql = Arc::clone(&talk.target.sql);
+    let mut out = BytesMut::new();
+    for (index, text) in sql.statements().iter().enumerate() {
+        if frontend::parse(
+            sql.statement_name(index),
+            text,
+            std::iter::empty(),
+            &mut out,
+        )
+        .is_err()
+        {
+            return false;
+        }
+    }
+    frontend::sync(&mut out);
+    talk.send(&out).await.is_ok() && talk.until_ready().await.is_ok()
 }
 
 async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>) -> Result<(), Failure> {

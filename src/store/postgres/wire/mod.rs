@@ -40,17 +40,7 @@ pub enum Statement {
 
 impl Statement {
     fn text(self, sql: &Sql) -> &str {
-        match self {
-            Statement::Acquire => &sql.acquire,
-            Statement::Release => &sql.release,
-            Statement::Extend => &sql.extend,
-            Statement::IsLocked => &sql.is_locked,
-            Statement::RemainingTime => &sql.remaining_time,
-            Statement::Holds => &sql.holds,
-            Statement::Sweep => &sql.sweep,
-            Statement::Hold => &sql.hold,
-            Statement::EndSession => super::sql::END_SESSION,
-        }
+        sql.statements()[self as usize]
     }
 }
 
@@ -117,9 +107,17 @@ impl DbError {
     }
 }
 
-/// A half-read answer: what has come for the statement at the head.
+/// A connection's state: whether it prepared the statements by name, and
+/// what has come so far for the statement at the head.
 #[derive(Default)]
 pub struct Session {
+    prepared: bool,
+    answer: Partial,
+}
+
+/// A half-read answer.
+#[derive(Default)]
+struct Partial {
     rows: Rows,
     error: Option<DbError>,
 }
@@ -148,18 +146,29 @@ impl Wire for Postgres {
         request.name
     }
 
-    fn encode(_: &mut Session, request: &Request, out: &mut Vec<u8>) {
-        // The unnamed statement, parsed again each time: it lives until the
-        // next Parse on the same server connection, and everything from here
-        // to Sync is one transaction, which a pooler keeps on one connection.
-        // The parameters' types are the server's to infer, as the text says.
-        put_message(out, b'P', |body| {
-            body.push(0);
-            body.extend_from_slice(request.statement.text(&request.sql).as_bytes());
-            body.push(0);
-            body.extend_from_slice(&0i16.to_be_bytes());
-        });
-        bind(out, &request.params);
+    fn begin(session: &mut Session, prepared: bool) {
+        session.prepared = prepared;
+    }
+
+    fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) {
+        let name = if session.prepared {
+            // Straight to the server: the statement it prepared when it opened.
+            request.sql.statement_name(request.statement as usize)
+        } else {
+            // Through a pooler: the unnamed statement, parsed again each time.
+            // It lives until the next Parse on the same server connection, and
+            // everything from here to Sync is one transaction, which a pooler
+            // keeps on one server connection. The parameters' types are the
+            // server's to infer, as the text says.
+            put_message(out, b'P', |body| {
+                body.push(0);
+                body.extend_from_slice(request.statement.text(&request.sql).as_bytes());
+                body.push(0);
+                body.extend_from_slice(&0i16.to_be_bytes());
+            });
+            ""
+        };
+        bind(out, name, &request.params);
         // Execute the unnamed portal, all rows; then Sync ends the transaction.
         put_message(out, b'E', |body| {
             body.push(0);
@@ -176,11 +185,11 @@ impl Wire for Postgres {
                 return Ok(None);
             };
             match message {
-                Message::DataRow(row) => session.rows.rows.push(row_values(&row)),
+                Message::DataRow(row) => session.answer.rows.rows.push(row_values(&row)),
                 Message::CommandComplete(done) => {
                     // "INSERT 0 1", "UPDATE 1", "DELETE 3", "SELECT 1": the count is last.
                     let tag = done.tag().unwrap_or("");
-                    session.rows.changed = tag
+                    session.answer.rows.changed = tag
                         .rsplit(' ')
                         .next()
                         .and_then(|n| n.parse().ok())
@@ -190,13 +199,13 @@ impl Wire for Postgres {
                     let error = DbError::read(body.fields());
                     if matches!(error.severity.as_str(), "FATAL" | "PANIC") {
                         // No ReadyForQuery follows: the server closes the session.
-                        *session = Session::default();
+                        session.answer = Partial::default();
                         return Ok(Some(Err(error)));
                     }
-                    session.error = Some(error);
+                    session.answer.error = Some(error);
                 }
                 Message::ReadyForQuery(_) => {
-                    let done = std::mem::take(session);
+                    let done = std::mem::take(&mut session.answer);
                     return Ok(Some(match done.error {
                         Some(error) => Err(error),
                         None => Ok(done.rows),
@@ -263,11 +272,12 @@ pub(super) fn row_values(row: &DataRowBody) -> Vec<Option<String>> {
     values
 }
 
-/// A Bind of the unnamed statement with `params` as text, results as text.
-fn bind(out: &mut Vec<u8>, params: &[String]) {
+/// A Bind of `statement` (named, or "" the unnamed one) with `params` as text, results as text.
+fn bind(out: &mut Vec<u8>, statement: &str, params: &[String]) {
     put_message(out, b'B', |body| {
         body.push(0); // the unnamed portal
-        body.push(0); // the unnamed statement
+        body.extend_from_slice(statement.as_bytes());
+        body.push(0);
         body.extend_from_slice(&0i16.to_be_bytes()); // every parameter as text
         body.extend_from_slice(&(params.len() as i16).to_be_bytes());
         for param in params {

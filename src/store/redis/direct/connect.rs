@@ -56,6 +56,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
             tcp,
             tls: None,
             server_process: None,
+            prepared: false,
         });
     };
     let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
@@ -73,6 +74,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
         tcp,
         tls: Some(session),
         server_process: None,
+        prepared: false,
     })
 }
 
