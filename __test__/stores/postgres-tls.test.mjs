@@ -86,3 +86,47 @@ test('under load over TLS: 50,000 operations in flight at once are all answered'
   const released = await Promise.all(keys.map((k) => loaded.release(k, 'owner')))
   assert.equal(released.filter(Boolean).length, keys.length)
 })
+
+test('every sslmode of libpq is taken: verify-full and verify-ca check the certificate, as require does', async () => {
+  for (const mode of ['verify-full', 'verify-ca', 'require']) {
+    const verified = store({ url: at('127.0.0.1', `?sslmode=${mode}`), tls: { ca } })
+    const key = uniqueKey(`pg-${mode}`)
+    assert.equal(await verified.acquire(key, 'owner', 5_000), true, mode)
+    assert.equal(await verified.release(key, 'owner'), true, mode)
+  }
+  // A name the certificate does not hold is refused under each of them.
+  const wrongName = store({ url: at('127.0.0.2', '?sslmode=verify-ca'), tls: { ca } })
+  await assert.rejects(wrongName.isLocked('k'), (e) => e.code === 'ERR_LOCK_STORE_CONNECTION' && /not valid for name/i.test(e.message))
+})
+
+test('sslmode=prefer speaks TLS to a server that has it, and never settles for an unchecked certificate', async () => {
+  // This server accepts TLS connections only: an answer means TLS was spoken.
+  const preferred = store({ url: at('127.0.0.1', '?sslmode=prefer'), tls: { ca } })
+  assert.equal(await preferred.isLocked(uniqueKey('pg-prefer')), false)
+  const untrusted = store({ url: at('127.0.0.1', '?sslmode=prefer') })
+  await assert.rejects(untrusted.isLocked('k'), (e) => e.code === 'ERR_LOCK_STORE_CONNECTION' && /UnknownIssuer/.test(e.message))
+})
+
+test('sslmode=prefer speaks plain text to a server without TLS', async () => {
+  const plainServer = await startPostgres()
+  try {
+    const preferred = store({ url: `${plainServer.url}?sslmode=prefer` })
+    const key = uniqueKey('pg-prefer-plain')
+    assert.equal(await preferred.acquire(key, 'owner', 5_000), true)
+    assert.equal(await preferred.release(key, 'owner'), true)
+    await preferred.close()
+  } finally {
+    await plainServer.close()
+  }
+})
+
+test('an sslmode libpq does not know is refused when the store is made, naming it, with no password shown', () => {
+  assert.throws(
+    () => new PostgresLockStore({ url: 'postgres://app@db.internal/app?sslmode=always' }),
+    (e) => e instanceof TypeError && /sslmode=always/.test(e.message) && /verify-full/.test(e.message) && !/\*\*\*/.test(e.message),
+  )
+  assert.throws(
+    () => new PostgresLockStore({ url: 'postgres://app:s3cret@db.internal/app?sslmode=always' }),
+    (e) => e instanceof TypeError && !/s3cret/.test(e.message),
+  )
+})

@@ -35,7 +35,10 @@ pub(super) struct Target {
     pub plain: Config,
     /// Whether the server refused `options`: connect with `plain` from then on.
     pub refuses_options: AtomicBool,
+    /// Whether TLS is spoken: wanted (`tls_optional`: `sslmode=prefer`, a
+    /// server that has no TLS is spoken to in plain text) or required.
     pub tls: bool,
+    pub tls_optional: bool,
     /// The server as error messages name it: `postgres://user@host:port/db`.
     pub display: String,
 }
@@ -63,7 +66,8 @@ fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target,
             "{name} {shown:?} is not a postgres:// URL (postgres://user:password@host:port/database)"
         ));
     }
-    let mut config = Config::from_str(url)
+    let (url, sslmode) = without_sslmode(url);
+    let mut config = Config::from_str(&url)
         .map_err(|e| format!("{name} {shown:?} is not a PostgreSQL URL this store can use: {e}"))?;
     if config.get_hosts().is_empty() {
         config.host("localhost");
@@ -71,13 +75,35 @@ fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target,
     if config.get_user().is_none() {
         config.user("postgres");
     }
-    let asks_tls = matches!(config.get_ssl_mode(), SslMode::Require);
-    let tls = asks_tls || options.tls.is_some();
-    config.ssl_mode(if tls {
-        SslMode::Require
-    } else {
-        SslMode::Disable
-    });
+    // libpq's meanings, except that a certificate is always checked (the
+    // chain, and the host name) whenever TLS is spoken: require and
+    // verify-ca are verify-full here, and prefer does not settle for an
+    // unchecked certificate (only for no TLS at all).
+    let mode = match sslmode.as_deref() {
+        None => {
+            if options.tls.is_some() {
+                SslMode::Require
+            } else {
+                SslMode::Disable
+            }
+        }
+        Some("disable" | "allow") => SslMode::Disable,
+        Some("prefer") => SslMode::Prefer,
+        Some("require" | "verify-ca" | "verify-full") => SslMode::Require,
+        Some(other) => {
+            return Err(format!(
+                "{name} {shown:?} has sslmode={other}; use disable, allow, prefer, require, verify-ca or verify-full"
+            ))
+        }
+    };
+    if mode == SslMode::Disable && options.tls.is_some() {
+        return Err(format!(
+            "options.tls is given but {name} {shown:?} turns TLS off (sslmode=disable or allow)"
+        ));
+    }
+    let tls = mode != SslMode::Disable;
+    let tls_optional = mode == SslMode::Prefer;
+    config.ssl_mode(mode);
     config.connect_timeout(options.connect_timeout);
     config.application_name("keel-lock");
     // The server cancels a statement that outlives the command timeout, so a
@@ -102,8 +128,33 @@ fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target,
         plain,
         refuses_options: AtomicBool::new(false),
         tls,
+        tls_optional,
         display,
     })
+}
+
+/// `url` without its `sslmode` parameter, and that parameter's value: read
+/// here, as the URL reader knows only three of libpq's six values.
+fn without_sslmode(url: &str) -> (String, Option<String>) {
+    let Some((place, query)) = url.split_once('?') else {
+        return (url.to_owned(), None);
+    };
+    let mut sslmode = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.strip_prefix("sslmode=") {
+            Some(value) => {
+                sslmode = Some(value.to_owned());
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if kept.is_empty() {
+        (place.to_owned(), sslmode)
+    } else {
+        (format!("{place}?{}", kept.join("&")), sslmode)
+    }
 }
 
 /// Whether a server's refusal is PgBouncer's of the `options` startup
@@ -176,5 +227,36 @@ mod tests {
         listening.listen_url = Some("postgres://app@db:5432/db".to_owned());
         let direct = listen_target(&listening).unwrap().unwrap();
         assert_eq!(direct.display, "postgres://app@db:5432/db");
+    }
+
+    #[test]
+    fn every_sslmode_of_libpq_is_read() {
+        for (mode, tls, optional) in [
+            ("disable", false, false),
+            ("allow", false, false),
+            ("prefer", true, true),
+            ("require", true, false),
+            ("verify-ca", true, false),
+            ("verify-full", true, false),
+        ] {
+            let url = format!("postgres://app@h/db?application_name=x&sslmode={mode}");
+            let t = target(&options(&url)).unwrap();
+            assert_eq!((t.tls, t.tls_optional), (tls, optional), "{mode}");
+        }
+        let bad = target(&options("postgres://app:s3cret@h/db?sslmode=always"))
+            .err()
+            .unwrap();
+        assert!(
+            bad.contains("sslmode=always")
+                && bad.contains("verify-full")
+                && !bad.contains("s3cret"),
+            "{bad}"
+        );
+        let mut with_tls = options("postgres://app@h/db?sslmode=disable");
+        with_tls.tls = Some(TlsOptions::default());
+        let bad = target(&with_tls).err().unwrap();
+        assert!(bad.contains("options.tls"), "{bad}");
+        with_tls.url = "postgres://app@h/db".to_owned();
+        assert!(target(&with_tls).unwrap().tls);
     }
 }

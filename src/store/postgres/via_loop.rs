@@ -49,6 +49,7 @@ impl PostgresStore {
             host: host.clone(),
             port: config.get_ports().first().copied().unwrap_or(5432),
             tls,
+            tls_optional: opener.target.tls_optional,
             database: config.get_dbname().unwrap_or(&user).to_owned(),
             password: config.get_password().map(<[u8]>::to_vec),
             user,

@@ -10,6 +10,7 @@
 //! [`connect`].
 
 pub mod connect;
+mod session;
 
 use std::future::Future;
 use std::pin::Pin;
