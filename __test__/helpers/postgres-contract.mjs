@@ -1,12 +1,16 @@
 // The store contract for PostgresLockStore on a cluster of the test file's
 // own, reached through the URL `urlOf` picks (TCP, the unix socket, a
-// PgBouncer in front), and looked at through a plain `pg` client over TCP.
+// PgBouncer in front, TLS), and looked at through a plain `pg` client (at the
+// server's `inspectUrl`, else its `url`).
+import { test } from 'node:test'
 import pg from 'pg'
 import { storeContract } from '../stores/contract.mjs'
 import { openStore } from './stores.mjs'
+import { startPostgres } from '../../support/postgres.mjs'
+import { startPgBouncer, pgbouncerMissing } from '../../support/pgbouncer.mjs'
 
 /**
- * @template {{ url: string, socketUrl?: string, close(): Promise<void> }} S
+ * @template {{ url: string, socketUrl?: string, inspectUrl?: string, tlsCaFile?: string, close(): Promise<void> }} S
  * @param {string} name
  * @param {() => Promise<S>} server
  * @param {(server: S) => string} urlOf
@@ -20,8 +24,9 @@ export function postgresContract(name, server, urlOf, listenUrlOf = () => undefi
         KEEL_TEST_STORE: 'postgres-store',
         KEEL_TEST_DATABASE: urlOf(postgres),
         KEEL_TEST_LISTEN_URL: listenUrlOf(postgres) ?? '',
+        KEEL_TEST_TLS_CA: postgres.tlsCaFile,
       })
-      const inspect = new pg.Client(postgres.url)
+      const inspect = new pg.Client(postgres.inspectUrl ?? postgres.url)
       await inspect.connect()
       return {
         ...opened,
@@ -39,4 +44,36 @@ export function postgresContract(name, server, urlOf, listenUrlOf = () => undefi
     processes: true,
     announcesReleases: true,
   })
+}
+
+/**
+ * The contract through a PgBouncer in `mode` with `poolSize` server
+ * connections in front of a cluster of the file's own; skipped, saying so,
+ * when pgbouncer is not installed. In transaction mode the store listens on
+ * the cluster directly (listenUrl): LISTEN cannot work through such a pooler.
+ *
+ * @param {'transaction' | 'session'} mode
+ * @param {number} poolSize
+ */
+export function pgbouncerContract(mode, poolSize) {
+  const name = `PostgresLockStore through PgBouncer (pool_mode = ${mode})`
+  const missing = pgbouncerMissing()
+  if (missing) return void test(name, { skip: missing }, () => {})
+  postgresContract(
+    name,
+    async () => {
+      const postgres = await startPostgres()
+      const bouncer = await startPgBouncer({ upstream: postgres.url, mode, poolSize })
+      return {
+        url: postgres.url,
+        bouncerUrl: bouncer.url,
+        async close() {
+          await bouncer.close()
+          await postgres.close()
+        },
+      }
+    },
+    (server) => server.bouncerUrl,
+    (server) => (mode === 'transaction' ? server.url : undefined),
+  )
 }

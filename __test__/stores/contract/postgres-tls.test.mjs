@@ -3,37 +3,24 @@
 // file's own that accepts TLS connections only, with a throwaway CA
 // (support/certs.mjs). The test looks at the table through the cluster's
 // unix socket.
-import pg from 'pg'
-import { storeContract } from '../contract.mjs'
+import { postgresContract } from '../../helpers/postgres-contract.mjs'
 import { startPostgres } from '../../../support/postgres.mjs'
 import { makeCertificates } from '../../../support/certs.mjs'
-import { openStore } from '../../helpers/stores.mjs'
 
-storeContract('PostgresLockStore over TLS', {
-  async open() {
+postgresContract(
+  'PostgresLockStore over TLS',
+  async () => {
     const certificates = makeCertificates()
     const postgres = await startPostgres({ tls: certificates.server })
-    const opened = await openStore({
-      KEEL_TEST_STORE: 'postgres-store',
-      KEEL_TEST_DATABASE: `${postgres.url}?sslmode=require`,
-      KEEL_TEST_TLS_CA: certificates.file('ca.crt'),
-    })
-    const inspect = new pg.Client(postgres.socketUrl)
-    await inspect.connect()
     return {
-      ...opened,
-      deleteKey: (key) => inspect.query('DELETE FROM locks WHERE key = $1', [key]),
+      url: `${postgres.url}?sslmode=verify-full`,
+      inspectUrl: postgres.socketUrl,
+      tlsCaFile: certificates.file('ca.crt'),
       async close() {
-        await opened.close()
-        await inspect.end()
         await postgres.close()
         certificates.remove()
       },
     }
   },
-  fencing: true,
-  semaphores: 'native',
-  readWrite: true,
-  processes: true,
-  announcesReleases: true,
-})
+  (server) => server.url,
+)
