@@ -454,6 +454,15 @@ export declare class PostgresLockStore implements LockStore {
    * A store lives until it is closed; once closed it can be garbage-collected.
    */
   close(): Promise<void>
+  /**
+   * The SQL that makes every object a store on `table` (default `'locks'`)
+   * uses: the table and its sequence (plain locks), the holds table and
+   * function (semaphores, read-write locks). A store makes what is missing
+   * itself when its user may; for a database whose users may not, run this
+   * once as one who may. Throws `TypeError` for a table name the store
+   * would refuse.
+   */
+  static schema(table?: string): string
 }
 
 /** Thrown by {@link Lock.extend} when the lock has expired, was released, or was never acquired. */

@@ -93,6 +93,9 @@ export interface PostgresConfig {
   tls?: TlsPem
 }
 
+/** The SQL that makes the objects of a PostgreSQL store on `table` (checked by the JS layer). */
+export declare function postgresSchema(table: string): string
+
 /** RedisLockStore's options, already checked by the JS layer (timeouts in ms). */
 export interface RedisConfig {
   url: string

@@ -25,6 +25,20 @@ const MAX_POOL_SIZE = 100
 const TABLE = /^(?:[a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0,54}$/
 
 /**
+ * @param {string} where
+ * @param {unknown} table
+ * @param {string} name
+ * @returns {asserts table is string}
+ */
+function checkTable(where, table, name) {
+  if (typeof table !== 'string' || table.length > 63 || !TABLE.test(table)) {
+    throw new TypeError(
+      `${where}: ${name} must be a lower-case SQL name, optionally schema-qualified ("locks", "app.locks"), of at most 55 characters, got ${describe(table)}`,
+    )
+  }
+}
+
+/**
  * @param {unknown} urlOrOptions
  * @returns {import('./native').PostgresConfig}
  */
@@ -43,11 +57,7 @@ function readPostgresOptions(urlOrOptions) {
   if (listenUrl !== undefined && typeof listenUrl !== 'string') {
     throw new TypeError(`${WHERE}: options.listenUrl must be a string (a postgres:// URL), got ${describe(listenUrl)}`)
   }
-  if (typeof table !== 'string' || table.length > 63 || !TABLE.test(table)) {
-    throw new TypeError(
-      `${WHERE}: options.table must be a lower-case SQL name, optionally schema-qualified ("locks", "app.locks"), of at most 55 characters, got ${describe(table)}`,
-    )
-  }
+  checkTable(WHERE, table, 'options.table')
   if (!Number.isSafeInteger(poolSize) || /** @type {number} */ (poolSize) < 1 || /** @type {number} */ (poolSize) > MAX_POOL_SIZE) {
     throw new RangeError(`${WHERE}: options.poolSize must be an integer from 1 to ${MAX_POOL_SIZE}, got ${describe(poolSize)}`)
   }
@@ -66,4 +76,4 @@ function readPostgresOptions(urlOrOptions) {
   }
 }
 
-module.exports = { readPostgresOptions }
+module.exports = { readPostgresOptions, checkTable }

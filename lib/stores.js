@@ -9,7 +9,7 @@
 const native = require('./native.js')
 const { checkKey, checkMs, noop } = require('./check.js')
 const { readRedisOptions } = require('./redis-options.js')
-const { readPostgresOptions } = require('./postgres-options.js')
+const { readPostgresOptions, checkTable } = require('./postgres-options.js')
 
 /** @type {(store: object) => object | undefined} */
 let handleOf = () => undefined
@@ -176,6 +176,17 @@ class PostgresLockStore extends NativeLockStore {
   /** Close the connections. Later operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED. */
   async close() {
     closeStore(this)
+  }
+
+  /**
+   * The SQL that makes every object a store on `table` uses, for a database
+   * whose users may not create them: run it once as a user who may.
+   *
+   * @param {unknown} [table]
+   */
+  static schema(table = 'locks') {
+    checkTable('PostgresLockStore.schema', table, 'table')
+    return native.postgresSchema(table)
   }
 }
 

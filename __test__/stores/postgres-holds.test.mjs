@@ -34,6 +34,16 @@ after(async () => {
 })
 
 const rows = async (sql, params = []) => (await inspect.query(sql, params)).rows
+/** The hold functions of `table` (`<table>_hold_<version>`), by name. */
+const holdFunctions = async (table) => {
+  const [schema, name] = table.includes('.') ? table.split('.') : ['public', table]
+  const found = await rows(
+    `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+     WHERE n.nspname = $1 AND p.proname ~ $2`,
+    [schema, `^${name}_hold_[0-9a-f]{8}$`],
+  )
+  return found.map((row) => (schema === 'public' ? row.proname : `${schema}.${row.proname}`))
+}
 
 test('the holds table and its function are made beside the lock table, in the schema named', async () => {
   await inspect.query('CREATE SCHEMA shop')
@@ -42,7 +52,7 @@ test('the holds table and its function are made beside the lock table, in the sc
   assert.equal(await permit.acquire(), true)
   const [row] = await rows('SELECT kind, key, owner FROM shop.locks_holds')
   assert.deepEqual({ ...row, owner: typeof row.owner }, { kind: 's', key: 'exports', owner: 'string' })
-  assert.equal((await rows("SELECT to_regprocedure('shop.locks_hold(text,text,text,text,bigint,bigint)') IS NOT NULL AS made"))[0].made, true)
+  assert.equal((await holdFunctions('shop.locks')).length, 1, 'one hold function, of this version')
   assert.equal(await permit.release(), true)
   assert.equal((await rows('SELECT count(*)::int AS n FROM shop.locks_holds'))[0].n, 0)
 })
@@ -80,7 +90,7 @@ test('a database that defaults to REPEATABLE READ: the store keeps to READ COMMI
     await direct.connect()
     try {
       await assert.rejects(
-        direct.query(`SELECT ${table}_hold('acquire', 'permit', $1, 'intruder', 1000, 3)`, [key]),
+        direct.query(`SELECT ${(await holdFunctions(table))[0]}('acquire', 'permit', $1, 'intruder', 1000, 3)`, [key]),
         /needs READ COMMITTED, and this transaction is repeatable read/,
       )
     } finally {
@@ -91,19 +101,24 @@ test('a database that defaults to REPEATABLE READ: the store keeps to READ COMMI
   }
 })
 
-test('a hold function left by an earlier version is replaced when a store connects', async () => {
+test('a hold function an earlier version left is not replaced: the store makes its own beside it and calls that', async () => {
   const table = 'upgraded'
-  const first = store({ table })
-  setLockStore(first)
-  assert.equal(await semaphore(uniqueKey('before'), 1).acquire(), true)
+  // An earlier version's function, of another body (one that never grants), and its table.
   await inspect.query(
-    `CREATE OR REPLACE FUNCTION ${table}_hold(op text, mode text, k text, who text, ttl bigint, lim bigint)
-     RETURNS bigint LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+    `CREATE TABLE ${table} (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL);
+     CREATE SEQUENCE ${table}_fencing;
+     CREATE TABLE ${table}_holds (kind "char" NOT NULL, key TEXT NOT NULL, owner TEXT NOT NULL,
+       expires_at BIGINT NOT NULL, PRIMARY KEY (key, kind, owner));
+     CREATE FUNCTION ${table}_hold(op text, mode text, k text, who text, ttl bigint, lim bigint)
+       RETURNS bigint LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
   )
   setLockStore(store({ table }))
   const key = uniqueKey('after')
-  assert.equal(await writeLock(key).acquire(), true, 'the new store put its own function back')
+  assert.equal(await writeLock(key).acquire(), true, 'the store calls a function of its own')
   assert.equal(await readLock(key).acquireImmediately(), false)
+  const [{ n }] = await rows(`SELECT count(*)::int AS n FROM pg_proc WHERE proname = '${table}_hold'`)
+  assert.equal(n, 1, 'the earlier function is still there')
+  assert.equal((await holdFunctions(table)).length, 1)
 })
 
 test('expired holds are swept with the expired locks', async () => {

@@ -227,6 +227,11 @@ export async function postgresStore(): Promise<void> {
   await closed
   const code: LockStoreErrorCode = 'ERR_LOCK_STORE_POSTGRES'
   void code
+  const ddl: string = PostgresLockStore.schema('app.locks')
+  const defaultDdl: string = PostgresLockStore.schema()
+  void [ddl, defaultDdl]
+  // @ts-expect-error a table is a name
+  PostgresLockStore.schema(42)
   new PostgresLockStore()
   new PostgresLockStore({ url: 'postgres://db/app', tls: { ca: '-----BEGIN CERTIFICATE-----' } })
   // @ts-expect-error a port is not a URL

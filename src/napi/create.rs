@@ -180,3 +180,9 @@ fn tls_options(tls: TlsPem) -> TlsOptions {
         key: tls.key.map(|b| b.to_vec()),
     }
 }
+
+/// The SQL that makes the objects of a PostgreSQL store on `table` (checked by the JS layer).
+#[napi(catch_unwind)]
+pub fn postgres_schema(table: String) -> String {
+    crate::store::postgres::schema(&table)
+}

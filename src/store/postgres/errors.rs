@@ -12,6 +12,9 @@ use crate::store::{BackendError, StoreError};
 #[derive(Debug)]
 pub(super) enum Failure {
     Postgres(tokio_postgres::Error),
+    /// The objects of plain locks are missing, and making them failed with
+    /// this error (see [`missing_objects`]); the table is named.
+    Missing(tokio_postgres::Error, String),
     /// No answer within this bound.
     Timeout(Duration),
     /// The server refused our credentials a moment ago; not tried again yet.
@@ -53,7 +56,7 @@ impl Failure {
 
     fn code_and_verb(&self) -> (&'static str, &'static str) {
         let e = match self {
-            Failure::Postgres(e) => e,
+            Failure::Postgres(e) | Failure::Missing(e, _) => e,
             Failure::Timeout(_) => return ("ERR_LOCK_STORE_TIMEOUT", "had no answer from"),
             Failure::Refused(_) => return ("ERR_LOCK_STORE_AUTH", "was refused by"),
             Failure::Closed => return ("ERR_LOCK_STORE_CLOSED", "is closed:"),
@@ -88,6 +91,7 @@ impl Failure {
         let (code, verb) = self.code_and_verb();
         let detail = match &self {
             Failure::Postgres(e) => detail(e),
+            Failure::Missing(e, table) => format!("{}; {}", detail(e), missing_objects(table)),
             Failure::Timeout(bound) => format!("within {} ms", bound.as_millis()),
             Failure::Refused(detail) => format!("{detail} (not tried again for a moment)"),
             Failure::Closed => "close() was called".to_owned(),
@@ -98,6 +102,15 @@ impl Failure {
         };
         StoreError::Backend(BackendError { code, message })
     }
+}
+
+/// What an error says when the table of plain locks (or its sequence) is
+/// missing and this user may not make them.
+pub(super) fn missing_objects(table: &str) -> String {
+    format!(
+        "the table {table} or its sequence {table}_fencing is missing, and this user may not create them: \
+         create them once as a user who may, with the SQL PostgresLockStore.schema({table:?}) returns"
+    )
 }
 
 /// The error code a SQLSTATE the server reported becomes, and how the

@@ -40,6 +40,13 @@ use tokio_postgres::types::Type;
 use self::errors::{Failure, RESENDS};
 use self::listen::Watch;
 pub use self::options::PostgresOptions;
+
+/// The SQL that makes every object a store on `table` uses (what it runs
+/// itself when they are missing and it may): for a database whose users
+/// may not create objects, to run once as one who may.
+pub fn schema(table: &str) -> String {
+    Sql::new(table).create
+}
 use self::pool::{Conn, Opener, Pool};
 use self::sql::Sql;
 use super::follow::{OnReleased, OnWarning};

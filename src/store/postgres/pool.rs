@@ -140,11 +140,24 @@ impl Pool {
         // restored or recreated under a running store gets its table back.
         // (A simple query: `query_one` would prepare a named statement.)
         let answer = client.simple_query(&opener.sql.exists).await?;
-        let exists = answer.iter().any(
-            |message| matches!(message, SimpleQueryMessage::Row(row) if row.get(0) == Some("t")),
-        );
-        if !exists {
-            client.batch_execute(&opener.sql.create).await?;
+        let ready = |column: usize| {
+            answer.iter().any(
+                |message| matches!(message, SimpleQueryMessage::Row(row) if row.get(column) == Some("t")),
+            )
+        };
+        if !ready(0) {
+            client
+                .batch_execute(&opener.sql.create)
+                .await
+                .map_err(|e| match e.as_db_error() {
+                    Some(_) => Failure::Missing(e, opener.sql.table.clone()),
+                    None => Failure::Postgres(e),
+                })?;
+        } else if !ready(1) {
+            // Plain locks need no more: a user who may not make these goes
+            // on without semaphores and read-write locks, whose operations
+            // then fail naming the function they lack.
+            let _ = client.batch_execute(&opener.sql.create_holds).await;
         }
         Ok(Conn {
             client,
@@ -155,7 +168,7 @@ impl Pool {
 
 fn detail_of(failure: &Failure) -> String {
     match failure {
-        Failure::Postgres(e) => detail(e),
+        Failure::Postgres(e) | Failure::Missing(e, _) => detail(e),
         Failure::Refused(detail) => detail.clone(),
         other => format!("{other:?}"),
     }

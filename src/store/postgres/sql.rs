@@ -29,7 +29,13 @@ pub(super) const END_SESSION: &str =
 
 /// The statements for one table, made once per store.
 pub(super) struct Sql {
+    /// The lock table, as the store was given it.
+    pub table: String,
+    /// Every object the store uses, made if missing (what `schema()` prints).
     pub create: String,
+    /// The objects of semaphores and read-write locks alone, for a database
+    /// that has those of plain locks.
+    pub create_holds: String,
     pub acquire: String,
     pub release: String,
     pub extend: String,
@@ -38,7 +44,8 @@ pub(super) struct Sql {
     pub holds: String,
     pub sweep: String,
     pub listen: String,
-    /// Whether everything `create` makes is there.
+    /// Whether the objects of plain locks are there (the table and its
+    /// sequence), and whether those of semaphores and read-write locks are.
     pub exists: String,
     /// A semaphore's or read-write key's operation.
     pub hold: String,
@@ -56,48 +63,56 @@ impl Sql {
         let sequence = format!("{table}_fencing");
         let channel = table;
         let holds = format!("{table}_holds");
-        let function = format!("{table}_hold");
+        let base_function = format!("{table}_hold");
         // A channel name is at most 63 bytes (a table name may be 63 with
         // its schema): longer, pg_notify refuses it and LISTEN cuts it short.
         let holds_channel: String = holds.chars().take(63).collect();
-        let signature =
-            format!("{function}(op text, mode text, k text, who text, ttl bigint, lim bigint)");
         let body = HOLD_FUNCTION
-            .replace("{function}", &function)
+            .replace("{function}", &base_function)
             .replace("{holds}", &holds)
             .replace("{sequence}", &sequence)
             .replace("{channel}", &holds_channel);
+        // Named after its body: a later version of the store makes a function
+        // of its own beside the old one instead of replacing a live object
+        // (which needs its owner's rights), and finds it by name alone.
+        let function = format!("{base_function}_{}", &name_of(&body)[5..13]);
+        let signature =
+            format!("{function}(op text, mode text, k text, who text, ttl bigint, lim bigint)");
+        // Several processes may start at once: the advisory lock makes one
+        // create while the others wait, then find it made. (Each is one
+        // simple query: one transaction, rolled back whole if any part fails.)
+        let lock_for_create =
+            format!("SELECT pg_advisory_xact_lock(hashtext('keel-lock:{table}'));");
+        let holds_objects = format!(
+            "CREATE TABLE IF NOT EXISTS {holds} (
+               kind \"char\" NOT NULL,
+               key TEXT NOT NULL,
+               owner TEXT NOT NULL,
+               expires_at BIGINT NOT NULL,
+               PRIMARY KEY (key, kind, owner)
+             );
+             CREATE OR REPLACE FUNCTION {signature} RETURNS bigint LANGUAGE plpgsql
+               AS $fn${body}$fn$;"
+        );
         let mut sql = Sql {
+            table: table.to_owned(),
             // Several processes may start at once: the advisory lock makes
             // one create while the others wait, then find it made.
             create: format!(
-                "BEGIN;
-                 SELECT pg_advisory_xact_lock(hashtext('keel-lock:{table}'));
+                "{lock_for_create}
                  CREATE TABLE IF NOT EXISTS {table} (
                    key TEXT PRIMARY KEY,
                    owner TEXT NOT NULL,
                    expires_at BIGINT NOT NULL
                  );
                  CREATE SEQUENCE IF NOT EXISTS {sequence};
-                 CREATE TABLE IF NOT EXISTS {holds} (
-                   kind \"char\" NOT NULL,
-                   key TEXT NOT NULL,
-                   owner TEXT NOT NULL,
-                   expires_at BIGINT NOT NULL,
-                   PRIMARY KEY (key, kind, owner)
-                 );
-                 CREATE OR REPLACE FUNCTION {signature} RETURNS bigint LANGUAGE plpgsql
-                   AS $fn${body}$fn$;
-                 COMMIT"
+                 {holds_objects}"
             ),
-            // (The function's text too: a store of a later version replaces
-            // one an earlier version made.)
+            create_holds: format!("{lock_for_create}\n{holds_objects}"),
             exists: format!(
-                "SELECT to_regclass('{table}') IS NOT NULL AND to_regclass('{sequence}') IS NOT NULL
-                    AND to_regclass('{holds}') IS NOT NULL
-                    AND EXISTS (SELECT 1 FROM pg_proc
-                      WHERE oid = to_regprocedure('{function}(text,text,text,text,bigint,bigint)')
-                        AND prosrc = $keel${body}$keel$)"
+                "SELECT to_regclass('{table}') IS NOT NULL AND to_regclass('{sequence}') IS NOT NULL,
+                        to_regclass('{holds}') IS NOT NULL
+                    AND to_regprocedure('{function}(text,text,text,text,bigint,bigint)') IS NOT NULL"
             ),
             hold: format!("SELECT {function}($1, $2, $3, $4, $5::bigint, $6::bigint)"),
             holds_channel: holds_channel.clone(),

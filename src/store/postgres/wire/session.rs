@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::connect::{failure, lost, Target};
 use super::{row_values, DbError};
 use crate::store::direct::Failure;
-use crate::store::postgres::errors::code_and_verb;
+use crate::store::postgres::errors::{code_and_verb, missing_objects};
 
 const UNSPOKEN: &str = "the server asks for a login method this store does not speak";
 
@@ -144,14 +144,29 @@ pub(super) async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     log_in(&mut talk).await?;
     talk.until_ready().await?;
     let sql = &target.sql;
-    let exists = talk.query(&sql.exists).await?;
-    if exists
-        .first()
-        .and_then(|row| row.first())
-        .and_then(|v| v.as_deref())
-        != Some("t")
-    {
-        talk.query(&sql.create).await?;
+    let answer = talk.query(&sql.exists).await?;
+    let ready = |column: usize| {
+        answer
+            .first()
+            .and_then(|row| row.get(column))
+            .and_then(|v| v.as_deref())
+            == Some("t")
+    };
+    if !ready(0) {
+        talk.query(&sql.create).await.map_err(|failure| {
+            if failure.code != "ERR_LOCK_STORE_POSTGRES" {
+                return failure;
+            }
+            Failure {
+                code: failure.code,
+                text: format!("{}; {}", failure.text, missing_objects(&sql.table)),
+            }
+        })?;
+    } else if !ready(1) {
+        // Plain locks need no more: a user who may not make these goes on
+        // without semaphores and read-write locks, whose operations then fail
+        // naming the function they lack.
+        let _ = talk.query(&sql.create_holds).await;
     }
     let prepared = match talk.server_process {
         Some(process) => serves_us_alone(&mut talk, process).await? && prepare(&mut talk).await,
