@@ -117,3 +117,25 @@ test('PostgreSQL out of connection slots: ERR_LOCK_STORE_UNAVAILABLE, and a wait
   await Promise.all([admin.end(), fillers.pop().end()])
   assert.equal(await waiting, true, 'the waiter tried again until a slot was free')
 })
+
+test('PostgreSQL read-only (a standby, or default_transaction_read_only): an error that says so, not "cannot execute SELECT"', async () => {
+  const admin = new pg.Client(postgres.url)
+  await admin.connect()
+  await admin.query('CREATE DATABASE readonly')
+  await admin.query('ALTER DATABASE readonly SET default_transaction_read_only = on')
+  cleanups.push(() => admin.end())
+  const url = postgres.url.replace(/\/postgres$/, '/readonly')
+  // Every object made by a session that turns read-only off for itself.
+  const setup = new pg.Client(url)
+  await setup.connect()
+  await setup.query('SET default_transaction_read_only = off')
+  await setup.query(PostgresLockStore.schema())
+  await setup.end()
+  const store = new PostgresLockStore({ url, poolSize: 1 })
+  cleanups.push(() => store.close())
+  await assert.rejects(store.acquire(uniqueKey('ro'), 'owner', 5_000), (e) => {
+    assert.equal(e.code, 'ERR_LOCK_STORE_POSTGRES', e.message)
+    assert.match(e.message, /cannot write: the database is read-only \(a standby, or default_transaction_read_only\)/)
+    return true
+  })
+})
