@@ -101,7 +101,8 @@ test('PostgreSQL out of connection slots: ERR_LOCK_STORE_UNAVAILABLE, and a wait
     fillers.push(filler)
     assert.ok(fillers.length <= rows[0].max, 'the server kept taking connections')
   }
-  cleanups.push(() => Promise.all(fillers.map((f) => f.end().catch(() => {}))))
+  const freeSlots = () => Promise.all(fillers.splice(0).map((f) => f.end().catch(() => {})))
+  cleanups.push(freeSlots)
   const store = new PostgresLockStore({ url: postgres.url, poolSize: 1, connectTimeout: 2_000, commandTimeout: 2_000 })
   cleanups.push(() => store.close())
   const key = uniqueKey('pg-full')
@@ -116,6 +117,9 @@ test('PostgreSQL out of connection slots: ERR_LOCK_STORE_UNAVAILABLE, and a wait
   // Two slots: the store's connection, and the one it listens for releases on.
   await Promise.all([admin.end(), fillers.pop().end()])
   assert.equal(await waiting, true, 'the waiter tried again until a slot was free')
+  // The slots back for the tests after this one.
+  await freeSlots()
+  await store.close()
 })
 
 test('PostgreSQL read-only (a standby, or default_transaction_read_only): an error that says so, not "cannot execute SELECT"', async () => {
