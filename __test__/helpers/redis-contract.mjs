@@ -1,0 +1,36 @@
+// The store contract for RedisLockStore on a redis-server of the test file's
+// own, reached at the server's `url` (plain, TLS with the CA in
+// `tlsCaFile`, or through a proxy), and looked at through ioredis at its
+// `inspectUrl` (with `inspectOptions`), else its `url`.
+import { Redis } from 'ioredis'
+import { storeContract } from '../stores/contract.mjs'
+import { openStore } from './stores.mjs'
+
+/**
+ * @param {string} name
+ * @param {() => Promise<{ url: string, inspectUrl?: string, inspectOptions?: object, tlsCaFile?: string, close(): Promise<void> }>} server
+ */
+export function redisContract(name, server) {
+  storeContract(name, {
+    async open() {
+      const redis = await server()
+      const opened = await openStore({ KEEL_TEST_STORE: 'redis', REDIS_URL: redis.url, KEEL_TEST_TLS_CA: redis.tlsCaFile })
+      const inspect = new Redis(redis.inspectUrl ?? redis.url, redis.inspectOptions ?? {})
+      return {
+        ...opened,
+        deleteKey: (key) => inspect.del(key),
+        async close() {
+          await opened.close()
+          inspect.disconnect()
+          await redis.close()
+        },
+      }
+    },
+    fencing: true,
+    processes: true,
+    announcesReleases: true,
+    anyKey: true,
+    semaphores: 'native',
+    readWrite: true,
+  })
+}
