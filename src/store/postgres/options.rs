@@ -58,6 +58,29 @@ pub(super) fn listen_target(options: &PostgresOptions) -> Result<Option<Target>,
         .transpose()
 }
 
+/// A connection opened by tokio-postgres (a unix socket, several hosts) has
+/// no command-timeout rule for going silent (that is the event loop's, in
+/// `store::direct`): the kernel finds a host that is gone instead, idle by
+/// keepalive probes and with statements unanswered by the TCP user timeout,
+/// both within about 30 s, as on the event loop's connections. A stalled
+/// but live server still acknowledges what it is sent, so its connection
+/// stays, with its statements in order. What the URL sets is kept.
+fn find_silent_hosts(config: &mut Config) {
+    const LIBPQ_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
+    if config.get_keepalives() && config.get_keepalives_idle() == LIBPQ_IDLE {
+        config.keepalives_idle(Duration::from_secs(15));
+        if config.get_keepalives_interval().is_none() {
+            config.keepalives_interval(Duration::from_secs(5));
+        }
+        if config.get_keepalives_retries().is_none() {
+            config.keepalives_retries(3);
+        }
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(Duration::from_secs(30));
+    }
+}
+
 /// Read `url` (the option `name`) with the store's bounds.
 fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target, String> {
     let shown = redacted(url);
@@ -106,6 +129,7 @@ fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target,
     config.ssl_mode(mode);
     config.connect_timeout(options.connect_timeout);
     config.application_name("keel-lock");
+    find_silent_hosts(&mut config);
     // The server cancels a statement that outlives the command timeout, so a
     // statement stuck behind another session's lock does not hold its
     // connection after the caller has been told it timed out. READ COMMITTED
@@ -194,6 +218,36 @@ mod tests {
             listen_url: None,
             tls: None,
         }
+    }
+
+    #[test]
+    fn a_gone_host_is_found_by_the_kernel_unless_the_url_says_otherwise() {
+        let t = target(&options("postgres://app@a:5432,b:5432/db")).unwrap();
+        assert_eq!(t.config.get_keepalives_idle(), Duration::from_secs(15));
+        assert_eq!(
+            t.config.get_keepalives_interval(),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(t.config.get_keepalives_retries(), Some(3));
+        assert_eq!(
+            t.config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(30))
+        );
+        assert_eq!(
+            t.plain.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(30))
+        );
+        let t = target(&options(
+            "postgres://app@a/db?keepalives_idle=60&tcp_user_timeout=5",
+        ))
+        .unwrap();
+        assert_eq!(t.config.get_keepalives_idle(), Duration::from_secs(60));
+        assert_eq!(
+            t.config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(5))
+        );
+        let t = target(&options("postgres://app@a/db?keepalives=0")).unwrap();
+        assert!(!t.config.get_keepalives());
     }
 
     #[test]
