@@ -15,7 +15,10 @@ let redis
 let postgres
 const cleanups = []
 before(async () => {
-  ;[redis, postgres] = await Promise.all([startRedis({ args: ['--busy-reply-threshold', '100'] }), startPostgres()])
+  ;[redis, postgres] = await Promise.all([startRedis({
+      // DEBUG RELOAD for the LOADING test, answering other clients while it loads.
+      args: ['--busy-reply-threshold', '100', '--enable-debug-command', 'yes', '--loading-process-events-interval-bytes', '1024'],
+    }), startPostgres()])
 })
 after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup()
@@ -48,13 +51,37 @@ test('Redis BUSY (another client\'s script runs long): ERR_LOCK_STORE_UNAVAILABL
   await new Promise((resolve) => setTimeout(resolve, 300))
   await assert.rejects(store.isLocked(key), (e) => {
     assert.equal(e.code, 'ERR_LOCK_STORE_UNAVAILABLE', e.message)
-    assert.match(e.message, /^RedisLockStore\.isLocked: was not ready at redis:\/\/127\.0\.0\.1:\d+: "?BUSY/)
+    assert.match(e.message, /^RedisLockStore\.isLocked: was not ready at redis:\/\/127\.0\.0\.1:\d+: BUSY /)
     return true
   })
   const waiting = lock(key, 10_000).acquire({ timeout: 15_000, retryDelay: 100 })
   await new Promise((resolve) => setTimeout(resolve, 500))
   await killer.call('SCRIPT', 'KILL')
   assert.equal(await waiting, true, 'the waiter tried again until the server was ready')
+})
+
+test('Redis LOADING (a restart reading its data back): ERR_LOCK_STORE_UNAVAILABLE, and a waiter gets the lock once it is loaded', async () => {
+  const store = redisStore()
+  setLockStore(store)
+  const key = uniqueKey('loading')
+  assert.equal(await store.isLocked(key), false)
+  const admin = ioredis()
+  await admin.connect()
+  // 2,000 keys read back 1 ms apart: the server says LOADING for about 2 s.
+  await admin.call('DEBUG', 'POPULATE', '2000', uniqueKey('filler'))
+  await admin.config('SET', 'key-load-delay', '1000')
+  cleanups.push(() => admin.config('SET', 'key-load-delay', '0').catch(() => {}))
+  const reloaded = admin.call('DEBUG', 'RELOAD')
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  await assert.rejects(store.isLocked(key), (e) => {
+    assert.equal(e.code, 'ERR_LOCK_STORE_UNAVAILABLE', e.message)
+    assert.match(e.message, /^RedisLockStore\.isLocked: was not ready at redis:\/\/127\.0\.0\.1:\d+: LOADING Redis is loading/)
+    return true
+  })
+  const waiting = lock(key, 10_000).acquire({ timeout: 15_000, retryDelay: 100 })
+  assert.equal(await reloaded, 'OK')
+  assert.equal(await waiting, true, 'the waiter tried again until the data was loaded')
+  await admin.config('SET', 'key-load-delay', '0')
 })
 
 test('Redis out of client slots: ERR_LOCK_STORE_UNAVAILABLE, and a waiter gets the lock once a slot frees', async () => {

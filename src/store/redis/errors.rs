@@ -117,10 +117,16 @@ pub(super) fn reply_meaning(code: &str, text: &str) -> (&'static str, &'static s
 /// A command's error reply as the error its caller sees.
 #[cfg_attr(test, allow(dead_code))]
 pub(super) fn server_error(name: &str, display: &str, e: &redis::ServerError) -> StoreError {
-    let (code, what) = reply_meaning(e.code(), &e.to_string());
+    // The server's own words ("LOADING Redis is loading the dataset in
+    // memory"), not the client library's names for them.
+    let words = match e.details() {
+        Some(details) => format!("{} {details}", e.code()),
+        None => e.code().to_owned(),
+    };
+    let (code, what) = reply_meaning(e.code(), &words);
     StoreError::Backend(BackendError {
         code,
-        message: format!("RedisLockStore.{name}: {what} {display}: {e}"),
+        message: format!("RedisLockStore.{name}: {what} {display}: {words}"),
     })
 }
 
