@@ -1,8 +1,9 @@
-// A server that answers "not now" (Redis busy with another client's script
-// or out of client slots, PostgreSQL out of connection slots) is a store
-// that is not ready, not a broken one: the error's code is
-// ERR_LOCK_STORE_UNAVAILABLE, and a waiter with time left tries again at its
-// retryDelay until the server is ready, like after a refused connection.
+// A server that answers "not now" (Redis busy with another client's script,
+// out of client slots or loading its data; PostgreSQL out of connection
+// slots or starting up) is a store that is not ready, not a broken one: the
+// error's code is ERR_LOCK_STORE_UNAVAILABLE, and a waiter with time left
+// tries again at its retryDelay until the server is ready, like after a
+// refused connection.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Redis } from 'ioredis'
@@ -10,6 +11,9 @@ import pg from 'pg'
 import { lock, setLockStore, RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
 import { startRedis, uniqueKey } from '../../support/servers.mjs'
 import { startPostgres } from '../../support/postgres.mjs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
 
 let redis
 let postgres
@@ -170,3 +174,48 @@ test('PostgreSQL read-only (a standby, or default_transaction_read_only): an err
     return true
   })
 })
+
+test('PostgreSQL starting up (a standby not yet promoted): ERR_LOCK_STORE_UNAVAILABLE, and a waiter gets the lock once it is promoted', async () => {
+  // A cluster of its own, restarted as a standby with hot_standby off: it
+  // runs, and answers every connection "the database system is not accepting
+  // connections" (57P03) until `pg_ctl promote`.
+  const standby = await startPostgres()
+  cleanups.push(() => standby.close())
+  const dir = decodeURIComponent(new URL(standby.socketUrl).hostname)
+  const data = join(dir, 'data')
+  const asPostgres = (file, args) => {
+    const [cmd, argv] = process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args]
+    const r = spawnSync(cmd, argv, { encoding: 'utf8' })
+    assert.equal(r.status, 0, `${file} ${args.join(' ')}: ${r.stdout}${r.stderr}`)
+  }
+  const admin = new pg.Client(standby.url)
+  await admin.connect()
+  const { rows } = await admin.query("SELECT setting FROM pg_settings WHERE name = 'data_directory'")
+  await admin.query('ALTER SYSTEM SET hot_standby = off')
+  await admin.end()
+  assert.equal(rows[0].setting, data)
+  standby.stop()
+  asPostgres('touch', [join(data, 'standby.signal')])
+  standby.start()
+  const store = new PostgresLockStore({ url: standby.url, poolSize: 1, connectTimeout: 2_000, commandTimeout: 2_000 })
+  cleanups.push(() => store.close())
+  const key = uniqueKey('pg-starting')
+  await assert.rejects(store.isLocked(key), (e) => {
+    assert.equal(e.code, 'ERR_LOCK_STORE_UNAVAILABLE', e.message)
+    assert.match(e.message, /^PostgresLockStore\.isLocked: .*(not accepting connections|starting up)/)
+    return true
+  })
+  setLockStore(store)
+  const waiting = lock(key, 10_000).acquire({ timeout: 20_000, retryDelay: 100 })
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  asPostgres(pgCtl(), ['-D', data, '-w', 'promote'])
+  assert.equal(await waiting, true, 'the waiter tried again until the server was promoted')
+  await store.close()
+})
+
+/** The pg_ctl of the newest PostgreSQL installed (Debian keeps it off the PATH). */
+function pgCtl() {
+  const root = '/usr/lib/postgresql'
+  const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : []
+  return versions.map((v) => join(root, v, 'bin', 'pg_ctl')).find((file) => existsSync(file)) ?? 'pg_ctl'
+}
