@@ -14,7 +14,7 @@ export function redisContract(name, server) {
   storeContract(name, {
     async open() {
       const redis = await server()
-      const opened = await openStore({ KEEL_TEST_STORE: 'redis', REDIS_URL: redis.url, KEEL_TEST_TLS_CA: redis.tlsCaFile })
+      const opened = await openStore({ KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url, KEEL_TEST_TLS_CA: redis.tlsCaFile })
       const inspect = new Redis(redis.inspectUrl ?? redis.url, redis.inspectOptions ?? {})
       return {
         ...opened,

@@ -33,7 +33,7 @@ storeContract('RedisLockStore on a Redis Cluster', {
   async open() {
     const opened = await openStore({
       KEEL_TEST_STORE: 'redis-cluster',
-      REDIS_CLUSTER_URLS: cluster.urls.join(' '),
+      KEEL_TEST_REDIS_CLUSTER: cluster.urls.join(' '),
       KEEL_TEST_COMMAND_TIMEOUT: '2000',
     })
     const inspect = new Cluster(cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })))
