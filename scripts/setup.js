@@ -4,7 +4,9 @@
 //   node scripts/setup.js demo   the addon, built with cargo; no npm install
 //                                (the demo needs nothing else)
 //   node scripts/setup.js        the npm dependencies, and the addon (bench, soak)
-//   node scripts/setup.js test   those, the Jest and Vitest suites' dependencies,
+//   node scripts/setup.js test   first the programs the tests use (support/tools.mjs,
+//                                one line: what is missing and what that skips),
+//                                then those, the Jest and Vitest suites' dependencies,
 //                                the addon built by napi-rs (which regenerates
 //                                lib/native.d.ts, the types lib/ is checked
 //                                against), and the test build with test-only
@@ -59,6 +61,12 @@ if (mode === 'demo') {
     copyFileSync(cdylib, binary)
   }
   process.exit(0)
+}
+
+if (mode === 'test') {
+  // Before anything long: which programs the tests use are missing, and what that skips.
+  const check = spawnSync(process.execPath, [join(root, 'support', 'tools.mjs')], { cwd: root, stdio: 'inherit' })
+  if (check.status !== 0) process.exit(check.status ?? 1)
 }
 
 if (!existsSync(join(root, 'node_modules', '.package-lock.json'))) {
