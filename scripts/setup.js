@@ -4,11 +4,19 @@
 //   node scripts/setup.js demo   the addon, built with cargo; no npm install
 //                                (the demo needs nothing else)
 //   node scripts/setup.js        the npm dependencies, and the addon (bench, soak)
-//   node scripts/setup.js test   those, the Jest and Vitest suites' dependencies,
+//   node scripts/setup.js test   first the programs the tests use (support/tools.mjs,
+//                                one line: what is missing and what that skips),
+//                                then those, the Jest and Vitest suites' dependencies,
 //                                the addon built by napi-rs (which regenerates
 //                                lib/native.d.ts, the types lib/ is checked
 //                                against), and the test build with test-only
 //                                exports (target/test-hooks/keel.node)
+//
+// Every build is a release build for the host's target triple, named as napi-rs
+// names it (--target), so all of them share target/<triple>/release: the
+// dependencies compile once, for the demo and the tests alike, and only this
+// crate compiles again (with the test-hooks feature; under napi-rs, which
+// has it write its type definitions).
 
 const { spawnSync } = require('node:child_process')
 const { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } = require('node:fs')
@@ -46,19 +54,46 @@ function newest(dir) {
   return latest
 }
 
+/** The host's target triple (rustc -vV), as napi-rs passes it to cargo. */
+function hostTriple() {
+  const r = spawnSync('rustc', ['-vV'], { cwd: root, encoding: 'utf8' })
+  if (r.error || r.status !== 0) {
+    console.error(`setup: could not run rustc: ${r.error?.message ?? r.stderr}`)
+    console.error('setup: building the addon needs Rust (https://rustup.rs) on the PATH')
+    process.exit(1)
+  }
+  const host = /^host: (\S+)$/m.exec(r.stdout)
+  if (!host) {
+    console.error(`setup: rustc -vV named no host:\n${r.stdout}`)
+    process.exit(1)
+  }
+  return host[1]
+}
+
+/** `cargo build --release --lib --target <host>` with `args`; returns the built library's path. */
+function cargoBuild(args) {
+  const triple = hostTriple()
+  sh('cargo', ['build', '--release', '--lib', '--target', triple, ...args])
+  return join(root, 'target', triple, 'release', 'libkeel_lock.so')
+}
+
 const sources = () =>
   Math.max(newest(join(root, 'src')), ...['Cargo.toml', 'Cargo.lock', 'build.rs'].map((f) => statSync(join(root, f)).mtimeMs))
 const fresh = (/** @type {string} */ file) => existsSync(file) && statSync(file).mtimeMs >= sources()
 const binary = join(root, `keel.${process.platform}-${process.arch}-gnu.node`)
-const cdylib = join(root, 'target', 'release', 'libkeel_lock.so')
 
 if (mode === 'demo') {
   if (!fresh(binary)) {
-    console.error('setup: building the native addon (cargo, release)')
-    sh('cargo', ['build', '--release', '--lib'])
-    copyFileSync(cdylib, binary)
+    console.error('setup: building the native addon (cargo, release; the first build compiles the dependencies, a few minutes)')
+    copyFileSync(cargoBuild([]), binary)
   }
   process.exit(0)
+}
+
+if (mode === 'test') {
+  // Before anything long: which programs the tests use are missing, and what that skips.
+  const check = spawnSync(process.execPath, [join(root, 'support', 'tools.mjs')], { cwd: root, stdio: 'inherit' })
+  if (check.status !== 0) process.exit(check.status ?? 1)
 }
 
 if (!existsSync(join(root, 'node_modules', '.package-lock.json'))) {
@@ -83,16 +118,17 @@ for (const name of ['jest', 'vitest']) {
   }
 }
 
-// The test build first: it and the shipped build share target/release, and
-// the one built last is what napi-rs copies.
+// The test build first: it and the shipped build share target/<triple>/release,
+// and the one built last is what napi-rs copies.
 const hooks = join(root, 'target', 'test-hooks', 'keel.node')
 if (!fresh(hooks)) {
-  console.error('setup: building the test build of the addon (cargo, release, --features test-hooks)')
-  sh('cargo', ['build', '--release', '--lib', '--features', 'test-hooks'])
+  console.error('setup: building the test build of the addon (cargo, release, --features test-hooks: test-only exports)')
+  const built = cargoBuild(['--features', 'test-hooks'])
   mkdirSync(join(root, 'target', 'test-hooks'), { recursive: true })
-  copyFileSync(cdylib, hooks)
+  copyFileSync(built, hooks)
 }
 // Always through napi-rs (cargo itself skips what is up to date): it also
 // writes lib/native.d.ts from the Rust signatures, which the type check reads.
-console.error('setup: building the native addon (napi-rs, release)')
+console.error('setup: building the native addon (napi-rs, release; writes lib/native.d.ts)')
 sh(npm, ['run', '--silent', 'build'])
+console.error('setup: ready; next: the type checks, then the tests')

@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { TOOLS, missing } from './tools.mjs'
 
 /**
  * Makes the certificates in a new folder. Returns `{ ca, server, client,
@@ -17,10 +18,10 @@ export function makeCertificates() {
   const dir = mkdtempSync(join(tmpdir(), 'keel-tls-'))
   const file = (name) => join(dir, name)
   const openssl = (...args) => {
-    const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' })
-    if (r.error) {
-      throw new Error(`the openssl CLI is needed to make the test certificates (apt-get install openssl): ${r.error.message}`)
-    }
+    const bin = TOOLS.openssl.find()
+    if (!bin) throw new Error(`${missing('openssl')} (the openssl CLI makes the test certificates)`)
+    const r = spawnSync(bin, args, { cwd: dir, encoding: 'utf8' })
+    if (r.error) throw new Error(`openssl ${args.join(' ')} could not run: ${r.error.message}`)
     if (r.status !== 0) throw new Error(`openssl ${args.join(' ')} failed:\n${r.stderr}`)
   }
   const issue = (name, extensions) => {

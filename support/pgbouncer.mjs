@@ -11,15 +11,16 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort, which } from './servers.mjs'
+import { freePort } from './servers.mjs'
+import { TOOLS, missing } from './tools.mjs'
 
 /** Where pgbouncer is, or null (the tests that need it are then skipped, saying so). */
 export function pgbouncerBin() {
-  return which('pgbouncer', ['/usr/sbin', '/usr/local/bin', '/usr/bin'])
+  return TOOLS.pgbouncer.find()
 }
 
 /** Why tests through PgBouncer are skipped, or false when they can run. */
-export const pgbouncerMissing = () => (pgbouncerBin() ? false : 'pgbouncer is not installed: apt-get install pgbouncer')
+export const pgbouncerMissing = () => missing('pgbouncer')
 
 /**
  * PgBouncer in `mode` (`transaction` or `session`) in front of `upstream`

@@ -1,30 +1,20 @@
 // A PostgreSQL cluster of our own for the tests and the benchmarks (initdb
 // and pg_ctl in a temporary folder, on a free loopback port, as the
 // `postgres` user when run as root), stopped when the test file ends; or the
-// server DATABASE_URL names. Not installed is a failure that says what to
-// install; nothing is skipped.
+// server KEEL_TEST_DATABASE_URL names (DATABASE_URL, which may name a
+// developer's own database, is never read). Not installed is a failure that
+// says what to install (support/tools.mjs).
 
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, chownSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, which } from './servers.mjs'
+import { freePort } from './servers.mjs'
+import { missing, postgresBin } from './tools.mjs'
 
-function postgresBin() {
-  const versions = existsSync('/usr/lib/postgresql')
-    ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
-    : []
-  for (const v of versions) {
-    const dir = `/usr/lib/postgresql/${v}/bin`
-    if (existsSync(join(dir, 'initdb'))) return dir
-  }
-  const initdb = which('initdb')
-  return initdb ? join(initdb, '..') : null
-}
-
-/** The PostgreSQL URL the tests use: DATABASE_URL if set, else a cluster of our own. */
+/** The PostgreSQL URL the tests use: KEEL_TEST_DATABASE_URL if set, else a cluster of our own. */
 export async function postgresForTests() {
-  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, async close() {} }
+  if (process.env.KEEL_TEST_DATABASE_URL) return { url: process.env.KEEL_TEST_DATABASE_URL, async close() {} }
   return startPostgres()
 }
 
@@ -41,12 +31,7 @@ export async function postgresForTests() {
  */
 export async function startPostgres({ password, durable = false, tls } = {}) {
   const bin = postgresBin()
-  if (!bin) {
-    throw new Error(
-      'PostgreSQL is not installed: these tests start their own cluster with initdb and pg_ctl. Install the ' +
-        'Debian package "postgresql" (apt-get install postgresql), or set DATABASE_URL to a database the tests may use.',
-    )
-  }
+  if (!bin) throw new Error(`${missing('postgresql')} (these tests start their own cluster with initdb and pg_ctl)`)
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'keel-pg-'))
   const data = join(dir, 'data')

@@ -1,18 +1,21 @@
 // Real servers for the tests and the benchmarks: a redis-server or a Redis
 // Cluster of our own (a PostgreSQL cluster: postgres.mjs), on free loopback
 // ports, in a temporary folder, stopped when the test file (or benchmark)
-// ends; and a TCP proxy that loses, splits or cuts replies on demand. REDIS_URL / DATABASE_URL point the tests
-// at servers to use instead (tests that stop or restart a server always start
-// their own). A server that cannot be started is a failure that says what to
-// install; nothing is skipped.
+// ends. KEEL_TEST_REDIS_URL points the tests at a server to use instead
+// (tests that stop or restart a server always start their own); REDIS_URL,
+// which may name a developer's own server, is never read. A program that is
+// missing is a failure that says what to install (support/tools.mjs).
 
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { randomUUID } from 'node:crypto'
+import { TOOLS, missing, which } from './tools.mjs'
+
+export { which }
 
 /** A key no other test run uses, so tests can share an external server. */
 export const uniqueKey = (name) => `${name}:${randomUUID().slice(0, 8)}`
@@ -23,14 +26,6 @@ export async function freePort() {
   const { port } = server.address()
   await new Promise((resolve) => server.close(resolve))
   return port
-}
-
-/** The path of `cmd` on the PATH (or in `extraDirs`), or null. */
-export function which(cmd, extraDirs = []) {
-  for (const dir of [...(process.env.PATH ?? '').split(':'), ...extraDirs]) {
-    if (dir && existsSync(join(dir, cmd))) return join(dir, cmd)
-  }
-  return null
 }
 
 /** Resolves once something accepts TCP connections on `port`, or rejects after `ms`. */
@@ -57,13 +52,8 @@ async function waitForPort(port, ms, what, log) {
  * URL and port, `stop()`, `kill(signal)` and `start()` (again, on the same port).
  */
 export async function startRedis({ args = [] } = {}) {
-  const bin = which('redis-server', ['/usr/sbin', '/usr/local/bin'])
-  if (!bin) {
-    throw new Error(
-      'redis-server is not installed: these tests start their own Redis. Install the Debian package ' +
-        '"redis-server" (apt-get install redis-server), or set REDIS_URL to a server the tests may use.',
-    )
-  }
+  const bin = TOOLS['redis-server'].find()
+  if (!bin) throw new Error(`${missing('redis-server')} (these tests start their own Redis)`)
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'keel-redis-'))
   let child = null
@@ -111,16 +101,16 @@ export async function startRedis({ args = [] } = {}) {
   return server
 }
 
-/** The Redis URL the tests use: REDIS_URL if set, else a server of our own. */
+/** The Redis URL the tests use: KEEL_TEST_REDIS_URL if set, else a server of our own. */
 export async function redisForTests() {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, async close() {} }
+  if (process.env.KEEL_TEST_REDIS_URL) return { url: process.env.KEEL_TEST_REDIS_URL, async close() {} }
   return startRedis()
 }
 
 /** Runs redis-cli with `args`; its output, or a failure that says what it printed. */
 function redisCli(args, input = undefined) {
-  const bin = which('redis-cli', ['/usr/bin', '/usr/local/bin'])
-  if (!bin) throw new Error('redis-cli is not installed: the cluster tests need it (Debian package "redis-tools").')
+  const bin = TOOLS['redis-cli'].find()
+  if (!bin) throw new Error(`${missing('redis-cli')} (the Redis Cluster tests need it)`)
   const r = spawnSync(bin, args, { encoding: 'utf8', timeout: 30_000, input })
   if (r.status !== 0) throw new Error(`redis-cli ${args.join(' ')} failed:\n${r.stdout}${r.stderr}`)
   return r.stdout
@@ -200,7 +190,7 @@ export async function startCluster({ masters = 3 } = {}) {
       for (;;) {
         for (const node of cluster.live()) {
           if (node === master) continue
-          const bin = which('redis-cli', ['/usr/bin', '/usr/local/bin'])
+          const bin = TOOLS['redis-cli'].find()
           const r = spawnSync(bin, ['-p', String(node.port)], { input: `READONLY\nGET ${key}\n`, encoding: 'utf8' })
           if (r.stdout.split('\n').some((line) => line.trim() === value)) return node
         }

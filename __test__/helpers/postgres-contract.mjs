@@ -2,12 +2,12 @@
 // own, reached through the URL `urlOf` picks (TCP, the unix socket, a
 // PgBouncer in front, TLS), and looked at through a plain `pg` client (at the
 // server's `inspectUrl`, else its `url`).
-import { test } from 'node:test'
 import pg from 'pg'
 import { storeContract } from '../stores/contract.mjs'
 import { openStore } from './stores.mjs'
 import { startPostgres } from '../../support/postgres.mjs'
-import { startPgBouncer, pgbouncerMissing } from '../../support/pgbouncer.mjs'
+import { startPgBouncer } from '../../support/pgbouncer.mjs'
+import { lacking } from './tools.mjs'
 
 /**
  * @template {{ url: string, socketUrl?: string, inspectUrl?: string, tlsCaFile?: string, close(): Promise<void> }} S
@@ -15,8 +15,10 @@ import { startPgBouncer, pgbouncerMissing } from '../../support/pgbouncer.mjs'
  * @param {() => Promise<S>} server
  * @param {(server: S) => string} urlOf
  * @param {(server: S) => string | undefined} [listenUrlOf] the store's listenUrl, if any
+ * @param {string[]} [tools] the programs (support/tools.mjs) it needs besides PostgreSQL
  */
-export function postgresContract(name, server, urlOf, listenUrlOf = () => undefined) {
+export function postgresContract(name, server, urlOf, listenUrlOf = () => undefined, tools = []) {
+  if (lacking(tools, name)) return
   storeContract(name, {
     async open() {
       const postgres = await server()
@@ -56,11 +58,8 @@ export function postgresContract(name, server, urlOf, listenUrlOf = () => undefi
  * @param {number} poolSize
  */
 export function pgbouncerContract(mode, poolSize) {
-  const name = `PostgresLockStore through PgBouncer (pool_mode = ${mode})`
-  const missing = pgbouncerMissing()
-  if (missing) return void test(name, { skip: missing }, () => {})
   postgresContract(
-    name,
+    `PostgresLockStore through PgBouncer (pool_mode = ${mode})`,
     async () => {
       const postgres = await startPostgres()
       const bouncer = await startPgBouncer({ upstream: postgres.url, mode, poolSize })
@@ -75,5 +74,6 @@ export function pgbouncerContract(mode, poolSize) {
     },
     (server) => server.bouncerUrl,
     (server) => (mode === 'transaction' ? server.url : undefined),
+    ['pgbouncer'],
   )
 }

@@ -5,16 +5,19 @@
 import { Redis } from 'ioredis'
 import { storeContract } from '../stores/contract.mjs'
 import { openStore } from './stores.mjs'
+import { lacking } from './tools.mjs'
 
 /**
  * @param {string} name
  * @param {() => Promise<{ url: string, inspectUrl?: string, inspectOptions?: object, tlsCaFile?: string, close(): Promise<void> }>} server
+ * @param {string[]} [tools] the programs (support/tools.mjs) it needs besides redis-server
  */
-export function redisContract(name, server) {
+export function redisContract(name, server, tools = []) {
+  if (lacking(tools, name)) return
   storeContract(name, {
     async open() {
       const redis = await server()
-      const opened = await openStore({ KEEL_TEST_STORE: 'redis', REDIS_URL: redis.url, KEEL_TEST_TLS_CA: redis.tlsCaFile })
+      const opened = await openStore({ KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url, KEEL_TEST_TLS_CA: redis.tlsCaFile })
       const inspect = new Redis(redis.inspectUrl ?? redis.url, redis.inspectOptions ?? {})
       return {
         ...opened,

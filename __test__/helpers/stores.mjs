@@ -3,13 +3,15 @@
 // where its server is, is named by environment variables, so a child opens
 // the same store by inheriting them:
 //   KEEL_TEST_STORE     redis | redis-cluster | ioredis | ioredis-read-write | sqlite | postgres | postgres-store
-//   REDIS_URL           for redis, ioredis and ioredis-read-write
-//   REDIS_CLUSTER_URLS  for redis-cluster: the node URLs, separated by spaces
+//   KEEL_TEST_REDIS     a redis:// or rediss:// URL, for redis, ioredis and ioredis-read-write
+//   KEEL_TEST_REDIS_CLUSTER  for redis-cluster: the node URLs, separated by spaces
 //   KEEL_TEST_DATABASE  sqlite:<file> or a postgres:// URL, for the docs' database store
 //                       (sqlite, postgres) and PostgresLockStore (postgres-store)
 //   KEEL_TEST_LISTEN_URL  PostgresLockStore's listenUrl (postgres-store), when set
 //   KEEL_TEST_COMMAND_TIMEOUT  the native stores' command and connect timeouts, ms (default 5000)
 //   KEEL_TEST_TLS_CA    a PEM file: the native stores trust this CA (rediss://, PostgreSQL over TLS)
+// None of them is REDIS_URL or DATABASE_URL: those may name a developer's own
+// servers, which the tests never touch.
 
 import { readFileSync } from 'node:fs'
 import { RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
@@ -31,15 +33,16 @@ async function open(kind, env) {
   const tls = env.KEEL_TEST_TLS_CA === undefined ? {} : { tls: { ca: readFileSync(env.KEEL_TEST_TLS_CA) } }
   switch (kind) {
     case 'redis': {
-      const store = new RedisLockStore({ url: env.REDIS_URL, commandTimeout, connectTimeout: commandTimeout, ...tls })
+      const store = new RedisLockStore({ url: env.KEEL_TEST_REDIS, commandTimeout, connectTimeout: commandTimeout, ...tls })
       return { store, close: () => store.close() }
     }
     case 'redis-cluster': {
-      const cluster = env.REDIS_CLUSTER_URLS.split(' ')
+      const cluster = env.KEEL_TEST_REDIS_CLUSTER.split(' ')
       const store = new RedisLockStore({ cluster, commandTimeout, connectTimeout: commandTimeout })
       return { store, close: () => store.close() }
     }
     case 'ioredis': {
+      docsClientTo(env.KEEL_TEST_REDIS)
       // The docs' module registers its store on import, as the docs show.
       const { redisLockStore } = await import('../fixtures/dist/docs-redis.js')
       const { client } = await import('../fixtures/dist/redis-client.js')
@@ -47,6 +50,7 @@ async function open(kind, env) {
     }
     case 'ioredis-read-write': {
       // The docs' store with the read-write methods (examples/read-write-store.mjs).
+      docsClientTo(env.KEEL_TEST_REDIS)
       const { redisReadWriteStore } = await import('../../examples/read-write-store.mjs')
       const { client } = await import('../fixtures/dist/redis-client.js')
       return { store: redisReadWriteStore(client), close: () => client.quit() }
@@ -68,7 +72,13 @@ async function open(kind, env) {
   }
 }
 
-const VARIABLES = ['KEEL_TEST_STORE', 'REDIS_URL', 'REDIS_CLUSTER_URLS', 'KEEL_TEST_DATABASE', 'KEEL_TEST_LISTEN_URL', 'KEEL_TEST_COMMAND_TIMEOUT', 'KEEL_TEST_TLS_CA']
+/** The docs' ioredis client (fixtures/redis-client.ts) connects to REDIS_URL, as the docs show: here, the test's server. */
+function docsClientTo(url) {
+  if (!url) throw new Error('KEEL_TEST_REDIS must name the Redis server for the ioredis stores')
+  process.env.REDIS_URL = url
+}
+
+const VARIABLES = ['KEEL_TEST_STORE', 'KEEL_TEST_REDIS', 'KEEL_TEST_REDIS_CLUSTER', 'KEEL_TEST_DATABASE', 'KEEL_TEST_LISTEN_URL', 'KEEL_TEST_COMMAND_TIMEOUT', 'KEEL_TEST_TLS_CA']
 
 /** The variables of `env` that name a store. */
 function pick(env) {

@@ -85,7 +85,7 @@ test('the server is frozen (SIGSTOP) and resumed under load from 3 processes: ne
   const dir = mkdtempSync(join(tmpdir(), 'keel-freeze-'))
   const file = join(dir, 'counter')
   writeFileSync(file, '0')
-  const env = { KEEL_TEST_STORE: 'redis', REDIS_URL: server.url, KEEL_TEST_COMMAND_TIMEOUT: '300' }
+  const env = { KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: server.url, KEEL_TEST_COMMAND_TIMEOUT: '300' }
   try {
     const children = Array.from({ length: 3 }, () => runChild(env, 'hammer', file, '3500', 'frozen', '2000'))
     await sleep(1_200)

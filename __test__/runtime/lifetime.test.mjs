@@ -55,7 +55,7 @@ test('RedisLockStores made, closed and collected by the thousand, some with comm
       for (let round = 0; round < 20; round++) {
         const inFlight = [];
         for (let i = 0; i < 50; i++) {
-          const store = new RedisLockStore({ url: process.env.REDIS_URL, commandTimeout: 5000 });
+          const store = new RedisLockStore({ url: process.env.KEEL_TEST_REDIS, commandTimeout: 5000 });
           await store.isLocked('warm:' + i);
           // Closed at once: the command gets its answer, or (if Tokio had not
           // picked it up yet) ERR_LOCK_STORE_CLOSED; either way it settles.
@@ -78,7 +78,7 @@ test('RedisLockStores made, closed and collected by the thousand, some with comm
   const r = spawnSync(process.execPath, ['--expose-gc', '-e', script], {
     encoding: 'utf8',
     timeout: 120_000,
-    env: { ...process.env, REDIS_URL: redis.url },
+    env: { ...process.env, KEEL_TEST_REDIS: redis.url },
   })
   assert.equal(r.signal, null, `the process died of ${r.signal}:\n${r.stderr}`)
   assert.equal(r.status, 0, r.stderr)

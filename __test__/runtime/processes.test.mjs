@@ -23,7 +23,7 @@ after(async () => {
 test('control: without a lock, the same processes lose updates (so the counter test can fail)', async () => {
   const file = join(dir, 'counter')
   writeFileSync(file, '0')
-  const env = { KEEL_TEST_STORE: 'redis', REDIS_URL: redis.url }
+  const env = { KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url }
   await Promise.all(Array.from({ length: PROCESSES }, () => runChild(env, 'count-unlocked', file, String(INCREMENTS))))
   const count = Number(readFileSync(file, 'utf8'))
   assert.ok(count < PROCESSES * INCREMENTS, `expected lost updates without a lock, got ${count}`)

@@ -69,7 +69,7 @@ test('MemoryLockStore: a newcomer does not jump the queue, even with acquireImme
 test('RedisLockStore: a release in another process wakes a waiter here at once (announced by pub/sub)', async () => {
   const store = setLockStore(redisStore())
   const key = uniqueKey('announced')
-  const env = { KEEL_TEST_STORE: 'redis', REDIS_URL: redis.url }
+  const env = { KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url }
   const { serialized } = await runChild(env, 'take', key, '30000')
   const waiting = lock(key).acquire({ timeout: 20_000, ...SLOW_POLL })
   // While it waits, this process follows the key's release channel; afterwards it stops.
@@ -85,7 +85,7 @@ test('RedisLockStore: a release in another process wakes a waiter here at once (
 test("RedisLockStore: a release nobody announces (the docs' ioredis store) is found by the poll", async () => {
   setLockStore(redisStore())
   const key = uniqueKey('silent')
-  const env = { KEEL_TEST_STORE: 'ioredis', REDIS_URL: redis.url }
+  const env = { KEEL_TEST_STORE: 'ioredis', KEEL_TEST_REDIS: redis.url }
   const { serialized } = await runChild(env, 'take', key, '30000')
   const waiting = lock(key).acquire({ timeout: 10_000, retryDelay: 50 })
   await sleep(100)
@@ -96,7 +96,7 @@ test("RedisLockStore: a release nobody announces (the docs' ioredis store) is fo
 test('RedisLockStore: a holder killed in another process: the waiter here gets the lock once the TTL passes', async () => {
   setLockStore(redisStore())
   const key = uniqueKey('killed-holder')
-  const env = { KEEL_TEST_STORE: 'redis', REDIS_URL: redis.url }
+  const env = { KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url }
   const { child } = await startHolder(env, 'hold', key, '500')
   await killHard(child)
   const started = Date.now()

@@ -56,7 +56,7 @@ async function soak(kind, seconds, env) {
 }
 
 test(`RedisLockStore: 8 processes for ${Math.round(60 * scale)} s`, { timeout: 600_000 }, async () => {
-  await soak('redis', 60 * scale, { KEEL_TEST_STORE: 'redis', REDIS_URL: redis.url })
+  await soak('redis', 60 * scale, { KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url })
 })
 
 test(`the docs' database store on PostgreSQL: 8 processes for ${Math.round(30 * scale)} s`, { timeout: 600_000 }, async () => {

@@ -33,8 +33,8 @@ test('Redis: strictly growing in acquisition order across 3 processes sharing a 
   const script = `
     const { lock, setLockStore, RedisLockStore } = require('@shaferllc/keel/core');
     const { Redis } = require('ioredis');
-    const store = setLockStore(new RedisLockStore(process.env.REDIS_URL));
-    const log = new Redis(process.env.REDIS_URL);
+    const store = setLockStore(new RedisLockStore(process.env.KEEL_TEST_REDIS));
+    const log = new Redis(process.env.KEEL_TEST_REDIS);
     (async () => {
       for (let i = 0; i < 20; i++) {
         const [ran] = await lock(process.env.KEY, 5000).run(async (l) => {
@@ -46,7 +46,7 @@ test('Redis: strictly growing in acquisition order across 3 processes sharing a 
       await store.close();
       log.disconnect();
     })();`
-  const env = { ...process.env, REDIS_URL: server.url, KEY: key }
+  const env = { ...process.env, KEEL_TEST_REDIS: server.url, KEY: key }
   await Promise.all([1, 2, 3].map(() => exec(process.execPath, ['-e', script], { env, timeout: 60_000 })))
   const inspect = new Redis(server.url)
   const logged = (await inspect.lrange(`${key}:log`, 0, -1)).map(Number)

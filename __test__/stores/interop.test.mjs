@@ -16,7 +16,7 @@ import { openStore } from '../helpers/stores.mjs'
 import { runChild } from '../helpers/processes.mjs'
 
 const redis = await redisForTests()
-const env = (kind) => ({ KEEL_TEST_STORE: kind, REDIS_URL: redis.url })
+const env = (kind) => ({ KEEL_TEST_STORE: kind, KEEL_TEST_REDIS: redis.url })
 const { store: native, close: closeNative } = await openStore(env('redis'))
 const { store: docs, close: closeDocs } = await openStore(env('ioredis'))
 // (Over the same ioredis client as the docs' store: closing that one closes both.)

@@ -13,11 +13,10 @@ import pg from 'pg'
 import { lock, setLockStore, PostgresLockStore } from '@shaferllc/keel/core'
 import { uniqueKey } from '../../support/servers.mjs'
 import { startPostgres } from '../../support/postgres.mjs'
-import { startPgBouncer, pgbouncerMissing } from '../../support/pgbouncer.mjs'
+import { startPgBouncer } from '../../support/pgbouncer.mjs'
+import { describeWith } from '../helpers/tools.mjs'
 
-const missing = pgbouncerMissing()
-
-describe('PostgresLockStore through PgBouncer (pool_mode = transaction)', { skip: missing }, () => {
+describeWith(['pgbouncer'], 'PostgresLockStore through PgBouncer (pool_mode = transaction)', () => {
   let postgres
   let bouncer
   let inspect

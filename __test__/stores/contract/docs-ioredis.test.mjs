@@ -10,7 +10,7 @@ import { openStore } from '../../helpers/stores.mjs'
 storeContract("the docs' ioredis store", {
   async open() {
     const redis = await redisForTests()
-    const opened = await openStore({ KEEL_TEST_STORE: 'ioredis', REDIS_URL: redis.url })
+    const opened = await openStore({ KEEL_TEST_STORE: 'ioredis', KEEL_TEST_REDIS: redis.url })
     const inspect = new Redis(redis.url)
     return {
       ...opened,

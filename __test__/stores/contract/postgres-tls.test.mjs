@@ -23,4 +23,6 @@ postgresContract(
     }
   },
   (server) => server.url,
+  undefined,
+  ['openssl'],
 )

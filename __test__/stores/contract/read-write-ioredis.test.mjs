@@ -11,7 +11,7 @@ import { openStore } from '../../helpers/stores.mjs'
 storeContract("the docs' ioredis store with the read-write methods", {
   async open() {
     const redis = await redisForTests()
-    const opened = await openStore({ KEEL_TEST_STORE: 'ioredis-read-write', REDIS_URL: redis.url }).catch(async (error) => {
+    const opened = await openStore({ KEEL_TEST_STORE: 'ioredis-read-write', KEEL_TEST_REDIS: redis.url }).catch(async (error) => {
       await redis.close()
       throw error
     })

@@ -24,4 +24,4 @@ redisContract('RedisLockStore over TLS', async () => {
       certificates.remove()
     },
   }
-})
+}, ['openssl'])

@@ -1,0 +1,113 @@
+// The programs the tests run besides Node, where each comes from, and what
+// goes without it. redis-server and PostgreSQL are needed by most of the
+// suite: without them `npm test` stops at once, saying what to install. The
+// others are needed by a few files only: without one, those tests are
+// skipped, naming the tool and the command that installs it (in the test
+// report and in the one line `node support/tools.mjs` prints before the
+// run). KEEL_TEST_REQUIRE_ALL=1 (CI) turns every such skip into a failure.
+//
+//   node support/tools.mjs   prints what is missing and what that skips, in one
+//                            line; exits 1 if the suite cannot run at all (or,
+//                            with KEEL_TEST_REQUIRE_ALL=1, if anything is missing)
+
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** The path of `cmd` on the PATH (or in `extraDirs`), or null. */
+export function which(cmd, extraDirs = []) {
+  for (const dir of [...(process.env.PATH ?? '').split(':'), ...extraDirs]) {
+    if (dir && existsSync(join(dir, cmd))) return join(dir, cmd)
+  }
+  return null
+}
+
+/** The folder of PostgreSQL's server programs (initdb, pg_ctl), newest version first, or null. */
+export function postgresBin() {
+  const versions = existsSync('/usr/lib/postgresql')
+    ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
+    : []
+  for (const v of versions) {
+    const dir = `/usr/lib/postgresql/${v}/bin`
+    if (existsSync(join(dir, 'initdb'))) return dir
+  }
+  const initdb = which('initdb')
+  return initdb ? join(initdb, '..') : null
+}
+
+/**
+ * Each tool: how it is found, its Debian package, and what goes without it
+ * (`required`: most of the suite, so nothing runs).
+ */
+export const TOOLS = {
+  'redis-server': {
+    find: () => which('redis-server', ['/usr/sbin', '/usr/local/bin']),
+    package: 'redis-server',
+    required: true,
+    needs: 'most tests start their own Redis',
+  },
+  postgresql: {
+    find: postgresBin,
+    package: 'postgresql',
+    required: true,
+    needs: 'the PostgreSQL tests start their own cluster with initdb and pg_ctl',
+  },
+  'redis-cli': {
+    find: () => which('redis-cli', ['/usr/bin', '/usr/local/bin']),
+    package: 'redis-tools',
+    needs: 'the Redis Cluster tests (stores/redis-cluster)',
+  },
+  openssl: {
+    find: () => which('openssl'),
+    package: 'openssl',
+    needs: 'the TLS tests (stores/redis-tls, stores/postgres-tls, their contract runs)',
+  },
+  pgbouncer: {
+    find: () => which('pgbouncer', ['/usr/sbin', '/usr/local/bin', '/usr/bin']),
+    package: 'pgbouncer',
+    needs: 'the PgBouncer tests (stores/postgres-pgbouncer, its contract runs)',
+  },
+  faketime: {
+    find: () => which('faketime'),
+    package: 'faketime',
+    needs: 'the clock-skew test (stores/postgres-clock)',
+  },
+}
+
+/** True when KEEL_TEST_REQUIRE_ALL asks for every tool (CI). */
+export const requireAll = () => ['1', 'true', 'yes'].includes(String(process.env.KEEL_TEST_REQUIRE_ALL ?? '').toLowerCase())
+
+/** Why `tool` cannot be used ("... is not installed: apt-get install ..."), or false when it can. */
+export function missing(tool) {
+  const entry = TOOLS[tool]
+  if (!entry) throw new Error(`unknown tool ${tool} (known: ${Object.keys(TOOLS).join(', ')})`)
+  if (entry.find()) return false
+  return `${tool} is not installed: apt-get install ${entry.package}`
+}
+
+/** Why tests needing all of `tools` are skipped, or false when they can run. */
+export function skipReason(tools) {
+  const reasons = tools.map(missing).filter(Boolean)
+  return reasons.length ? reasons.join('; ') : false
+}
+
+/** The one line the check before a run prints, and whether the run may go on. */
+export function checkLine() {
+  const absent = Object.keys(TOOLS).filter((tool) => !TOOLS[tool].find())
+  if (absent.length === 0) return { line: `tools: all found (${Object.keys(TOOLS).join(', ')})`, ok: true }
+  const required = absent.filter((tool) => TOOLS[tool].required)
+  const what = absent.map((tool) => `${tool} (${TOOLS[tool].required ? 'needed: ' : 'skips '}${TOOLS[tool].needs})`)
+  const install = `apt-get install ${absent.map((tool) => TOOLS[tool].package).join(' ')}`
+  const verdict = required.length
+    ? 'the tests cannot run'
+    : requireAll()
+      ? 'KEEL_TEST_REQUIRE_ALL=1 makes those skips failures'
+      : 'those tests are skipped'
+  return { line: `tools: missing ${what.join(', ')}; ${verdict}. Install: ${install}`, ok: required.length === 0 && !requireAll() }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { line, ok } = checkLine()
+  console.error(line)
+  process.exit(ok ? 0 : 1)
+}
