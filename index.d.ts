@@ -311,7 +311,9 @@ export declare class MemoryLockStore implements LockStore {
 export interface RedisLockStoreOptions {
   /**
    * `redis://[[username]:password@]host[:port][/db]`; username and password
-   * log in with Redis ACLs; `rediss://` speaks TLS. Default `redis://127.0.0.1:6379`.
+   * log in with Redis ACLs; `rediss://` speaks TLS. Default `redis://127.0.0.1:6379`
+   * when `url` is left out. Present but `undefined` (`{ url: process.env.REDIS_URL }`
+   * with the variable unset) is a `TypeError`, never the default.
    */
   url?: string
   /** Put before every key in Redis, e.g. `"locks:"`. Default none, as in the docs' ioredis store. */
@@ -325,7 +327,8 @@ export interface RedisLockStoreOptions {
   /**
    * A Redis Cluster: the URLs of some of its nodes (the rest are discovered),
    * instead of `url`. Commands go to the master of each key's slot and follow
-   * the cluster through resharding and failovers.
+   * the cluster through resharding and failovers. Present but `undefined` is a
+   * `TypeError`, as for `url`.
    */
   cluster?: string[]
 }
@@ -375,8 +378,11 @@ export type LockStoreErrorCode =
  */
 export declare class RedisLockStore implements LockStore {
   /**
-   * A server's URL, a Redis Cluster's node URLs, or options; the default is
-   * `redis://127.0.0.1:6379`. Throws `TypeError` for a malformed URL or option.
+   * A server's URL, a Redis Cluster's node URLs, or options. With no
+   * argument, the default `redis://127.0.0.1:6379`; an argument given as
+   * `undefined` (`new RedisLockStore(process.env.REDIS_URL)` with the variable
+   * unset) is a `TypeError` naming `url`, never the default. Throws
+   * `TypeError` for a malformed URL or option.
    */
   constructor(urlOrOptions?: string | string[] | RedisLockStoreOptions)
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
@@ -397,7 +403,9 @@ export interface PostgresLockStoreOptions {
   /**
    * `postgres://user:password@host:port/database` (any parameter
    * tokio-postgres reads; `?sslmode=require` speaks TLS). Default
-   * `postgres://postgres@127.0.0.1:5432/postgres`.
+   * `postgres://postgres@127.0.0.1:5432/postgres` when `url` is left out.
+   * Present but `undefined` (`{ url: process.env.DATABASE_URL }` with the
+   * variable unset) is a `TypeError`, never the default.
    */
   url?: string
   /**
@@ -439,8 +447,11 @@ export interface PostgresLockStoreOptions {
  */
 export declare class PostgresLockStore implements LockStore {
   /**
-   * A `postgres://` URL or options; the default is the local server.
-   * Throws `TypeError` (or `RangeError`) naming a malformed URL or option.
+   * A `postgres://` URL or options. With no argument, the local server
+   * (`postgres://postgres@127.0.0.1:5432/postgres`); an argument, or a `url`
+   * option, given as `undefined` (an environment variable that is not set) is
+   * a `TypeError` naming `url`, never the default. Throws `TypeError` (or
+   * `RangeError`) naming a malformed URL or option.
    */
   constructor(urlOrOptions?: string | PostgresLockStoreOptions)
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>

@@ -143,8 +143,8 @@ function closeStore(store) {
  * `prefix`) holds the owner token, with the lock's TTL as its Redis expiry.
  */
 class RedisLockStore extends NativeLockStore {
-  /** @param {unknown} [urlOrOptions] */
-  constructor(urlOrOptions) {
+  /** @param {unknown[]} urlOrOptions */
+  constructor(...urlOrOptions) {
     const handle = native.createRedisStore(readRedisOptions(urlOrOptions), (tagged) => heard(handle, tagged))
     super('RedisLockStore', handle)
   }
@@ -161,8 +161,8 @@ class RedisLockStore extends NativeLockStore {
  * either exclude each other; expiry is decided by the server's clock.
  */
 class PostgresLockStore extends NativeLockStore {
-  /** @param {unknown} [urlOrOptions] */
-  constructor(urlOrOptions) {
+  /** @param {unknown[]} urlOrOptions */
+  constructor(...urlOrOptions) {
     // Tagged `w`: a warning from the store's listener (notifications that
     // do not arrive), emitted once as a process warning; else a release.
     const handle = native.createPostgresStore(readPostgresOptions(urlOrOptions), (tagged) =>
