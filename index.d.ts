@@ -353,7 +353,8 @@ export interface RedisTlsOptions {
  * was closed, or an internal error in the addon (a bug: please report it).
  * A waiter with time left takes `ERR_LOCK_STORE_CONNECTION`,
  * `ERR_LOCK_STORE_TIMEOUT` and `ERR_LOCK_STORE_UNAVAILABLE` as "not yet" and
- * tries again (a JS store's errors with these codes too).
+ * tries again (a JS store's errors with these codes too). Each is on a
+ * {@link LockStoreError}; docs/errors.md says what a caller should do with each.
  */
 export type LockStoreErrorCode =
   | 'ERR_LOCK_STORE_CONNECTION'
@@ -366,6 +367,22 @@ export type LockStoreErrorCode =
   | 'ERR_LOCK_INTERNAL'
 
 /**
+ * What MemoryLockStore, RedisLockStore and PostgresLockStore reject with when
+ * the store failed (bad input stays a `TypeError` or `RangeError`): one class
+ * for `import` and `require`, so `instanceof` narrows it. Its `stack` runs
+ * through the calls that led to it (the caller's async functions included),
+ * whether the store was called directly or through a {@link Lock}. A store
+ * written in JS may throw it too; its errors reach the caller as it threw them.
+ */
+export declare class LockStoreError extends Error {
+  /** `code` defaults to `'ERR_LOCK_INTERNAL'`. */
+  constructor(message: string, options?: { code?: LockStoreErrorCode; cause?: unknown })
+  readonly name: 'LockStoreError'
+  /** Which failure; see {@link LockStoreErrorCode}. */
+  readonly code: LockStoreErrorCode
+}
+
+/**
  * A store on a Redis server, spoken to natively over one multiplexed
  * connection that opens on first use and re-opens by itself after the server
  * comes back. Acquire is `SET key owner PX ttl NX`; release and extend are
@@ -374,7 +391,7 @@ export type LockStoreErrorCode =
  * Wire-compatible with the docs' ioredis store, so processes using either
  * exclude each other. An idle store does not keep the
  * process alive. Usable directly as a {@link LockStore}; failed operations
- * reject with an `Error` whose `code` is a {@link LockStoreErrorCode}.
+ * reject with a {@link LockStoreError}, whose `code` is a {@link LockStoreErrorCode}.
  */
 export declare class RedisLockStore implements LockStore {
   /**
@@ -442,8 +459,8 @@ export interface PostgresLockStoreOptions {
  * client's. Each operation is one prepared statement; fencing tokens come
  * from a sequence in the acquire's own statement; a release is announced
  * with `pg_notify`, so waiters in other processes retry at once. An idle
- * store does not keep the process alive. Failed operations reject with an
- * `Error` whose `code` is a {@link LockStoreErrorCode}.
+ * store does not keep the process alive. Failed operations reject with a
+ * {@link LockStoreError}, whose `code` is a {@link LockStoreErrorCode}.
  */
 export declare class PostgresLockStore implements LockStore {
   /**

@@ -2,7 +2,7 @@
 // test, nothing leaking between tests, LockNotHeldError caught inside Jest's
 // sandbox, errors that are instances of the sandbox's own classes, and the
 // lock's clocks under fake timers (the TTL is real time; waiting follows the fake clock).
-const { lock, setLockStore, getLockStore, MemoryLockStore, RedisLockStore, LockNotHeldError, restoreLock } =
+const { lock, setLockStore, getLockStore, MemoryLockStore, RedisLockStore, LockNotHeldError, LockStoreError, restoreLock } =
   require('@shaferllc/keel/core')
 
 beforeEach(() => setLockStore(new MemoryLockStore()))
@@ -45,6 +45,12 @@ test('errors are instances of the classes this test sees, whoever raised them', 
   setLockStore(unreachable)
   await expect(lock('k').acquire()).rejects.toBeInstanceOf(Error)
   await expect(lock('k').acquire()).rejects.toMatchObject({ code: 'ERR_LOCK_STORE_CONNECTION' })
+  await expect(lock('k').acquire()).rejects.toBeInstanceOf(LockStoreError)
+  const inTheSandbox = async function callerInTheSandbox() {
+    await unreachable.isLocked('k')
+  }
+  await expect(inTheSandbox()).rejects.toThrow(LockStoreError)
+  await expect(inTheSandbox()).rejects.toMatchObject({ stack: expect.stringMatching(/at (async )?callerInTheSandbox /) })
   await unreachable.close()
 })
 
