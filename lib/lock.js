@@ -24,7 +24,7 @@
 const { StoreKind, DEFAULT_RETRY_DELAY_MS } = require('./protocol.js')
 const { describe, checkMs, readOptions, isThenable } = require('./check.js')
 const { LockNotHeldError, fromStore, isUnreachable } = require('./errors.js')
-const { timer, cancel } = require('./timers.js')
+const { timer, cancel, realNow } = require('./timers.js')
 const { attemptStarted, attemptEnded } = require('./attempts.js')
 const { withdraw } = require('./marks.js')
 const { waitersOf, takeTicket, enqueue, giveBackWanted } = require('./waiting.js')
@@ -180,7 +180,7 @@ class Lock {
     const ttl = ttlMs === undefined ? this.#target.ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
     const hold = this.#hold
     if (hold === null || !hold.held) throw new LockNotHeldError(key)
-    const sent = kind === StoreKind.Memory ? 0 : performance.now()
+    const sent = kind === StoreKind.Memory ? 0 : realNow()
     let extended
     try {
       extended = this.#target.ops.extend(handle, key, hold.owner, ttl)
@@ -293,13 +293,16 @@ class Lock {
     const grant = ops.acquire(handle, key, ttlMs)
     if (!isThenable(grant)) {
       if (grant === null) return timeout === 0 ? this.#refused() : this.#wait(timeout, retryDelay, ticket)
-      return this.#took(/** @type {NonNullable<Grant>} */ (grant), kind === StoreKind.Memory ? 0 : performance.now())
+      return this.#took(/** @type {NonNullable<Grant>} */ (grant), kind === StoreKind.Memory ? 0 : realNow())
     }
     const answer = /** @type {Promise<Grant>} */ (grant)
-    const sent = performance.now()
+    // The hold's time runs on the real clock (the store's TTL does); the
+    // timeout on performance.now, which, like setTimeout, follows fake timers
+    // when a test installs them.
+    const sent = realNow()
     if (timeout === 0) return answer.then((g) => (g === null ? this.#refused() : this.#took(g, sent)))
     // The first attempt counts against the timeout too, even if the store never answers it.
-    // (performance.now, like setTimeout, follows fake timers when a test installs them.)
+    const asked = performance.now()
     const attempt = attemptStarted(handle, lane)
     return new Promise((resolve, reject) => {
       let gaveUp = false
@@ -311,7 +314,7 @@ class Lock {
       const settled = () => {
         attemptEnded(handle, lane, attempt)
         cancel(deadline)
-        return Math.max(0, timeout - (performance.now() - sent))
+        return Math.max(0, timeout - (performance.now() - asked))
       }
       answer.then(
         (g) => {
