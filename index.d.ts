@@ -311,7 +311,9 @@ export declare class MemoryLockStore implements LockStore {
 export interface RedisLockStoreOptions {
   /**
    * `redis://[[username]:password@]host[:port][/db]`; username and password
-   * log in with Redis ACLs; `rediss://` speaks TLS. Default `redis://127.0.0.1:6379`.
+   * log in with Redis ACLs; `rediss://` speaks TLS. Default `redis://127.0.0.1:6379`
+   * when `url` is left out. Present but `undefined` (`{ url: process.env.REDIS_URL }`
+   * with the variable unset) is a `TypeError`, never the default.
    */
   url?: string
   /** Put before every key in Redis, e.g. `"locks:"`. Default none, as in the docs' ioredis store. */
@@ -325,7 +327,8 @@ export interface RedisLockStoreOptions {
   /**
    * A Redis Cluster: the URLs of some of its nodes (the rest are discovered),
    * instead of `url`. Commands go to the master of each key's slot and follow
-   * the cluster through resharding and failovers.
+   * the cluster through resharding and failovers. Present but `undefined` is a
+   * `TypeError`, as for `url`.
    */
   cluster?: string[]
 }
@@ -350,7 +353,8 @@ export interface RedisTlsOptions {
  * was closed, or an internal error in the addon (a bug: please report it).
  * A waiter with time left takes `ERR_LOCK_STORE_CONNECTION`,
  * `ERR_LOCK_STORE_TIMEOUT` and `ERR_LOCK_STORE_UNAVAILABLE` as "not yet" and
- * tries again (a JS store's errors with these codes too).
+ * tries again (a JS store's errors with these codes too). Each is on a
+ * {@link LockStoreError}; docs/errors.md says what a caller should do with each.
  */
 export type LockStoreErrorCode =
   | 'ERR_LOCK_STORE_CONNECTION'
@@ -363,6 +367,22 @@ export type LockStoreErrorCode =
   | 'ERR_LOCK_INTERNAL'
 
 /**
+ * What MemoryLockStore, RedisLockStore and PostgresLockStore reject with when
+ * the store failed (bad input stays a `TypeError` or `RangeError`): one class
+ * for `import` and `require`, so `instanceof` narrows it. Its `stack` runs
+ * through the calls that led to it (the caller's async functions included),
+ * whether the store was called directly or through a {@link Lock}. A store
+ * written in JS may throw it too; its errors reach the caller as it threw them.
+ */
+export declare class LockStoreError extends Error {
+  /** `code` defaults to `'ERR_LOCK_INTERNAL'`. */
+  constructor(message: string, options?: { code?: LockStoreErrorCode; cause?: unknown })
+  readonly name: 'LockStoreError'
+  /** Which failure; see {@link LockStoreErrorCode}. */
+  readonly code: LockStoreErrorCode
+}
+
+/**
  * A store on a Redis server, spoken to natively over one multiplexed
  * connection that opens on first use and re-opens by itself after the server
  * comes back. Acquire is `SET key owner PX ttl NX`; release and extend are
@@ -371,12 +391,15 @@ export type LockStoreErrorCode =
  * Wire-compatible with the docs' ioredis store, so processes using either
  * exclude each other. An idle store does not keep the
  * process alive. Usable directly as a {@link LockStore}; failed operations
- * reject with an `Error` whose `code` is a {@link LockStoreErrorCode}.
+ * reject with a {@link LockStoreError}, whose `code` is a {@link LockStoreErrorCode}.
  */
 export declare class RedisLockStore implements LockStore {
   /**
-   * A server's URL, a Redis Cluster's node URLs, or options; the default is
-   * `redis://127.0.0.1:6379`. Throws `TypeError` for a malformed URL or option.
+   * A server's URL, a Redis Cluster's node URLs, or options. With no
+   * argument, the default `redis://127.0.0.1:6379`; an argument given as
+   * `undefined` (`new RedisLockStore(process.env.REDIS_URL)` with the variable
+   * unset) is a `TypeError` naming `url`, never the default. Throws
+   * `TypeError` for a malformed URL or option.
    */
   constructor(urlOrOptions?: string | string[] | RedisLockStoreOptions)
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
@@ -397,7 +420,9 @@ export interface PostgresLockStoreOptions {
   /**
    * `postgres://user:password@host:port/database` (any parameter
    * tokio-postgres reads; `?sslmode=require` speaks TLS). Default
-   * `postgres://postgres@127.0.0.1:5432/postgres`.
+   * `postgres://postgres@127.0.0.1:5432/postgres` when `url` is left out.
+   * Present but `undefined` (`{ url: process.env.DATABASE_URL }` with the
+   * variable unset) is a `TypeError`, never the default.
    */
   url?: string
   /**
@@ -434,13 +459,16 @@ export interface PostgresLockStoreOptions {
  * client's. Each operation is one prepared statement; fencing tokens come
  * from a sequence in the acquire's own statement; a release is announced
  * with `pg_notify`, so waiters in other processes retry at once. An idle
- * store does not keep the process alive. Failed operations reject with an
- * `Error` whose `code` is a {@link LockStoreErrorCode}.
+ * store does not keep the process alive. Failed operations reject with a
+ * {@link LockStoreError}, whose `code` is a {@link LockStoreErrorCode}.
  */
 export declare class PostgresLockStore implements LockStore {
   /**
-   * A `postgres://` URL or options; the default is the local server.
-   * Throws `TypeError` (or `RangeError`) naming a malformed URL or option.
+   * A `postgres://` URL or options. With no argument, the local server
+   * (`postgres://postgres@127.0.0.1:5432/postgres`); an argument, or a `url`
+   * option, given as `undefined` (an environment variable that is not set) is
+   * a `TypeError` naming `url`, never the default. Throws `TypeError` (or
+   * `RangeError`) naming a malformed URL or option.
    */
   constructor(urlOrOptions?: string | PostgresLockStoreOptions)
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>

@@ -11,7 +11,7 @@
 const native = require('./lib/native.js')
 const { DEFAULT_TTL_MS, opsOf, kindOf } = require('./lib/protocol.js')
 const { describe, checkKey, checkMs, checkStore } = require('./lib/check.js')
-const { LockNotHeldError } = require('./lib/errors.js')
+const { LockNotHeldError, LockStoreError } = require('./lib/errors.js')
 const { MemoryLockStore, RedisLockStore, PostgresLockStore } = require('./lib/stores.js')
 const { handleFor } = require('./lib/js-store.js')
 const { Lock, newLock } = require('./lib/lock.js')
@@ -168,5 +168,6 @@ module.exports = {
   RedisLockStore,
   PostgresLockStore,
   LockNotHeldError,
+  LockStoreError,
   verifyLockStore,
 }

@@ -15,5 +15,6 @@ export const {
   RedisLockStore,
   PostgresLockStore,
   LockNotHeldError,
+  LockStoreError,
   verifyLockStore,
 } = core

@@ -122,6 +122,41 @@ function checkOptionsObject(where, options, defaults, expected) {
 }
 
 /**
+ * A URL that names a store's server given as undefined (most often an
+ * environment variable that is not set) is refused, never read as "the
+ * default server": a program would otherwise lock on localhost without a
+ * word. The default is what a store made with no argument, or with the
+ * option left out, uses.
+ *
+ * @param {string} where
+ * @param {unknown} given the constructor's first argument, present
+ * @param {string} fallback the default URL
+ */
+function checkUrlGiven(where, given, fallback) {
+  if (given !== undefined) return
+  throw new TypeError(
+    `${where}: url is undefined (an environment variable that is not set?). ` +
+      `Give a URL, or call ${where}() with no argument for the default server, ${fallback}`,
+  )
+}
+
+/**
+ * An option that names the server (`url`, `cluster`) present but undefined.
+ *
+ * @param {string} where
+ * @param {Record<string, unknown>} options
+ * @param {string} name
+ * @param {string} fallback the default URL
+ */
+function checkUrlOption(where, options, name, fallback) {
+  if (!Object.hasOwn(options, name) || options[name] !== undefined) return
+  throw new TypeError(
+    `${where}: options.${name} is undefined (an environment variable that is not set?). ` +
+      `Give it, or leave ${name} out of the options for the default server, ${fallback}`,
+  )
+}
+
+/**
  * What a native call returned: a value, or a promise of one?
  *
  * @template T
@@ -133,4 +168,4 @@ const isThenable = (v) =>
 
 const noop = () => {}
 
-module.exports = { describe, checkKey, checkMs, readOptions, checkStore, checkOptionsObject, isThenable, noop }
+module.exports = { describe, checkKey, checkMs, readOptions, checkStore, checkOptionsObject, checkUrlGiven, checkUrlOption, isThenable, noop }

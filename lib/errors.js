@@ -23,6 +23,54 @@ Object.defineProperty(LockNotHeldError.prototype, 'name', {
 })
 
 /**
+ * What a store (MemoryLockStore, RedisLockStore, PostgresLockStore) fails
+ * with when the failure is the store's, not the caller's input (that stays a
+ * TypeError or RangeError): `code` says which, one of index.d.ts's
+ * LockStoreErrorCode. A store written in JS may throw it too.
+ */
+class LockStoreError extends Error {
+  /**
+   * @param {string} message
+   * @param {{ code?: string, cause?: unknown }} [options]
+   */
+  constructor(message, options) {
+    super(message, options !== undefined && 'cause' in options ? { cause: options.cause } : undefined)
+    /** Which failure: ERR_LOCK_STORE_CONNECTION, ERR_LOCK_STORE_TIMEOUT, ... */
+    this.code = options?.code ?? 'ERR_LOCK_INTERNAL'
+  }
+}
+Object.defineProperty(LockStoreError.prototype, 'name', {
+  value: 'LockStoreError',
+  writable: true,
+  configurable: true,
+})
+
+/**
+ * A native store's failure as its caller sees it. The addon makes its errors
+ * where no JS runs (a reply arriving on Tokio's threads), so their stack is
+ * their message alone. Called in the catch of the async function that
+ * awaited the store, this makes a LockStoreError there, whose stack V8 fills
+ * with that function and every async function awaiting it: the caller's
+ * code. Anything else (bad input, a JS store's own errors, one already made
+ * here) is returned as it is. Only failures pay for this.
+ *
+ * @param {unknown} error
+ */
+function fromStore(error) {
+  if (error instanceof LockStoreError || !isStoreFailure(error)) return error
+  const { message, code, cause } = /** @type {Error & { code: string }} */ (error)
+  const made = new LockStoreError(message, cause === undefined ? { code } : { code, cause })
+  Error.captureStackTrace(made, fromStore)
+  return made
+}
+
+/** @param {unknown} error */
+const isStoreFailure = (error) => {
+  const code = /** @type {{ code?: unknown } | null | undefined} */ (error)?.code
+  return typeof code === 'string' && code.startsWith('ERR_LOCK_') && !(error instanceof TypeError) && !(error instanceof RangeError)
+}
+
+/**
  * Errors that say the store could not be reached, did not answer in time,
  * or answered that it cannot serve anyone yet (loading its data, busy, full,
  * a cluster re-forming). (Native stores set these codes; a JS store may set
@@ -35,4 +83,4 @@ const isUnreachable = (error) => {
   return code === 'ERR_LOCK_STORE_CONNECTION' || code === 'ERR_LOCK_STORE_TIMEOUT' || code === 'ERR_LOCK_STORE_UNAVAILABLE'
 }
 
-module.exports = { LockNotHeldError, isUnreachable }
+module.exports = { LockNotHeldError, LockStoreError, fromStore, isUnreachable }

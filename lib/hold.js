@@ -13,7 +13,7 @@ const { inspect } = require('node:util')
 const { StoreKind } = require('./protocol.js')
 const { describe, isThenable, noop } = require('./check.js')
 const { LockNotHeldError } = require('./errors.js')
-const { timer, cancel } = require('./timers.js')
+const { realTimer, cancel, realNow } = require('./timers.js')
 const { wake, giveBackWanted } = require('./waiting.js')
 
 /**
@@ -57,8 +57,10 @@ class Hold {
     /** We held it and know we lost it (a release is not a loss). */
     this.lost = false
     // Outside memory (where the store answers "until when?" at once), a hold
-    // lasts heldFor (default: the TTL) from `since`: performance.now() when
-    // its acquire or last extension was sent, never later than the store's start.
+    // lasts heldFor (default: the TTL) from `since`: the real clock's time
+    // (realNow, as the store counts the TTL in real time, whatever a test
+    // fakes) when its acquire or last extension was sent, never later than
+    // the store's start.
     this.since = since
     /** The fencing token the store handed over with the acquisition, if it did. */
     this.token = token
@@ -125,7 +127,7 @@ class Hold {
       return /** @type {number | null} */ (ops.remainingTime(handle, key, this.owner)) ?? 0
     }
     // (A restored hold's length is Infinity: its start is unknown until an extension dates it.)
-    return this.since + (this.extra?.heldFor ?? ttlMs) - performance.now()
+    return this.since + (this.extra?.heldFor ?? ttlMs) - realNow()
   }
 
   /**
@@ -150,15 +152,19 @@ class Hold {
     if (left <= 0) return this.markLost()
     if (left === Infinity) return
     // The in-memory store counts whole ms: a timer a hair early looks again.
-    extra.expiry = timer(() => this.held && this.watchExpiry(), Math.max(1, Math.ceil(left)), true)
+    extra.expiry = realTimer(() => this.held && this.watchExpiry(), Math.max(1, Math.ceil(left)))
   }
 
-  /** autoExtend: extend every third of the TTL while held; a failure aborts the signal. */
+  /**
+   * autoExtend: extend every third of the TTL while held; a failure aborts
+   * the signal. (On real timers: fake timers that are not advanced must not
+   * let a hold lapse.)
+   */
   renewLater() {
     if (!this.held) return
     const extra = this.extras()
     cancel(extra.renewal)
-    extra.renewal = timer(() => this.renew(), Math.max(1, Math.floor(this.target.ttlMs / 3)), true)
+    extra.renewal = realTimer(() => this.renew(), Math.max(1, Math.floor(this.target.ttlMs / 3)))
   }
 
   renew() {
@@ -167,7 +173,7 @@ class Hold {
     // someone else's meanwhile, even if an extension would still succeed.
     if (this.left() <= 0) return this.markLost()
     const { kind, handle, key, ttlMs, ops } = this.target
-    const sent = kind === StoreKind.Memory ? 0 : performance.now()
+    const sent = kind === StoreKind.Memory ? 0 : realNow()
     const after = (/** @type {boolean} */ extended) => {
       if (!this.held) return
       if (!extended) return this.markLost()

@@ -23,8 +23,8 @@
 
 const { StoreKind, DEFAULT_RETRY_DELAY_MS } = require('./protocol.js')
 const { describe, checkMs, readOptions, isThenable } = require('./check.js')
-const { LockNotHeldError, isUnreachable } = require('./errors.js')
-const { timer, cancel } = require('./timers.js')
+const { LockNotHeldError, fromStore, isUnreachable } = require('./errors.js')
+const { timer, cancel, realNow } = require('./timers.js')
 const { attemptStarted, attemptEnded } = require('./attempts.js')
 const { withdraw } = require('./marks.js')
 const { waitersOf, takeTicket, enqueue, giveBackWanted } = require('./waiting.js')
@@ -104,7 +104,13 @@ class Lock {
     // (The store calls are awaited only when they return a promise: the
     // in-memory path pays no extra turns of the microtask queue.)
     let hold = this.#take('Lock.run', options)
-    if (isThenable(hold)) hold = await hold
+    if (isThenable(hold)) {
+      try {
+        hold = await hold
+      } catch (error) {
+        throw this.#failed(error)
+      }
+    }
     if (hold === null) return [false, undefined]
     const held = /** @type {Hold} */ (hold)
     if (options?.autoExtend === true) held.renewLater()
@@ -132,7 +138,14 @@ class Lock {
 
   /** @param {import('../index').AcquireOptions} [options] */
   async acquire(options) {
-    const hold = await this.#take('Lock.acquire', options)
+    let hold = this.#take('Lock.acquire', options)
+    if (isThenable(hold)) {
+      try {
+        hold = await hold
+      } catch (error) {
+        throw this.#failed(error)
+      }
+    }
     if (hold === null) return false
     if (options?.autoExtend === true) hold.renewLater()
     return true
@@ -145,7 +158,12 @@ class Lock {
   async release() {
     const hold = this.#hold
     if (hold === null || !hold.held) return false
-    return hold.giveBack()
+    try {
+      const released = hold.giveBack()
+      return isThenable(released) ? await released : released
+    } catch (error) {
+      throw this.#failed(error)
+    }
   }
 
   /**
@@ -162,9 +180,14 @@ class Lock {
     const ttl = ttlMs === undefined ? this.#target.ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
     const hold = this.#hold
     if (hold === null || !hold.held) throw new LockNotHeldError(key)
-    const sent = kind === StoreKind.Memory ? 0 : performance.now()
-    let extended = this.#target.ops.extend(handle, key, hold.owner, ttl)
-    if (isThenable(extended)) extended = await extended
+    const sent = kind === StoreKind.Memory ? 0 : realNow()
+    let extended
+    try {
+      extended = this.#target.ops.extend(handle, key, hold.owner, ttl)
+      if (isThenable(extended)) extended = await extended
+    } catch (error) {
+      throw this.#failed(error)
+    }
     if (!extended) {
       hold.markLost()
       throw new LockNotHeldError(key)
@@ -173,7 +196,12 @@ class Lock {
   }
 
   async isLocked() {
-    return this.#target.ops.isLocked(this.#target.handle, this.#target.key)
+    try {
+      const locked = this.#target.ops.isLocked(this.#target.handle, this.#target.key)
+      return isThenable(locked) ? await locked : locked
+    } catch (error) {
+      throw this.#failed(error)
+    }
   }
 
   async isExpired() {
@@ -183,8 +211,14 @@ class Lock {
     const { handle, key, ops } = this.#target
     // Stores that can tell whose lock it is answer exactly; others can only
     // say whether anyone holds the key.
-    const held = ops.holds(handle, key, hold.owner) ?? ops.isLocked(handle, key)
-    if (await held) return false
+    let held
+    try {
+      held = ops.holds(handle, key, hold.owner) ?? ops.isLocked(handle, key)
+      if (isThenable(held)) held = await held
+    } catch (error) {
+      throw this.#failed(error)
+    }
+    if (held) return false
     hold.markLost()
     return true
   }
@@ -196,9 +230,14 @@ class Lock {
    */
   async getRemainingTime() {
     const { ops, handle, key, holdKind } = this.#target
-    if (holdKind === undefined) return ops.remainingTime(handle, key)
     const hold = this.#hold
-    return hold?.held ? ops.remainingTime(handle, key, hold.owner) : null
+    if (holdKind !== undefined && !hold?.held) return null
+    try {
+      const left = holdKind === undefined ? ops.remainingTime(handle, key) : ops.remainingTime(handle, key, hold?.owner)
+      return isThenable(left) ? await left : left
+    } catch (error) {
+      throw this.#failed(error)
+    }
   }
 
   /**
@@ -207,8 +246,12 @@ class Lock {
    */
   async holders() {
     const { ops, handle, key } = this.#target
-    if (ops.holders !== undefined) return ops.holders(handle, key)
-    return (await ops.isLocked(handle, key)) ? 1 : 0
+    try {
+      if (ops.holders !== undefined) return await ops.holders(handle, key)
+      return (await ops.isLocked(handle, key)) ? 1 : 0
+    } catch (error) {
+      throw this.#failed(error)
+    }
   }
 
   serialize() {
@@ -218,6 +261,18 @@ class Lock {
     if (holdKind === undefined) return JSON.stringify({ key, ttlMs, owner })
     const limit = holdKind.name === 'semaphore' ? holdKind.limit : undefined
     return JSON.stringify({ key, ttlMs, kind: holdKind.name, limit, owner })
+  }
+
+  /**
+   * What a call through this handle throws when the store failed: a native
+   * store's failure made again here, in the awaiting method, as a
+   * LockStoreError whose stack runs through the caller's code; a JS store's
+   * error as it threw it (its stack is its own).
+   *
+   * @param {unknown} error
+   */
+  #failed(error) {
+    return this.#target.kind === StoreKind.Js ? error : fromStore(error)
   }
 
   /**
@@ -238,13 +293,16 @@ class Lock {
     const grant = ops.acquire(handle, key, ttlMs)
     if (!isThenable(grant)) {
       if (grant === null) return timeout === 0 ? this.#refused() : this.#wait(timeout, retryDelay, ticket)
-      return this.#took(/** @type {NonNullable<Grant>} */ (grant), kind === StoreKind.Memory ? 0 : performance.now())
+      return this.#took(/** @type {NonNullable<Grant>} */ (grant), kind === StoreKind.Memory ? 0 : realNow())
     }
     const answer = /** @type {Promise<Grant>} */ (grant)
-    const sent = performance.now()
+    // The hold's time runs on the real clock (the store's TTL does); the
+    // timeout on performance.now, which, like setTimeout, follows fake timers
+    // when a test installs them.
+    const sent = realNow()
     if (timeout === 0) return answer.then((g) => (g === null ? this.#refused() : this.#took(g, sent)))
     // The first attempt counts against the timeout too, even if the store never answers it.
-    // (performance.now, like setTimeout, follows fake timers when a test installs them.)
+    const asked = performance.now()
     const attempt = attemptStarted(handle, lane)
     return new Promise((resolve, reject) => {
       let gaveUp = false
@@ -256,7 +314,7 @@ class Lock {
       const settled = () => {
         attemptEnded(handle, lane, attempt)
         cancel(deadline)
-        return Math.max(0, timeout - (performance.now() - sent))
+        return Math.max(0, timeout - (performance.now() - asked))
       }
       answer.then(
         (g) => {

@@ -5,7 +5,7 @@
  * the addon, with tokio-postgres's own parser.)
  */
 
-const { describe, checkMs, checkOptionsObject } = require('./check.js')
+const { describe, checkMs, checkOptionsObject, checkUrlGiven, checkUrlOption } = require('./check.js')
 const { readTls } = require('./tls-options.js')
 
 const POSTGRES_DEFAULTS = Object.freeze({
@@ -39,11 +39,13 @@ function checkTable(where, table, name) {
 }
 
 /**
- * @param {unknown} urlOrOptions
+ * @param {unknown[]} args the constructor's arguments: none for the default server
  * @returns {import('./native').PostgresConfig}
  */
-function readPostgresOptions(urlOrOptions) {
-  if (urlOrOptions === undefined) return { ...POSTGRES_DEFAULTS, listenUrl: undefined, tls: undefined }
+function readPostgresOptions(args) {
+  if (args.length === 0) return { ...POSTGRES_DEFAULTS, listenUrl: undefined, tls: undefined }
+  const [urlOrOptions] = args
+  checkUrlGiven(WHERE, urlOrOptions, POSTGRES_DEFAULTS.url)
   if (typeof urlOrOptions === 'string') return { ...POSTGRES_DEFAULTS, url: urlOrOptions, listenUrl: undefined, tls: undefined }
   const given = checkOptionsObject(
     WHERE,
@@ -51,6 +53,8 @@ function readPostgresOptions(urlOrOptions) {
     POSTGRES_DEFAULTS,
     'a postgres:// URL or an options object like { url, table, poolSize, connectTimeout, commandTimeout }',
   )
+  // (listenUrl may be left undefined: it then means url's server, never a default one.)
+  checkUrlOption(WHERE, given, 'url', POSTGRES_DEFAULTS.url)
   const { url = POSTGRES_DEFAULTS.url, table = POSTGRES_DEFAULTS.table, poolSize = POSTGRES_DEFAULTS.poolSize } = given
   if (typeof url !== 'string') throw new TypeError(`${WHERE}: options.url must be a string, got ${describe(url)}`)
   const { listenUrl } = given

@@ -6,7 +6,7 @@
  * addon, which knows what the redis crate would ignore.)
  */
 
-const { describe, checkKey, checkMs, checkOptionsObject } = require('./check.js')
+const { describe, checkKey, checkMs, checkOptionsObject, checkUrlGiven, checkUrlOption } = require('./check.js')
 const { readTls } = require('./tls-options.js')
 
 const REDIS_DEFAULTS = Object.freeze({
@@ -20,19 +20,30 @@ const REDIS_DEFAULTS = Object.freeze({
 const WHERE = 'new RedisLockStore'
 
 /**
+ * @param {unknown[]} args the constructor's arguments: none for the default server
+ * @returns {import('./native').RedisConfig}
+ */
+function readRedisOptions(args) {
+  if (args.length === 0) return { ...REDIS_DEFAULTS, tls: undefined, cluster: [] }
+  return readGiven(args[0])
+}
+
+/**
  * @param {unknown} urlOrOptions
  * @returns {import('./native').RedisConfig}
  */
-function readRedisOptions(urlOrOptions) {
-  if (urlOrOptions === undefined) return { ...REDIS_DEFAULTS, tls: undefined, cluster: [] }
+function readGiven(urlOrOptions) {
+  checkUrlGiven(WHERE, urlOrOptions, REDIS_DEFAULTS.url)
   if (typeof urlOrOptions === 'string') return { ...REDIS_DEFAULTS, url: urlOrOptions, tls: undefined, cluster: [] }
-  if (Array.isArray(urlOrOptions)) return readRedisOptions({ cluster: urlOrOptions })
+  if (Array.isArray(urlOrOptions)) return readGiven({ cluster: urlOrOptions })
   const given = checkOptionsObject(
     WHERE,
     urlOrOptions,
     REDIS_DEFAULTS,
     'a redis:// URL, a list of Redis Cluster node URLs, or an options object like { url, prefix, connectTimeout, commandTimeout }',
   )
+  checkUrlOption(WHERE, given, 'url', REDIS_DEFAULTS.url)
+  checkUrlOption(WHERE, given, 'cluster', REDIS_DEFAULTS.url)
   const { url = REDIS_DEFAULTS.url, prefix = REDIS_DEFAULTS.prefix, cluster = [] } = given
   if (typeof url !== 'string') throw new TypeError(`${WHERE}: options.url must be a string, got ${describe(url)}`)
   if (!Array.isArray(cluster) || cluster.some((node) => typeof node !== 'string')) {

@@ -3,11 +3,14 @@
  * The stores that run natively: MemoryLockStore (the default, in memory on
  * the JS thread), RedisLockStore (a Redis server or Cluster) and
  * PostgresLockStore (a PostgreSQL server), spoken to from Rust. Each method checks its arguments, so a direct call with bad
- * input fails with the argument's name, then makes one native call.
+ * input fails with the argument's name, then makes one native call; a
+ * failure of the store is rethrown from the method as a LockStoreError whose
+ * stack runs through the caller (lib/errors.js fromStore).
  */
 
 const native = require('./native.js')
-const { checkKey, checkMs, noop } = require('./check.js')
+const { checkKey, checkMs, isThenable, noop } = require('./check.js')
+const { fromStore } = require('./errors.js')
 const { readRedisOptions } = require('./redis-options.js')
 const { readPostgresOptions, checkTable } = require('./postgres-options.js')
 
@@ -39,7 +42,12 @@ class NativeLockStore {
   async acquire(key, owner, ttlMs) {
     const where = this.#checkCall('acquire', key, owner)
     checkMs(where, ttlMs, 'ttlMs', false)
-    return native.storeAcquire(this.#handle, key, owner, ttlMs)
+    try {
+      const acquired = native.storeAcquire(this.#handle, key, owner, ttlMs)
+      return isThenable(acquired) ? await acquired : acquired
+    } catch (error) {
+      throw fromStore(error)
+    }
   }
 
   /**
@@ -48,7 +56,12 @@ class NativeLockStore {
    */
   async release(key, owner) {
     this.#checkCall('release', key, owner)
-    return native.release(this.#handle, key, owner)
+    try {
+      const released = native.release(this.#handle, key, owner)
+      return isThenable(released) ? await released : released
+    } catch (error) {
+      throw fromStore(error)
+    }
   }
 
   /**
@@ -59,19 +72,34 @@ class NativeLockStore {
   async extend(key, owner, ttlMs) {
     const where = this.#checkCall('extend', key, owner)
     checkMs(where, ttlMs, 'ttlMs', false)
-    return native.extend(this.#handle, key, owner, ttlMs)
+    try {
+      const extended = native.extend(this.#handle, key, owner, ttlMs)
+      return isThenable(extended) ? await extended : extended
+    } catch (error) {
+      throw fromStore(error)
+    }
   }
 
   /** @param {string} key */
   async isLocked(key) {
     checkKey(`${this.#name}.isLocked`, key)
-    return native.isLocked(this.#handle, key)
+    try {
+      const locked = native.isLocked(this.#handle, key)
+      return isThenable(locked) ? await locked : locked
+    } catch (error) {
+      throw fromStore(error)
+    }
   }
 
   /** @param {string} key */
   async remainingTime(key) {
     checkKey(`${this.#name}.remainingTime`, key)
-    return native.remainingTime(this.#handle, key)
+    try {
+      const left = native.remainingTime(this.#handle, key)
+      return isThenable(left) ? await left : left
+    } catch (error) {
+      throw fromStore(error)
+    }
   }
 
   /**
@@ -143,8 +171,8 @@ function closeStore(store) {
  * `prefix`) holds the owner token, with the lock's TTL as its Redis expiry.
  */
 class RedisLockStore extends NativeLockStore {
-  /** @param {unknown} [urlOrOptions] */
-  constructor(urlOrOptions) {
+  /** @param {unknown[]} urlOrOptions */
+  constructor(...urlOrOptions) {
     const handle = native.createRedisStore(readRedisOptions(urlOrOptions), (tagged) => heard(handle, tagged))
     super('RedisLockStore', handle)
   }
@@ -161,8 +189,8 @@ class RedisLockStore extends NativeLockStore {
  * either exclude each other; expiry is decided by the server's clock.
  */
 class PostgresLockStore extends NativeLockStore {
-  /** @param {unknown} [urlOrOptions] */
-  constructor(urlOrOptions) {
+  /** @param {unknown[]} urlOrOptions */
+  constructor(...urlOrOptions) {
     // Tagged `w`: a warning from the store's listener (notifications that
     // do not arrive), emitted once as a process warning; else a release.
     const handle = native.createPostgresStore(readPostgresOptions(urlOrOptions), (tagged) =>

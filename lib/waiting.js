@@ -23,7 +23,7 @@ const { StoreKind, opsOf, kindOf, laneOf } = require('./protocol.js')
 const { isThenable, noop } = require('./check.js')
 const { isUnreachable } = require('./errors.js')
 const { onAnnouncedRelease, onClosed } = require('./stores.js')
-const { timer, cancel } = require('./timers.js')
+const { timer, cancel, realNow } = require('./timers.js')
 const { releasedDuringAttempts } = require('./attempts.js')
 const { withdraw, dropCrossedMarks } = require('./marks.js')
 
@@ -63,7 +63,7 @@ const hearsReleases = (handle) => {
  * @typedef {object} Waiter
  * @property {Want} want
  * @property {number} ticket when acquire was called, for arrival order
- * @property {{ since: number }} attempt performance.now() when the attempt that took the lock was sent
+ * @property {{ since: number }} attempt realNow() when the attempt that took the lock was sent
  * @property {number} retryDelay
  * @property {(grant: Grant) => void} resolve
  * @property {(error: unknown) => void} reject
@@ -214,7 +214,7 @@ function tryWaiter(handle, key, queue, waiter) {
   waiter.again = false
   waiter.crossed = false
   // When the attempt that may take the lock started: its TTL runs from no later.
-  waiter.attempt.since = performance.now()
+  waiter.attempt.since = realNow()
   const want = waiter.want
   let grant
   try {

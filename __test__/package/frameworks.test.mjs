@@ -62,7 +62,7 @@ test('Jest: the docs testing pattern in CommonJS and ESM test files, inside Jest
     '--json',
     `--outputFile=${out}`,
   ])
-  assertAllPassed('jest', report, output, 2, 13)
+  assertAllPassed('jest', report, output, 2, 14)
 })
 
 for (const pool of ['threads', 'forks']) {
@@ -75,7 +75,7 @@ for (const pool of ['threads', 'forks']) {
       '--reporter=json',
       `--outputFile=${out}`,
     ])
-    assertAllPassed(`vitest (${pool})`, report, output, 2, 11)
+    assertAllPassed(`vitest (${pool})`, report, output, 2, 12)
   })
 }
 

@@ -12,6 +12,7 @@ import {
   RedisLockStore,
   PostgresLockStore,
   LockNotHeldError,
+  LockStoreError,
   Lock,
   type LockStore,
   type AcquireOptions,
@@ -227,6 +228,29 @@ export async function postgresStore(): Promise<void> {
   await closed
   const code: LockStoreErrorCode = 'ERR_LOCK_STORE_POSTGRES'
   void code
+  try {
+    await store.acquire('k', 'owner', 1000)
+  } catch (e) {
+    // A store's failure narrows with instanceof, no cast: its code is a LockStoreErrorCode.
+    if (e instanceof LockStoreError) {
+      assertType<Equal<typeof e.code, LockStoreErrorCode>>(true)
+      const name: 'LockStoreError' = e.name
+      const message: string = e.message
+      if (e.code === 'ERR_LOCK_STORE_TIMEOUT' || e.code === 'ERR_LOCK_STORE_CONNECTION') void [name, message]
+      // @ts-expect-error not a code the stores use
+      if (e.code === 'ERR_LOCK_STORE_NOPE') void 0
+    } else if (e instanceof TypeError) {
+      void e.message
+    }
+  }
+  // A store written in JS may throw one too.
+  const own = new LockStoreError('the cache is down', { code: 'ERR_LOCK_STORE_CONNECTION', cause: new Error('ECONNRESET') })
+  const plain: Error = new LockStoreError('no code: ERR_LOCK_INTERNAL')
+  void [own, plain]
+  // @ts-expect-error the code is one of LockStoreErrorCode
+  new LockStoreError('x', { code: 'ERR_SOMETHING' })
+  // @ts-expect-error code is read-only
+  own.code = 'ERR_LOCK_STORE_CLOSED'
   const ddl: string = PostgresLockStore.schema('app.locks')
   const defaultDdl: string = PostgresLockStore.schema()
   void [ddl, defaultDdl]

@@ -1,9 +1,13 @@
 // The docs' testing pattern under Jest, CommonJS: a fresh MemoryLockStore per
 // test, nothing leaking between tests, LockNotHeldError caught inside Jest's
 // sandbox, errors that are instances of the sandbox's own classes, and the
-// lock's clocks under fake timers (the TTL is real time; waiting follows the fake clock).
-const { lock, setLockStore, getLockStore, MemoryLockStore, RedisLockStore, LockNotHeldError, restoreLock } =
+// lock's clocks under fake timers (the TTL is real time, and so are autoExtend's
+// renewals; waiting follows the fake clock).
+const { lock, setLockStore, getLockStore, MemoryLockStore, RedisLockStore, LockNotHeldError, LockStoreError, restoreLock } =
   require('@shaferllc/keel/core')
+// The real clock, taken before any test fakes it.
+const { setTimeout: realSetTimeout } = require('node:timers')
+const realSleep = (ms) => new Promise((resolve) => realSetTimeout(resolve, ms))
 
 beforeEach(() => setLockStore(new MemoryLockStore()))
 
@@ -45,6 +49,12 @@ test('errors are instances of the classes this test sees, whoever raised them', 
   setLockStore(unreachable)
   await expect(lock('k').acquire()).rejects.toBeInstanceOf(Error)
   await expect(lock('k').acquire()).rejects.toMatchObject({ code: 'ERR_LOCK_STORE_CONNECTION' })
+  await expect(lock('k').acquire()).rejects.toBeInstanceOf(LockStoreError)
+  const inTheSandbox = async function callerInTheSandbox() {
+    await unreachable.isLocked('k')
+  }
+  await expect(inTheSandbox()).rejects.toThrow(LockStoreError)
+  await expect(inTheSandbox()).rejects.toMatchObject({ stack: expect.stringMatching(/at (async )?callerInTheSandbox /) })
   await unreachable.close()
 })
 
@@ -70,6 +80,16 @@ describe('under fake timers', () => {
     expect(settled).toBe(false)
     await jest.advanceTimersByTimeAsync(1_000)
     await expect(waiting).resolves.toBe(false)
+  })
+
+  test('autoExtend renews on the real clock: a 100 ms lock stays held across 500 ms the fake clock never sees', async () => {
+    const l = lock('renewed', 100)
+    expect(await l.acquire({ autoExtend: true })).toBe(true)
+    await realSleep(500)
+    expect(await l.isExpired()).toBe(false)
+    expect(l.signal.aborted).toBe(false)
+    expect(await lock('renewed').acquireImmediately()).toBe(false)
+    expect(await l.release()).toBe(true)
   })
 
   test('a release hands the lock to a waiter without any clock moving', async () => {

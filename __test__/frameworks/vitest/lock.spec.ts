@@ -2,8 +2,8 @@
 // pool "threads" (worker_threads) and pool "forks" (child processes): a fresh
 // MemoryLockStore per test, nothing leaking between tests, LockNotHeldError
 // caught with `rejects.toBeInstanceOf`, a store written as a TypeScript class,
-// and the lock's clocks under vi.useFakeTimers() (the TTL is real time;
-// waiting follows the fake clock).
+// and the lock's clocks under vi.useFakeTimers() (the TTL is real time, and
+// so are autoExtend's renewals; waiting follows the fake clock).
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest'
 import {
   lock,
@@ -14,6 +14,10 @@ import {
   verifyLockStore,
   type LockStore,
 } from '@shaferllc/keel/core'
+
+// The real clock, taken before any test fakes it.
+const realSetTimeout = setTimeout
+const realSleep = (ms: number) => new Promise<void>((resolve) => realSetTimeout(resolve, ms))
 
 beforeEach(() => setLockStore(new MemoryLockStore()))
 
@@ -114,6 +118,16 @@ describe('under fake timers', () => {
     expect(settled).toBe(false)
     await vi.advanceTimersByTimeAsync(1_000)
     await expect(waiting).resolves.toBe(false)
+  })
+
+  test('autoExtend renews on the real clock: a 100 ms lock stays held across 500 ms the fake clock never sees', async () => {
+    const l = lock('renewed', 100)
+    expect(await l.acquire({ autoExtend: true })).toBe(true)
+    await realSleep(500)
+    expect(await l.isExpired()).toBe(false)
+    expect(l.signal.aborted).toBe(false)
+    expect(await lock('renewed').acquireImmediately()).toBe(false)
+    expect(await l.release()).toBe(true)
   })
 
   test('a release hands the lock to a waiter without any clock moving', async () => {
