@@ -31,8 +31,8 @@ const NAMES = {
   'keel PostgresLockStore': '**keel, `PostgresLockStore`**',
   "keel + docs' database store": "**keel + docs' database store**",
   'plain JS + docs\' database store': "plain JS + docs' database store (baseline)",
-  'keel MemoryLockStore': 'keel `MemoryLockStore`',
-  'keel + read-write example store': 'keel + the read-write example store (`examples/`)',
+  'keel MemoryLockStore': '**keel, `MemoryLockStore`**',
+  'keel + read-write example store': '**keel + the read-write example store** (`examples/`)',
   'redis-semaphore Semaphore': '`redis-semaphore` `Semaphore`',
 }
 const name = (/** @type {string} */ n) => NAMES[/** @type {keyof NAMES} */ (n)] ?? n
