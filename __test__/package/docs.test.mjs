@@ -81,6 +81,19 @@ test('every file and folder a page names exists', () => {
   }
 })
 
+test('Migrating and the guarantees cover what came since the TypeScript lock: PostgreSQL, semaphores, read-write locks, holders()', () => {
+  const migrating = byFile['docs/migrating.md'].slice(byFile['docs/migrating.md'].indexOf('## New here'))
+  for (const name of ['`PostgresLockStore`', '`semaphore(key, limit)`', '`readLock`/`writeLock`', '`holders()`', '`RedisLockStore`']) {
+    assert.ok(migrating.includes(name), `New here names ${name}`)
+  }
+  const guarantees = byFile['docs/guarantees.md']
+  const fencing = guarantees.split('\n- ').find((item) => item.startsWith('Each acquisition through'))
+  assert.match(fencing, /`PostgresLockStore`/)
+  assert.match(fencing, /semaphore permit, a reader or a writer/)
+  assert.match(guarantees, /`PostgresLockStore` computes every expiry from the database server's/)
+  assert.match(guarantees, /`holders\(\)` counts/)
+})
+
 test('the performance tables are what scripts/perf-table.js makes of bench/', () => {
   const { render, tables } = require('../../scripts/perf-table.js')
   const page = byFile['docs/performance.md']

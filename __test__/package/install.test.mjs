@@ -22,8 +22,12 @@ const blocks = Object.fromEntries(
 )
 const quickStart = readme.slice(readme.indexOf('\n## Quick start')).match(/```js\n([\s\S]*?)```/)[1]
 
-test('the README has both install blocks and a quick start', () => {
+test('the README has both install blocks, the platforms package.json builds for, and a quick start', () => {
   assert.deepEqual(Object.keys(blocks).sort(), ['checkout', 'tarballs'])
+  const install = readme.slice(readme.indexOf('\n## Install'), readme.indexOf('\n## Quick start'))
+  const { napi, engines } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+  for (const target of napi.targets) assert.ok(install.includes(`\`${target}\``), `Install names ${target}`)
+  assert.ok(install.includes(`Node.js ${engines.node.replace('>=', '')} or later`), 'Install names the Node.js versions')
   assert.match(quickStart, /from "@shaferllc\/keel\/core"/)
 })
 
