@@ -505,7 +505,12 @@ export declare class LockNotHeldError extends Error {
 export interface VerifyLockStoreOptions {
   /** Put before every key the checks use. Default: `keel-verify:<random>:`, so runs never collide. */
   prefix?: string
-  /** The TTL (ms) the expiry checks use; they wait about 1.4 times this. An integer >= 50. Default 300. */
+  /**
+   * The TTL (ms) the expiry checks use. An integer >= 50. Default 300. They wait
+   * `floor(ttlMs / 3) + ttlMs + 100` ms in all (500 at the default), and
+   * `floor(ttlMs / 3) + 2 * ttlMs + 200` ms more for a store with the read-write
+   * methods (900 at the default); the rest of a run is the store's own answers.
+   */
   ttlMs?: number
   /** How many owners race for one key in the atomicity check. An integer >= 2. Default 20. */
   racers?: number

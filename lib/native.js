@@ -40,6 +40,28 @@ function publishedPlatforms() {
   })
 }
 
+/**
+ * What to run when the platform package is missing: the install commands of
+ * the README (neither package is on the npm registry).
+ *
+ * @param {string} pkg the platform package's name
+ */
+function installHint(pkg) {
+  const { name, version } = require('../package.json')
+  const tarball = (/** @type {string} */ n) => `"$KEEL/pack/${n.replace(/^@/, '').replace('/', '-')}-${version}.tgz"`
+  return (
+    `It comes in a second package, ${pkg}, which is not on the npm registry: install both ` +
+    'in one command, from the checkout of the repository where the addon was built ' +
+    '(`npm run demo` or `npm run build` there; KEEL=<that folder>):\n' +
+    '  npm install "$KEEL"\n' +
+    "or from the two tarballs its scripts/pack.js makes:\n" +
+    '  node "$KEEL/scripts/pack.js" "$KEEL/pack"\n' +
+    `  npm install ${tarball(name)} ${tarball(pkg)}\n` +
+    'If you did install both, the platform package was left out: --omit=optional, or a lockfile ' +
+    'made on another platform.'
+  )
+}
+
 /** @returns {import('./native')} */
 function load() {
   const triple = platformTriple()
@@ -54,10 +76,8 @@ function load() {
     }
     const built = publishedPlatforms()
     const hint = built.includes(triple)
-      ? `It comes in the package ${pkg}, an optional dependency that npm installs on ${triple} ` +
-        `unless optional dependencies were left out (--omit=optional, or a lockfile made on another ` +
-        `platform). Install it: npm install ${pkg}`
-      : `Binaries are published for ${built.join(', ')} only; ` +
+      ? installHint(pkg)
+      : `Binaries are built for ${built.join(', ')} only; ` +
         'elsewhere, build the addon from a checkout of the repository (needs Rust).'
     throw new Error(`@shaferllc/keel has no native binary for this platform (${triple}). ${hint}`, { cause })
   }

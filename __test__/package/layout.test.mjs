@@ -1,4 +1,4 @@
-// The layout the README's "How it is built" describes is the layout there is:
+// The layout docs/how-it-is-built.md describes is the layout there is:
 // lib/ files depend one way, in the order it walks them; no source file is
 // past ~400 lines; the shipped binary has no test-only export.
 import { test } from 'node:test'
@@ -9,13 +9,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
-const readme = readFileSync(join(root, 'README.md'), 'utf8')
-const howItIsBuilt = readme.slice(readme.indexOf('## How it is built'), readme.indexOf('## Performance'))
+const howItIsBuilt = readFileSync(join(root, 'docs', 'how-it-is-built.md'), 'utf8')
 
-test('lib/ files use only the files before them, in the order the README walks them', () => {
+test('lib/ files use only the files before them, in the order docs/how-it-is-built.md walks them', () => {
   const order = [...howItIsBuilt.matchAll(/`lib\/([a-z-]+)\.js`/g)].map((m) => m[1]).filter((f, i, all) => all.indexOf(f) === i)
   const files = readdirSync(join(root, 'lib')).filter((f) => f.endsWith('.js')).map((f) => f.slice(0, -3))
-  assert.deepEqual([...order].sort(), [...files].sort(), 'the README names every lib/ file, and only those')
+  assert.deepEqual([...order].sort(), [...files].sort(), 'docs/how-it-is-built.md names every lib/ file, and only those')
   for (const [at, file] of order.entries()) {
     const source = readFileSync(join(root, 'lib', `${file}.js`), 'utf8')
     for (const [, used] of source.matchAll(/require\('\.\/([a-z-]+)\.js'\)/g)) {

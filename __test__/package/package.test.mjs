@@ -1,7 +1,7 @@
 // Packaging: the tarballs `npm publish` would upload (scripts/pack.js), the
 // files in them, and a fresh project that installs them with no network:
 // import, require, TypeScript resolving the types, and the loader's error
-// when the platform package is missing.
+// when the platform package is missing (the README's install commands).
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile, execFileSync } from 'node:child_process'
@@ -128,7 +128,7 @@ test('a fresh project installs both tarballs offline; import, require and TypeSc
   }
 })
 
-test('without the platform package the loader says which package to install, not a dlopen error', async () => {
+test('without the platform package the loader says what to run (the README\'s install commands), not a dlopen error', async () => {
   const bare = await project('bare', tarballs.main)
   const load = (prelude = '') =>
     exec(process.execPath, ['-e', `${prelude}require("@shaferllc/keel/core")`], { cwd: bare }).then(
@@ -137,10 +137,15 @@ test('without the platform package the loader says which package to install, not
     )
   const missing = await load()
   assert.match(missing, /no native binary for this platform \(linux-x64-gnu\)/)
-  assert.match(missing, /npm install @shaferllc\/keel-linux-x64-gnu/)
+  assert.match(missing, /@shaferllc\/keel-linux-x64-gnu, which is not on the npm registry/)
+  // Every command of the README's Install section, as written there.
+  const readme = readFileSync(join(root, 'README.md'), 'utf8')
+  const commands = [...readme.matchAll(/<!-- install: \w+ -->\n```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1].trim().split('\n'))
+  assert.equal(commands.length, 3, 'the README has its install commands')
+  for (const command of commands) assert.ok(missing.includes(`  ${command}\n`), `the error gives "${command}":\n${missing}`)
   assert.match(missing, /--omit=optional/)
   // A platform nothing is built for says what is.
   const elsewhere = await load('Object.defineProperty(process, "platform", { value: "darwin" });')
   assert.match(elsewhere, /no native binary for this platform \(darwin-x64\)/)
-  assert.match(elsewhere, /published for linux-x64-gnu only/)
+  assert.match(elsewhere, /built for linux-x64-gnu only/)
 })
