@@ -1,7 +1,7 @@
-// The store contract for RedisLockStore (or another store kept in Redis) on a redis-server of the test file's
-// own, reached at the server's `url` (plain, TLS with the CA in
-// `tlsCaFile`, or through a proxy), and looked at through ioredis at its
-// `inspectUrl` (with `inspectOptions`), else its `url`.
+// The store contract for RedisLockStore (or another store kept in Redis) on
+// a redis-server of the test file's own, reached at the server's `url`
+// (plain, TLS with the CA in `tlsCaFile`, or through a proxy), and looked at
+// through ioredis at its `inspectUrl` (with `inspectOptions`), else its `url`.
 import { Redis } from 'ioredis'
 import { storeContract } from '../stores/contract.mjs'
 import { openStore } from './stores.mjs'
