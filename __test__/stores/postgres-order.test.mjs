@@ -54,7 +54,11 @@ for (const [path, urlOf] of [
         }
         const failed = outcomes.filter((o) => o.status === 'rejected')
         assert.ok(failed.length > 0, 'some acquires waited on the stalled connection')
-        for (const { reason } of failed) assert.equal(reason.code, 'ERR_LOCK_STORE_TIMEOUT', reason.message)
+        // Timed out, or (on the event loop) still waiting when the first
+        // timeout gave the silent connection up: neither is known to have run.
+        for (const { reason } of failed) {
+          assert.ok(['ERR_LOCK_STORE_TIMEOUT', 'ERR_LOCK_STORE_CONNECTION'].includes(reason.code), reason.message)
+        }
         const taken = new Set(outcomes.filter((o) => o.status === 'fulfilled' && o.value === true).map((o) => o.key))
         // The stalled server process runs what waited on it: the acquires,
         // then their give-backs.
