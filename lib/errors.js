@@ -34,9 +34,10 @@ class LockStoreError extends Error {
    * @param {{ code?: string, cause?: unknown }} [options]
    */
   constructor(message, options) {
-    super(message, options !== undefined && 'cause' in options ? { cause: options.cause } : undefined)
+    const given = typeof options === 'object' && options !== null ? options : undefined
+    super(message, given !== undefined && 'cause' in given ? { cause: given.cause } : undefined)
     /** Which failure: ERR_LOCK_STORE_CONNECTION, ERR_LOCK_STORE_TIMEOUT, ... */
-    this.code = options?.code ?? 'ERR_LOCK_INTERNAL'
+    this.code = given?.code ?? 'ERR_LOCK_INTERNAL'
   }
 }
 Object.defineProperty(LockStoreError.prototype, 'name', {
@@ -55,12 +56,13 @@ Object.defineProperty(LockStoreError.prototype, 'name', {
  * here) is returned as it is. Only failures pay for this.
  *
  * @param {unknown} error
+ * @param {Function} [below] the stack starts below this function's frame
  */
-function fromStore(error) {
+function fromStore(error, below = fromStore) {
   if (error instanceof LockStoreError || !isStoreFailure(error)) return error
   const { message, code, cause } = /** @type {Error & { code: string }} */ (error)
   const made = new LockStoreError(message, cause === undefined ? { code } : { code, cause })
-  Error.captureStackTrace(made, fromStore)
+  Error.captureStackTrace(made, below)
   return made
 }
 

@@ -272,7 +272,7 @@ class Lock {
    * @param {unknown} error
    */
   #failed(error) {
-    return this.#target.kind === StoreKind.Js ? error : fromStore(error)
+    return this.#target.kind === StoreKind.Js ? error : fromStore(error, this.#failed)
   }
 
   /**

@@ -50,11 +50,11 @@ function installHint(pkg) {
   const { name, version } = require('../package.json')
   const tarball = (/** @type {string} */ n) => `"$KEEL/pack/${n.replace(/^@/, '').replace('/', '-')}-${version}.tgz"`
   return (
-    `It comes in a second package, ${pkg}, which is not on the npm registry: install both ` +
-    'in one command, from the checkout of the repository where the addon was built ' +
-    '(`npm run demo` or `npm run build` there; KEEL=<that folder>):\n' +
+    `It comes in a second package, ${pkg}, which is not on the npm registry. Install the ` +
+    'checkout of the repository where the addon was built (`npm run demo` or `npm run build` ' +
+    'there; KEEL=<that folder>), which holds both:\n' +
     '  npm install "$KEEL"\n' +
-    "or from the two tarballs its scripts/pack.js makes:\n" +
+    "or both tarballs its scripts/pack.js makes, in one command:\n" +
     '  node "$KEEL/scripts/pack.js" "$KEEL/pack"\n' +
     `  npm install ${tarball(name)} ${tarball(pkg)}\n` +
     'If you did install both, the platform package was left out: --omit=optional, or a lockfile ' +

@@ -42,8 +42,12 @@ function readGiven(urlOrOptions) {
     REDIS_DEFAULTS,
     'a redis:// URL, a list of Redis Cluster node URLs, or an options object like { url, prefix, connectTimeout, commandTimeout }',
   )
-  checkUrlOption(WHERE, given, 'url', REDIS_DEFAULTS.url)
-  checkUrlOption(WHERE, given, 'cluster', REDIS_DEFAULTS.url)
+  // Refused only when no server is given at all: with one of the two given,
+  // the other left undefined is the usual way to pick between them.
+  const named = /** @type {const} */ (['url', 'cluster']).filter((name) => Object.hasOwn(given, name))
+  if (named.every((name) => given[name] === undefined)) {
+    for (const name of named) checkUrlOption(WHERE, given, name, REDIS_DEFAULTS.url)
+  }
   const { url = REDIS_DEFAULTS.url, prefix = REDIS_DEFAULTS.prefix, cluster = [] } = given
   if (typeof url !== 'string') throw new TypeError(`${WHERE}: options.url must be a string, got ${describe(url)}`)
   if (!Array.isArray(cluster) || cluster.some((node) => typeof node !== 'string')) {

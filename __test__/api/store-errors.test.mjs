@@ -105,6 +105,9 @@ const situations = {
       assert.equal(await store.isLocked(key), false)
       const [runner, killer] = [new Redis(redis.url), new Redis(redis.url)]
       cleanups.push(() => runner.disconnect(), () => killer.disconnect())
+      // Both connected and past ioredis's ready check before the server is
+      // busy: a check answered BUSY would fail the SCRIPT KILL below.
+      await Promise.all([runner.ping(), killer.ping()])
       runner.eval('while true do end', 0).catch(() => {})
       await new Promise((resolve) => setTimeout(resolve, 300))
       try {

@@ -34,6 +34,14 @@ test('RedisLockStore options with url or cluster present but undefined are a Typ
   refused(() => new RedisLockStore({ url: process.env[UNSET] }), /options\.url is undefined/, remedy('url'))
   refused(() => new RedisLockStore({ url: undefined, prefix: 'app:' }), /options\.url is undefined/, remedy('url'))
   refused(() => new RedisLockStore({ cluster: process.env[UNSET]?.split(' ') }), /options\.cluster is undefined/, remedy('cluster'))
+  refused(() => new RedisLockStore({ url: undefined, cluster: undefined }), /options\.url is undefined/, remedy('url'))
+})
+
+test('RedisLockStore: one of url and cluster given, the other undefined, picks the one given', async () => {
+  // The usual way to choose between one server and a cluster by configuration.
+  const one = new RedisLockStore({ url: 'redis://127.0.0.1:1', cluster: process.env[UNSET]?.split(' ') })
+  const many = new RedisLockStore({ url: process.env[UNSET], cluster: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2'] })
+  for (const store of [one, many]) await store.close()
 })
 
 test('new PostgresLockStore(undefined) and { url: undefined } are a TypeError naming url', () => {

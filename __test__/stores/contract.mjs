@@ -341,7 +341,9 @@ export function storeContract(
           { timeout: 10_000, ...SLOW_POLL },
         ),
       )
-      await sleep(20)
+      // Every first attempt answered (refused) and queued before the release,
+      // with room for a loaded machine: a round trip each, through a pool.
+      await sleep(250)
       await holder.release()
       await Promise.all(waiters)
       assert.deepEqual(order, [0, 1, 2, 3, 4, 5])

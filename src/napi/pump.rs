@@ -22,6 +22,8 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::*;
 use napi::sys;
 
+use super::errors::new_error;
+
 /// Turns an operation's outcome into the JS value that resolves (Ok) or
 /// rejects (Err) its promise. Runs on the JS thread.
 pub type Settle = Box<dyn FnOnce(&Env) -> std::result::Result<sys::napi_value, Error> + Send>;
@@ -205,9 +207,11 @@ impl Task {
 
 impl Drop for Task {
     fn drop(&mut self) {
-        self.finish(Box::new(|_| {
-            Err(Error::new(
-                Status::GenericFailure,
+        self.finish(Box::new(|env| {
+            Err(new_error(
+                env,
+                false,
+                Some("ERR_LOCK_INTERNAL"),
                 "a lock store operation was abandoned before it finished",
             ))
         }));
@@ -267,8 +271,10 @@ unsafe extern "C" fn drain(
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| settle(&env_ref)));
         let outcome = match outcome {
             Ok(outcome) => outcome,
-            Err(_) => Err(Error::new(
-                Status::GenericFailure,
+            Err(_) => Err(new_error(
+                &env_ref,
+                false,
+                Some("ERR_LOCK_INTERNAL"),
                 "internal error while settling a lock store operation",
             )),
         };

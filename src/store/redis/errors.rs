@@ -52,7 +52,11 @@ impl Shared {
 
     pub(super) fn failure(&self, name: &'static str, e: &RedisError) -> StoreError {
         let url = &self.display;
-        let text = e.to_string();
+        // A server's error reply in its own words, as `server_error` gives it.
+        let text = match (e.code(), e.detail()) {
+            (Some(code), Some(detail)) => format!("{code} {detail}"),
+            _ => e.to_string(),
+        };
         let (code, what) = if e.kind() == ErrorKind::AuthenticationFailed
             || auth_refused(e.code().unwrap_or(""), &text)
         {
@@ -72,7 +76,7 @@ impl Shared {
         };
         StoreError::Backend(BackendError {
             code,
-            message: format!("RedisLockStore.{name}: {what} {url}: {e}"),
+            message: format!("RedisLockStore.{name}: {what} {url}: {text}"),
         })
     }
 }
