@@ -72,10 +72,10 @@ async function open(kind, env) {
   }
 }
 
-/** The docs' ioredis client (fixtures/redis-client.ts) connects to REDIS_URL, as the docs show: here, the test's server. */
+/** The docs' ioredis client (fixtures/redis-client.ts) connects to KEEL_TEST_REDIS, read when it loads: the test's server. */
 function docsClientTo(url) {
   if (!url) throw new Error('KEEL_TEST_REDIS must name the Redis server for the ioredis stores')
-  process.env.REDIS_URL = url
+  process.env.KEEL_TEST_REDIS = url
 }
 
 const VARIABLES = ['KEEL_TEST_STORE', 'KEEL_TEST_REDIS', 'KEEL_TEST_REDIS_CLUSTER', 'KEEL_TEST_DATABASE', 'KEEL_TEST_LISTEN_URL', 'KEEL_TEST_COMMAND_TIMEOUT', 'KEEL_TEST_TLS_CA']
