@@ -19,7 +19,8 @@
 //! Layout, in reading order (the README's "How it is built" walks the same
 //! tree, the JS side included): [`lock`] is the algorithm (one acquisition
 //! attempt for a fresh owner, the serialized form), [`owner`] the tokens,
-//! [`text`] short strings kept inline; [`store`] the seam, one trait with a
+//! [`text`] short strings kept inline, [`error`] what an operation fails
+//! with (the one list of error codes JS sees); [`store`] the seam, one trait with a
 //! file or folder per backend (`memory.rs`, `redis/`, `postgres/`) and
 //! what the server stores share (`direct/`, a server connection on the JS
 //! thread's event loop for any protocol that describes itself; `options.rs`,
@@ -28,6 +29,7 @@
 //! conversions, the errors and the promise pump). A store written in JS
 //! never reaches this crate: `lib/js-store.js` calls it.
 
+pub mod error;
 pub mod lock;
 #[cfg(not(test))]
 mod napi;

@@ -2,7 +2,7 @@
 
 use napi::bindgen_prelude::*;
 
-use crate::store::{BackendError, StoreError, StoreFuture};
+use crate::store::{BackendError, Code, StoreError, StoreFuture};
 
 /// A panic while a store operation runs on Tokio becomes an error for the
 /// caller, not a promise left pending forever. (Panics in the functions JS
@@ -12,7 +12,7 @@ pub async fn contain_panics<T>(future: StoreFuture<T>) -> std::result::Result<T,
     match std::panic::AssertUnwindSafe(future).catch_unwind().await {
         Ok(result) => result,
         Err(panic) => Err(StoreError::Backend(BackendError {
-            code: "ERR_LOCK_INTERNAL",
+            code: Code::Internal,
             message: format!(
                 "internal error in a lock store operation: {}",
                 panic_text(&panic)
@@ -38,10 +38,10 @@ pub fn js_error(env: &Env, e: StoreError) -> Error {
 }
 
 /// A `TypeError` or an `Error`, with `code` set when given.
-pub fn new_error(env: &Env, type_error: bool, code: Option<&str>, message: &str) -> Error {
+pub fn new_error(env: &Env, type_error: bool, code: Option<Code>, message: &str) -> Error {
     let made = (|| {
         let msg = env.create_string(message)?;
-        let code = code.map(|c| env.create_string(c)).transpose()?;
+        let code = code.map(|c| env.create_string(c.as_str())).transpose()?;
         let code = code.map_or(std::ptr::null_mut(), |c| c.raw());
         let mut error = std::ptr::null_mut();
         let create = if type_error {

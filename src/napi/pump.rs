@@ -23,6 +23,7 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 
 use super::errors::new_error;
+use crate::error::Code;
 
 /// Turns an operation's outcome into the JS value that resolves (Ok) or
 /// rejects (Err) its promise. Runs on the JS thread.
@@ -211,7 +212,7 @@ impl Drop for Task {
             Err(new_error(
                 env,
                 false,
-                Some("ERR_LOCK_INTERNAL"),
+                Some(Code::Internal),
                 "a lock store operation was abandoned before it finished",
             ))
         }));
@@ -274,7 +275,7 @@ unsafe extern "C" fn drain(
             Err(_) => Err(new_error(
                 &env_ref,
                 false,
-                Some("ERR_LOCK_INTERNAL"),
+                Some(Code::Internal),
                 "internal error while settling a lock store operation",
             )),
         };

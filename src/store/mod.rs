@@ -22,44 +22,15 @@ pub mod postgres;
 pub mod redis;
 pub mod tls;
 
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
+pub use crate::error::{BackendError, Code, StoreError};
 pub use memory::MemoryStore;
 pub use mode::{HoldOp, Mode};
 pub use options::TlsOptions;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use redis::{RedisOptions, RedisStore};
-
-/// Why a store operation failed (the store's fault, not the caller's).
-#[derive(Debug)]
-pub enum StoreError {
-    /// An operation used where it cannot be settled; becomes a `TypeError`.
-    Type(String),
-    /// A native store could not do its job (server unreachable, timed out,
-    /// refused our credentials, closed); becomes an `Error` with `code`.
-    Backend(BackendError),
-}
-
-/// A native store's failure, as JS will see it: a stable `code` to branch on
-/// and a message that says what happened and where.
-#[derive(Debug)]
-pub struct BackendError {
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreError::Type(message) => f.write_str(message),
-            StoreError::Backend(e) => f.write_str(&e.message),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {}
 
 pub type StoreResult<T> = Result<T, StoreError>;
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = StoreResult<T>> + Send + 'static>>;

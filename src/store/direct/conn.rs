@@ -12,7 +12,7 @@ use bytes::BytesMut;
 
 use super::socket::{Arrived, Socket};
 use super::{error, Failure, Verdict, Wire};
-use crate::store::StoreError;
+use crate::store::{Code, StoreError};
 
 /// What a waiting request does with its answer (or its failure).
 pub type Reply<W> = Box<dyn FnOnce(Result<<W as Wire>::Answer, StoreError>)>;
@@ -117,11 +117,8 @@ impl<W: Wire> Conn<W> {
         let mut timeout = self.command_timeout;
         match self.state {
             State::Closed => {
-                let closed = error::<W>(
-                    "ERR_LOCK_STORE_CLOSED",
-                    W::name(&request),
-                    "the store is closed",
-                );
+                let closed =
+                    error::<W>(Code::StoreClosed, W::name(&request), "the store is closed");
                 next.due.push((reply, Err(closed)));
                 return next;
             }
@@ -296,7 +293,7 @@ impl<W: Wire> Conn<W> {
                 next.due.push((
                     reply,
                     Err(error::<W>(
-                        "ERR_LOCK_STORE_CONNECTION",
+                        Code::StoreConnection,
                         W::name(&w.request),
                         &text,
                     )),
@@ -328,11 +325,7 @@ impl<W: Wire> Conn<W> {
                 let text = format!("no answer from {display} within {} ms", w.allowed);
                 next.due.push((
                     reply,
-                    Err(error::<W>(
-                        "ERR_LOCK_STORE_TIMEOUT",
-                        W::name(&w.request),
-                        &text,
-                    )),
+                    Err(error::<W>(Code::StoreTimeout, W::name(&w.request), &text)),
                 ));
             }
         }
@@ -371,7 +364,7 @@ impl<W: Wire> Conn<W> {
             .drain(..)
             .filter_map(|w| {
                 let closed = error::<W>(
-                    "ERR_LOCK_STORE_CLOSED",
+                    Code::StoreClosed,
                     W::name(&w.request),
                     "the store is closed",
                 );

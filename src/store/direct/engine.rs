@@ -15,6 +15,7 @@ use super::callbacks::{on_check, on_env_exit, on_idle, on_poll, on_timer, on_wak
 use super::conn::{Conn, Next, Outcomes, Reply, State};
 use super::socket::Socket;
 use super::{Failure, Opened, Wire};
+use crate::store::Code;
 use crate::uv;
 
 pub(super) struct Engine<W: Wire> {
@@ -246,7 +247,7 @@ impl<W: Wire> Engine<W> {
                         Next::default()
                     }
                     None => self.conn.borrow_mut().not_opened(&Failure {
-                        code: "ERR_LOCK_STORE_CONNECTION",
+                        code: Code::StoreConnection,
                         text: "could not watch the connection's socket".to_owned(),
                     }),
                 }

@@ -42,7 +42,7 @@ use napi::sys;
 use self::callbacks::{on_collected, on_idle};
 pub use self::conn::Reply;
 use self::engine::{deliver, Engine};
-use super::{route, BackendError, StoreError};
+use super::{route, BackendError, Code, StoreError};
 
 /// A connected, greeted socket, in non-blocking mode, ready for the event loop.
 pub struct Opened {
@@ -58,9 +58,12 @@ pub struct Opened {
 
 /// Why a connection could not be opened: a store error code and what
 /// happened (each waiting request's error prefixes its own operation).
+/// Not a [`BackendError`]: it belongs to no operation yet, so its text has no
+/// `Store.operation:` prefix, and it is cloned into the error of every
+/// request that waited for the connection ([`error`] makes each one).
 #[derive(Debug, Clone)]
 pub struct Failure {
-    pub code: &'static str,
+    pub code: Code,
     pub text: String,
 }
 
@@ -155,7 +158,7 @@ pub async fn connect_tcp(
                 "could not reach"
             };
             Failure {
-                code: "ERR_LOCK_STORE_CONNECTION",
+                code: Code::StoreConnection,
                 text: format!("{what} {server}: {e}"),
             }
         })?;
@@ -173,7 +176,7 @@ pub async fn connect_tcp(
 }
 
 /// The error `<Store>.<operation>` fails with.
-pub fn error<W: Wire>(code: &'static str, name: &str, text: &str) -> StoreError {
+pub fn error<W: Wire>(code: Code, name: &str, text: &str) -> StoreError {
     StoreError::Backend(BackendError {
         code,
         message: format!("{}.{name}: {text}", W::STORE),

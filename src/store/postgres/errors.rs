@@ -6,9 +6,14 @@ use std::time::Duration;
 
 use tokio_postgres::error::SqlState;
 
-use crate::store::{BackendError, StoreError};
+use crate::store::{BackendError, Code, StoreError};
 
-/// Why an operation failed, before it is put in words.
+/// Why an operation failed, before it is put in words. Not yet a
+/// [`BackendError`]: it keeps the cause, so the pool can still ask whether
+/// the connection died under the statement ([`Failure::found_dead`]: send it
+/// again) or the server refused who we are ([`Failure::is_auth`]: back off),
+/// and it gets its [`Code`] and its message, which names the operation, only
+/// when it reaches the caller ([`Failure::into_store_error`]).
 #[derive(Debug)]
 pub(super) enum Failure {
     Postgres(tokio_postgres::Error),
@@ -51,38 +56,34 @@ impl Failure {
 
     /// Whether the server said no to who we are (the auth back-off keys off this).
     pub fn is_auth(&self) -> bool {
-        matches!(self, Failure::Refused(_)) || self.code_and_verb().0 == "ERR_LOCK_STORE_AUTH"
+        matches!(self, Failure::Refused(_)) || self.code_and_verb().0 == Code::StoreAuth
     }
 
-    fn code_and_verb(&self) -> (&'static str, &'static str) {
+    fn code_and_verb(&self) -> (Code, &'static str) {
         let e = match self {
             Failure::Postgres(e) | Failure::Missing(e, _) => e,
-            Failure::Timeout(_) => return ("ERR_LOCK_STORE_TIMEOUT", "had no answer from"),
-            Failure::Refused(_) => return ("ERR_LOCK_STORE_AUTH", "was refused by"),
-            Failure::Closed => return ("ERR_LOCK_STORE_CLOSED", "is closed:"),
+            Failure::Timeout(_) => return (Code::StoreTimeout, "had no answer from"),
+            Failure::Refused(_) => return (Code::StoreAuth, "was refused by"),
+            Failure::Closed => return (Code::StoreClosed, "is closed:"),
         };
         if let Some(code) = e.code() {
             return code_and_verb(code.code());
         }
         let text = e.to_string();
         if text.contains("password missing") {
-            return ("ERR_LOCK_STORE_AUTH", "was refused by");
+            return (Code::StoreAuth, "was refused by");
         }
         if e.is_closed() {
-            return ("ERR_LOCK_STORE_CONNECTION", "lost the connection to");
+            return (Code::StoreConnection, "lost the connection to");
         }
         match io_kind(e) {
             Some(std::io::ErrorKind::ConnectionRefused) => {
-                ("ERR_LOCK_STORE_CONNECTION", "could not connect to")
+                (Code::StoreConnection, "could not connect to")
             }
-            Some(std::io::ErrorKind::TimedOut) => {
-                ("ERR_LOCK_STORE_TIMEOUT", "timed out connecting to")
-            }
-            Some(_) => ("ERR_LOCK_STORE_CONNECTION", "could not reach"),
-            None if text.contains("timeout") => {
-                ("ERR_LOCK_STORE_TIMEOUT", "timed out connecting to")
-            }
-            None => ("ERR_LOCK_STORE_CONNECTION", "could not talk to"),
+            Some(std::io::ErrorKind::TimedOut) => (Code::StoreTimeout, "timed out connecting to"),
+            Some(_) => (Code::StoreConnection, "could not reach"),
+            None if text.contains("timeout") => (Code::StoreTimeout, "timed out connecting to"),
+            None => (Code::StoreConnection, "could not talk to"),
         }
     }
 
@@ -115,30 +116,30 @@ pub(super) fn missing_objects(table: &str) -> String {
 
 /// The error code a SQLSTATE the server reported becomes, and how the
 /// message puts it.
-pub(super) fn code_and_verb(sqlstate: &str) -> (&'static str, &'static str) {
+pub(super) fn code_and_verb(sqlstate: &str) -> (Code, &'static str) {
     if sqlstate == SqlState::INVALID_PASSWORD.code()
         || sqlstate == SqlState::INVALID_AUTHORIZATION_SPECIFICATION.code()
         || sqlstate == SqlState::INVALID_CATALOG_NAME.code()
     {
-        ("ERR_LOCK_STORE_AUTH", "was refused by")
+        (Code::StoreAuth, "was refused by")
     } else if sqlstate == SqlState::QUERY_CANCELED.code() {
-        ("ERR_LOCK_STORE_TIMEOUT", "timed out talking to")
+        (Code::StoreTimeout, "timed out talking to")
     } else if sqlstate == SqlState::TOO_MANY_CONNECTIONS.code()
         || sqlstate == SqlState::CANNOT_CONNECT_NOW.code()
     {
         // Out of connection slots (53300, the reserved ones included), or
         // starting up / in recovery (57P03): nothing was run, and a waiter
         // with time left tries again.
-        ("ERR_LOCK_STORE_UNAVAILABLE", "was not ready at")
+        (Code::StoreUnavailable, "was not ready at")
     } else if sqlstate == SqlState::READ_ONLY_SQL_TRANSACTION.code() {
         (
-            "ERR_LOCK_STORE_POSTGRES",
+            Code::StorePostgres,
             "cannot write: the database is read-only (a standby, or default_transaction_read_only) at",
         )
     } else if sqlstate.starts_with("57P") || sqlstate.starts_with("08") {
-        ("ERR_LOCK_STORE_CONNECTION", "lost the connection to")
+        (Code::StoreConnection, "lost the connection to")
     } else {
-        ("ERR_LOCK_STORE_POSTGRES", "got an error from")
+        (Code::StorePostgres, "got an error from")
     }
 }
 
@@ -175,6 +176,7 @@ fn io_kind(e: &tokio_postgres::Error) -> Option<std::io::ErrorKind> {
 #[cfg(test)]
 mod tests {
     use super::code_and_verb;
+    use crate::store::Code;
 
     #[test]
     fn a_server_not_ready_yet_is_told_from_one_that_refuses() {
@@ -182,14 +184,14 @@ mod tests {
         for sqlstate in ["53300", "57P03"] {
             assert_eq!(
                 code_and_verb(sqlstate).0,
-                "ERR_LOCK_STORE_UNAVAILABLE",
+                Code::StoreUnavailable,
                 "{sqlstate}"
             );
         }
-        assert_eq!(code_and_verb("57P01").0, "ERR_LOCK_STORE_CONNECTION");
-        assert_eq!(code_and_verb("28P01").0, "ERR_LOCK_STORE_AUTH");
+        assert_eq!(code_and_verb("57P01").0, Code::StoreConnection);
+        assert_eq!(code_and_verb("28P01").0, Code::StoreAuth);
         let (code, verb) = code_and_verb("25006");
-        assert_eq!(code, "ERR_LOCK_STORE_POSTGRES");
+        assert_eq!(code, Code::StorePostgres);
         assert!(verb.contains("read-only"), "{verb}");
     }
 }

@@ -15,7 +15,7 @@ use super::errors::code_and_verb;
 use super::wire::connect::Target;
 use super::wire::{Direct, Local, Rows, Statement};
 use super::{PostgresStore, Shared, SWEEP_BATCH, SWEEP_BATCHES};
-use crate::store::{BackendError, Done, LocalOp, Op, StoreError};
+use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
 
 impl PostgresStore {
     /// Drive the store's connections on the loop of `env` (the JS thread
@@ -86,7 +86,7 @@ pub(super) fn run<T: 'static>(
 ) -> Op<T> {
     let Some(local) = direct.local() else {
         return Op::Ready(Err(StoreError::Backend(BackendError {
-            code: "ERR_LOCK_STORE_POSTGRES",
+            code: Code::StorePostgres,
             message: format!(
                 "PostgresLockStore.{name}: used from a thread other than the one it was made on"
             ),
@@ -120,7 +120,7 @@ pub(super) fn run<T: 'static>(
                     Ok(rows) => read(rows, &connections).map_err(|what| {
                         let display = connections.display();
                         StoreError::Backend(BackendError {
-                            code: "ERR_LOCK_STORE_POSTGRES",
+                            code: Code::StorePostgres,
                             message: format!("PostgresLockStore.{name}: {display} answered {what}"),
                         })
                     }),

@@ -8,7 +8,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use super::Shared;
-use crate::store::{BackendError, StoreError, StoreResult};
+use crate::store::{BackendError, Code, StoreError, StoreResult};
 
 pub(super) enum Connection {
     /// Not connected yet: the connection is made on first use, inside Tokio.
@@ -55,7 +55,7 @@ impl ConnectionLike for Conn {
 impl Shared {
     pub(super) fn closed(name: &'static str) -> StoreError {
         StoreError::Backend(BackendError {
-            code: "ERR_LOCK_STORE_CLOSED",
+            code: Code::StoreClosed,
             message: format!("RedisLockStore.{name}: the store is closed"),
         })
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use redis::{ConnectionAddr, ErrorKind, RedisError};
 
 use super::Shared;
-use crate::store::{BackendError, StoreError};
+use crate::store::{BackendError, Code, StoreError};
 
 /// Whether `e` says the connection died under the command (not that the
 /// server refused a new one): then it is sent again on a fresh connection.
@@ -42,7 +42,7 @@ impl Shared {
             return self.failure(name, e);
         }
         StoreError::Backend(BackendError {
-            code: "ERR_LOCK_STORE_CONNECTION",
+            code: Code::StoreConnection,
             message: format!(
                 "RedisLockStore.{name}: {} accepted the connection but did not answer as a Redis server (is this the right host and port?)",
                 self.display
@@ -60,19 +60,19 @@ impl Shared {
         let (code, what) = if e.kind() == ErrorKind::AuthenticationFailed
             || auth_refused(e.code().unwrap_or(""), &text)
         {
-            ("ERR_LOCK_STORE_AUTH", "was refused by")
+            (Code::StoreAuth, "was refused by")
         } else if not_ready(e.code().unwrap_or(""), &text) {
             NOT_READY
         } else if e.is_timeout() {
-            ("ERR_LOCK_STORE_TIMEOUT", "timed out talking to")
+            (Code::StoreTimeout, "timed out talking to")
         } else if e.is_connection_refusal() {
-            ("ERR_LOCK_STORE_CONNECTION", "could not connect to")
+            (Code::StoreConnection, "could not connect to")
         } else if found_dead(e) {
-            ("ERR_LOCK_STORE_CONNECTION", "lost the connection to")
+            (Code::StoreConnection, "lost the connection to")
         } else if e.is_io_error() {
-            ("ERR_LOCK_STORE_CONNECTION", "could not reach")
+            (Code::StoreConnection, "could not reach")
         } else {
-            ("ERR_LOCK_STORE_REDIS", "got an error from")
+            (Code::StoreRedis, "got an error from")
         };
         StoreError::Backend(BackendError {
             code,
@@ -104,17 +104,17 @@ pub(super) fn not_ready(code: &str, text: &str) -> bool {
 }
 
 /// The code and wording of a server that is not ready ([`not_ready`]).
-const NOT_READY: (&str, &str) = ("ERR_LOCK_STORE_UNAVAILABLE", "was not ready at");
+const NOT_READY: (Code, &str) = (Code::StoreUnavailable, "was not ready at");
 
 /// What a server error reply is to its caller: its code, and the words
 /// before the server's name in the message.
-pub(super) fn reply_meaning(code: &str, text: &str) -> (&'static str, &'static str) {
+pub(super) fn reply_meaning(code: &str, text: &str) -> (Code, &'static str) {
     if auth_refused(code, text) {
-        ("ERR_LOCK_STORE_AUTH", "was refused by")
+        (Code::StoreAuth, "was refused by")
     } else if not_ready(code, text) {
         NOT_READY
     } else {
-        ("ERR_LOCK_STORE_REDIS", "got an error from")
+        (Code::StoreRedis, "got an error from")
     }
 }
 
@@ -159,6 +159,7 @@ async fn speaks_redis(host: &str, port: u16, within: Duration) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::reply_meaning;
+    use crate::store::Code;
 
     #[test]
     fn a_server_not_ready_yet_is_told_from_one_that_refuses() {
@@ -175,7 +176,7 @@ mod tests {
         ] {
             assert_eq!(
                 reply_meaning(code, text).0,
-                "ERR_LOCK_STORE_UNAVAILABLE",
+                Code::StoreUnavailable,
                 "{text}"
             );
         }
@@ -185,15 +186,15 @@ mod tests {
                 "READONLY You can't write against a read only replica."
             )
             .0,
-            "ERR_LOCK_STORE_REDIS"
+            Code::StoreRedis
         );
         assert_eq!(
             reply_meaning("NOAUTH", "NOAUTH Authentication required.").0,
-            "ERR_LOCK_STORE_AUTH"
+            Code::StoreAuth
         );
         assert_eq!(
             reply_meaning("ERR", "ERR unknown command").0,
-            "ERR_LOCK_STORE_REDIS"
+            Code::StoreRedis
         );
     }
 }

@@ -9,7 +9,7 @@ use super::errors::{found_dead, RESENDS};
 use super::scripts::channel;
 use super::shared::HoldsCall;
 use super::{RedisStore, Shared};
-use crate::store::{BackendError, Op, StoreError};
+use crate::store::{BackendError, Code, Op, StoreError};
 
 impl RedisStore {
     /// Run one operation against the connection, within the store's time
@@ -39,7 +39,7 @@ impl RedisStore {
             match tokio::time::timeout(bound, attempt).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(StoreError::Backend(BackendError {
-                    code: "ERR_LOCK_STORE_TIMEOUT",
+                    code: Code::StoreTimeout,
                     message: format!(
                         "RedisLockStore.{name}: no answer from {} within {} ms",
                         shared.display,

@@ -21,6 +21,7 @@ use super::session::start;
 use crate::store::direct::{connect_tcp, Failure, Opened};
 use crate::store::postgres::options::refuses_options;
 use crate::store::postgres::sql::Sql;
+use crate::store::Code;
 
 /// How long a refusal of our credentials is remembered.
 const REFUSAL_PAUSE: Duration = Duration::from_secs(1);
@@ -55,7 +56,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
         if let Some((at, detail)) = refused.as_ref() {
             if at.elapsed() < REFUSAL_PAUSE {
                 return Err(Failure {
-                    code: "ERR_LOCK_STORE_AUTH",
+                    code: Code::StoreAuth,
                     text: format!(
                         "was refused by {}: {detail} (not tried again for a moment)",
                         target.display
@@ -68,7 +69,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
     let outcome = match tokio::time::timeout(within, connect(&target)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(Failure {
-            code: "ERR_LOCK_STORE_TIMEOUT",
+            code: Code::StoreTimeout,
             text: format!(
                 "timed out connecting to {}: within {} ms",
                 target.display,
@@ -77,7 +78,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
         }),
     };
     if let Err(failure) = &outcome {
-        if failure.code == "ERR_LOCK_STORE_AUTH" {
+        if failure.code == Code::StoreAuth {
             if let Ok(mut refused) = target.refused.lock() {
                 let detail = failure.text.split_once(": ").map_or("", |(_, d)| d);
                 *refused = Some((Instant::now(), detail.to_owned()));
@@ -127,7 +128,7 @@ async fn connect_once(target: &Target) -> Result<Opened, Failure> {
     }
     if answer[0] != b'S' {
         return Err(failure(
-            "ERR_LOCK_STORE_CONNECTION",
+            Code::StoreConnection,
             "could not set up TLS with",
             target,
             "the server does not accept TLS connections",
@@ -140,7 +141,7 @@ async fn connect_once(target: &Target) -> Result<Opened, Failure> {
             why = format!("{why}: {inner}");
         }
         failure(
-            "ERR_LOCK_STORE_CONNECTION",
+            Code::StoreConnection,
             "could not set up TLS with",
             target,
             &why,
@@ -157,7 +158,7 @@ async fn connect_once(target: &Target) -> Result<Opened, Failure> {
     })
 }
 
-pub(super) fn failure(code: &'static str, verb: &str, target: &Target, detail: &str) -> Failure {
+pub(super) fn failure(code: Code, verb: &str, target: &Target, detail: &str) -> Failure {
     Failure {
         code,
         text: format!("{verb} {}: {detail}", target.display),
@@ -166,7 +167,7 @@ pub(super) fn failure(code: &'static str, verb: &str, target: &Target, detail: &
 
 pub(super) fn lost(target: &Target, e: &std::io::Error) -> Failure {
     failure(
-        "ERR_LOCK_STORE_CONNECTION",
+        Code::StoreConnection,
         "lost the connection to",
         target,
         &e.to_string(),

@@ -18,11 +18,12 @@ use super::connect::{failure, lost, Target};
 use super::{row_values, DbError};
 use crate::store::direct::Failure;
 use crate::store::postgres::errors::{code_and_verb, missing_objects};
+use crate::store::Code;
 
 const UNSPOKEN: &str = "the server asks for a login method this store does not speak";
 
 fn refused_by(target: &Target, why: &str) -> Failure {
-    failure("ERR_LOCK_STORE_AUTH", "was refused by", target, why)
+    failure(Code::StoreAuth, "was refused by", target, why)
 }
 
 fn refused(target: &Target, e: &DbError) -> Failure {
@@ -69,7 +70,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
 
     fn not_postgres(&self) -> Failure {
         failure(
-            "ERR_LOCK_STORE_CONNECTION",
+            Code::StoreConnection,
             "could not talk to",
             self.target,
             "it closed the connection or did not answer as a PostgreSQL server",
@@ -154,7 +155,7 @@ pub(super) async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     };
     if !ready(0) {
         talk.query(&sql.create).await.map_err(|failure| {
-            if failure.code != "ERR_LOCK_STORE_POSTGRES" {
+            if failure.code != Code::StorePostgres {
                 return failure;
             }
             Failure {

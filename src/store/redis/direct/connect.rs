@@ -16,6 +16,7 @@ use tokio_util::codec::Decoder;
 
 use crate::store::direct::{connect_tcp, Failure, Opened};
 use crate::store::redis::errors::reply_meaning;
+use crate::store::Code;
 
 /// Where and how to connect; made once per store.
 pub struct Target {
@@ -36,7 +37,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
     match tokio::time::timeout(within, connect(&target)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(Failure {
-            code: "ERR_LOCK_STORE_TIMEOUT",
+            code: Code::StoreTimeout,
             text: format!(
                 "no answer from {} within {} ms (connecting)",
                 target.display,
@@ -64,7 +65,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
         .connect(name.clone(), tcp)
         .await
         .map_err(|e| Failure {
-            code: "ERR_LOCK_STORE_CONNECTION",
+            code: Code::StoreConnection,
             text: format!("could not set up TLS with {}: {e}", target.display),
         })?;
     greet(&mut tls, target, true).await?;
@@ -80,7 +81,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
 
 fn lost(target: &Target, e: &std::io::Error) -> Failure {
     Failure {
-        code: "ERR_LOCK_STORE_CONNECTION",
+        code: Code::StoreConnection,
         text: format!("lost the connection to {}: {e}", target.display),
     }
 }
@@ -113,7 +114,7 @@ async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
         expected = 1;
     }
     let not_redis = || Failure {
-        code: "ERR_LOCK_STORE_CONNECTION",
+        code: Code::StoreConnection,
         text: if tls {
             format!(
                 "{} closed the TLS connection before answering (a server that wants a client certificate does this: options.tls.cert and options.tls.key)",

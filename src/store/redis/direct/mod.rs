@@ -19,7 +19,7 @@ use self::request::SCRIPTS;
 pub use self::request::{scripts, Request};
 use crate::store::direct::{self, Failure, Opened, Verdict, Wire};
 use crate::store::redis::errors::{server_error, RESENDS};
-use crate::store::{BackendError, Done, LocalOp, Op, StoreError};
+use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
 
 pub struct Redis;
 
@@ -92,7 +92,7 @@ pub fn send<T: 'static>(
 ) -> Op<T> {
     let Some(direct) = direct.local() else {
         return Op::Ready(Err(StoreError::Backend(BackendError {
-            code: "ERR_LOCK_STORE_REDIS",
+            code: Code::StoreRedis,
             message: format!(
                 "RedisLockStore.{}: used from a thread other than the one it was made on",
                 request.name
@@ -110,7 +110,7 @@ pub fn send<T: 'static>(
                     value => read(value).map_err(|what| {
                         let display = connections.display();
                         StoreError::Backend(BackendError {
-                            code: "ERR_LOCK_STORE_REDIS",
+                            code: Code::StoreRedis,
                             message: format!("RedisLockStore.{name}: {display} answered {what}"),
                         })
                     }),
