@@ -5,6 +5,12 @@
  * again after them).
  */
 
+/**
+ * The codes, from the addon's one list (`Code` in src/error.rs, `ErrorCode`
+ * in lib/native.d.ts), so none is spelled here.
+ */
+const { StoreConnection, StoreTimeout, StoreUnavailable, Internal } = require('./native.js').ErrorCode
+
 class LockNotHeldError extends Error {
   /** @param {string} [key] */
   constructor(key) {
@@ -37,7 +43,7 @@ class LockStoreError extends Error {
     const given = typeof options === 'object' && options !== null ? options : undefined
     super(message, given !== undefined && 'cause' in given ? { cause: given.cause } : undefined)
     /** Which failure: ERR_LOCK_STORE_CONNECTION, ERR_LOCK_STORE_TIMEOUT, ... */
-    this.code = given?.code ?? 'ERR_LOCK_INTERNAL'
+    this.code = given?.code ?? Internal
   }
 }
 Object.defineProperty(LockStoreError.prototype, 'name', {
@@ -82,7 +88,7 @@ const isStoreFailure = (error) => {
  */
 const isUnreachable = (error) => {
   const code = /** @type {{ code?: unknown } | null | undefined} */ (error)?.code
-  return code === 'ERR_LOCK_STORE_CONNECTION' || code === 'ERR_LOCK_STORE_TIMEOUT' || code === 'ERR_LOCK_STORE_UNAVAILABLE'
+  return code === StoreConnection || code === StoreTimeout || code === StoreUnavailable
 }
 
 module.exports = { LockNotHeldError, LockStoreError, fromStore, isUnreachable }

@@ -12,6 +12,9 @@ use napi_derive::napi;
 
 /// Defines [`Code`] and [`Code::as_str`] from one list, so each code's text
 /// is written once and JS sees exactly the strings Rust puts in its errors.
+/// Each code's doc is a `#[doc = "..."]` attribute, not a `///` comment: a
+/// `///` comment would reach napi's type generator as a raw string token
+/// (`r" ..."`), which it would copy, quotes and all, into `lib/native.d.ts`.
 macro_rules! codes {
     ($($(#[doc = $doc:tt])* $variant:ident => $text:tt,)+) => {
         /// Which failure a store error is: a stable `code` on the JS error,
@@ -38,31 +41,31 @@ macro_rules! codes {
 }
 
 codes! {
-    /// The server could not be reached, dropped the connection, did not
-    /// answer as the server it should be, or its TLS certificate was refused.
-    /// A waiter with time left tries again.
+    #[doc = "The server could not be reached, dropped the connection, did not"]
+    #[doc = "answer as the server it should be, or its TLS certificate was refused."]
+    #[doc = "A waiter with time left tries again."]
     StoreConnection => "ERR_LOCK_STORE_CONNECTION",
-    /// No answer within the command timeout (plus the connect timeout when it
-    /// had to connect); the outcome is unknown. A waiter with time left tries
-    /// again.
+    #[doc = "No answer within the command timeout (plus the connect timeout when it"]
+    #[doc = "had to connect); the outcome is unknown. A waiter with time left tries"]
+    #[doc = "again."]
     StoreTimeout => "ERR_LOCK_STORE_TIMEOUT",
-    /// The server answered "not now" (loading, busy, out of connection slots,
-    /// a cluster re-forming, starting up): nothing ran. A waiter with time
-    /// left tries again.
+    #[doc = "The server answered \"not now\" (loading, busy, out of connection slots,"]
+    #[doc = "a cluster re-forming, starting up): nothing ran. A waiter with time"]
+    #[doc = "left tries again."]
     StoreUnavailable => "ERR_LOCK_STORE_UNAVAILABLE",
-    /// The server refused the credentials or the rights (a wrong password,
-    /// `NOAUTH`, an unknown PostgreSQL user or database).
+    #[doc = "The server refused the credentials or the rights (a wrong password,"]
+    #[doc = "`NOAUTH`, an unknown PostgreSQL user or database)."]
     StoreAuth => "ERR_LOCK_STORE_AUTH",
-    /// Redis answered with another error (`WRONGTYPE`, `READONLY`, ...).
+    #[doc = "Redis answered with another error (`WRONGTYPE`, `READONLY`, ...)."]
     StoreRedis => "ERR_LOCK_STORE_REDIS",
-    /// PostgreSQL answered with another error (the lock table missing and not
-    /// creatable, a read-only database, ...).
+    #[doc = "PostgreSQL answered with another error (the lock table missing and not"]
+    #[doc = "creatable, a read-only database, ...)."]
     StorePostgres => "ERR_LOCK_STORE_POSTGRES",
-    /// `close()` was called: operations after it, and acquires waiting on the
-    /// store, fail at once.
+    #[doc = "`close()` was called: operations after it, and acquires waiting on the"]
+    #[doc = "store, fail at once."]
     StoreClosed => "ERR_LOCK_STORE_CLOSED",
-    /// A bug: a panic while an operation ran, or an operation abandoned
-    /// before it settled (also `LockStoreError`'s default code in `lib/`).
+    #[doc = "A bug: a panic while an operation ran, or an operation abandoned"]
+    #[doc = "before it settled (also `LockStoreError`'s default code in `lib/`)."]
     Internal => "ERR_LOCK_INTERNAL",
 }
 
