@@ -13,7 +13,7 @@
 //! in JS never reaches Rust: `lib/js-store.js` calls it.)
 
 #[cfg(not(test))]
-pub mod direct;
+pub mod event_loop;
 pub mod follow;
 pub mod memory;
 pub mod mode;

@@ -8,8 +8,8 @@ use napi::sys;
 
 use super::conn::Next;
 use super::engine::{deliver, Engine};
+use super::uv;
 use super::Wire;
-use crate::uv;
 
 /// The engine a handle belongs to, held for the callback.
 ///

@@ -14,8 +14,8 @@ use napi::sys;
 use super::callbacks::{on_check, on_env_exit, on_idle, on_poll, on_timer, on_wake};
 use super::conn::{Conn, Next, Outcomes, Reply, State};
 use super::socket::Socket;
+use super::uv;
 use super::{Failure, Opened, Wire};
-use crate::uv;
 
 pub(super) struct Engine<W: Wire> {
     pub(super) env: sys::napi_env,

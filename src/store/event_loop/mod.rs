@@ -27,6 +27,7 @@ mod callbacks;
 mod conn;
 mod engine;
 mod socket;
+pub(crate) mod uv;
 
 use std::ffi::CStr;
 use std::future::Future;

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use bytes::BytesMut;
 use rustls::ClientConnection;
 
-use crate::uv;
+use super::uv;
 
 pub struct Socket {
     // Declared first, so it is closed (and stops watching the descriptor)
