@@ -12,7 +12,6 @@
 //! lets each answer without a thread hop it does not need. (A store written
 //! in JS never reaches Rust: `lib/js-store.js` calls it.)
 
-#[cfg(not(test))]
 pub mod event_loop;
 pub mod follow;
 pub mod memory;

@@ -1,15 +1,51 @@
-//! The libuv callbacks: each finds its engine through its handle's data
-//! and holds it for the call.
+//! The libuv callbacks, and the making of an engine with its handles, each
+//! given its callback here: a callback finds its engine through its handle's
+//! data and holds it for the call. This module sits above `engine`, which
+//! never names a callback.
 
 use std::ffi::c_void;
 use std::rc::Rc;
-
-use napi::sys;
+use std::sync::Arc;
 
 use super::conn::Next;
-use super::engine::{deliver, Engine};
-use super::uv;
-use super::Wire;
+use super::engine::{Engine, Handles};
+use super::host::Host;
+use super::{uv, Wire};
+
+/// A connection to `target` on `host`'s loop, with its handles (opened on
+/// first use).
+pub(super) fn engine<W: Wire>(
+    host: Box<dyn Host>,
+    target: Arc<W::Target>,
+    command_timeout_ms: u64,
+) -> Result<Rc<Engine<W>>, String> {
+    let engine = Engine::<W>::new(host, target, command_timeout_ms, on_poll::<W>);
+    let (loop_, data) = (engine.loop_, engine.data());
+    // SAFETY: the host's loop is this thread's live loop; `data` is the
+    // engine, which outlives its handles (they are closed before the last
+    // reference goes: `Engine::keep`), and each callback reads it as one.
+    let made = unsafe {
+        (|| {
+            let (wake_slot, wake) = uv::AsyncSlot::new(loop_, data, on_wake::<W>)?;
+            Ok::<_, uv::UvError>(Handles {
+                timer: uv::Timer::new(loop_, data, on_timer::<W>)?,
+                check: uv::Check::new(loop_, data, on_check::<W>)?,
+                idle: uv::Idle::new(loop_)?,
+                wake,
+                wake_slot,
+            })
+        })()
+    };
+    match made {
+        Ok(handles) => {
+            engine.set_handles(handles);
+            Ok(engine)
+        }
+        Err(e) => Err(format!(
+            "could not make the event-loop handles of the connection: {e}"
+        )),
+    }
+}
 
 /// The engine a handle belongs to, held for the callback.
 ///
@@ -17,7 +53,8 @@ use super::Wire;
 /// `handle` is a live handle of an engine (its data set to `Rc::as_ptr`),
 /// which is alive: handles are closed before the last reference goes.
 unsafe fn engine_of<W: Wire>(handle: *mut c_void) -> Rc<Engine<W>> {
-    // SAFETY: as the caller promises.
+    // SAFETY: as the caller promises: the pointer came from `Rc::as_ptr` of a
+    // live `Rc<Engine<W>>`, so a strong count can be added and taken back.
     unsafe {
         let ptr = uv::data_of(handle) as *const Engine<W>;
         Rc::increment_strong_count(ptr);
@@ -25,14 +62,12 @@ unsafe fn engine_of<W: Wire>(handle: *mut c_void) -> Rc<Engine<W>> {
     }
 }
 
-pub(super) unsafe extern "C" fn on_poll<W: Wire>(handle: *mut c_void, status: i32, events: i32) {
+unsafe extern "C" fn on_poll<W: Wire>(handle: *mut c_void, status: i32, events: i32) {
     // SAFETY: libuv calls this with our live poll handle.
     let engine = unsafe { engine_of::<W>(handle) };
     let next = if status < 0 {
-        engine
-            .conn
-            .borrow_mut()
-            .broke("the socket reported an error")
+        let why = format!("the socket reported an error: {}", uv::UvError(status));
+        engine.conn.borrow_mut().broke(&why)
     } else if events & uv::READABLE != 0 {
         engine.conn.borrow_mut().read()
     } else {
@@ -46,20 +81,18 @@ pub(super) unsafe extern "C" fn on_poll<W: Wire>(handle: *mut c_void, status: i3
     engine.write_now();
 }
 
-pub(super) unsafe extern "C" fn on_check<W: Wire>(handle: *mut c_void) {
+unsafe extern "C" fn on_check<W: Wire>(handle: *mut c_void) {
     // SAFETY: libuv calls this with our live check handle.
     let engine = unsafe { engine_of::<W>(handle) };
-    if let Some(handles) = engine.handles.borrow().as_ref() {
-        handles.check.check_stop();
-        handles.idle.idle_stop();
+    engine.stop_flush();
+    if engine.collected.get() {
+        engine.close(true);
+    } else {
+        engine.write_now();
     }
-    engine.flush_armed.set(false);
-    engine.write_now();
 }
 
-pub(super) unsafe extern "C" fn on_idle(_handle: *mut c_void) {}
-
-pub(super) unsafe extern "C" fn on_timer<W: Wire>(handle: *mut c_void) {
+unsafe extern "C" fn on_timer<W: Wire>(handle: *mut c_void) {
     // SAFETY: libuv calls this with our live timer handle.
     let engine = unsafe { engine_of::<W>(handle) };
     engine.timer_at.set(None);
@@ -67,36 +100,11 @@ pub(super) unsafe extern "C" fn on_timer<W: Wire>(handle: *mut c_void) {
     engine.follow(next, true);
 }
 
-pub(super) unsafe extern "C" fn on_wake<W: Wire>(handle: *mut c_void) {
+unsafe extern "C" fn on_wake<W: Wire>(handle: *mut c_void) {
     // SAFETY: libuv calls this with our live async handle.
     let engine = unsafe { engine_of::<W>(handle) };
     let opened = engine.opened.lock().ok().and_then(|mut slot| slot.take());
     if let Some(opened) = opened {
         engine.install(opened);
     }
-}
-
-pub(super) unsafe extern "C" fn on_collected<W: Wire>(handle: *mut c_void) {
-    // SAFETY: libuv calls this with our live check handle.
-    let engine = unsafe { engine_of::<W>(handle) };
-    let due = engine.conn.borrow_mut().close();
-    engine.in_callback_scope(|| deliver(due));
-    engine.shut();
-}
-
-/// The environment is going away (a worker thread ending, the process
-/// exiting): close everything; waiting commands are dropped with it.
-pub(super) unsafe extern "C" fn on_env_exit<W: Wire>(
-    _hook: sys::napi_async_cleanup_hook_handle,
-    data: *mut c_void,
-) {
-    // SAFETY: `data` is the engine the hook was added for; the hook is removed
-    // before the engine is dropped, so it is alive.
-    let engine = unsafe {
-        let ptr = data as *const Engine<W>;
-        Rc::increment_strong_count(ptr);
-        Rc::from_raw(ptr)
-    };
-    drop(engine.conn.borrow_mut().close());
-    engine.shut();
 }

@@ -1,122 +1,96 @@
-//! The connection's event-loop side: the libuv handles, connecting on
-//! Tokio and installing the socket, writing at the end of a loop turn, the
+//! The connection's event-loop side: its libuv handles, connecting on Tokio
+//! and installing the socket, writing at the end of a loop turn, the
 //! command timer, and delivering outcomes into JS inside a callback scope.
+//! The callbacks that drive it (`callbacks`) are given to its handles when
+//! they are made; nothing here names them.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::os::fd::AsRawFd;
-use std::ptr;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use napi::sys;
-
-use super::callbacks::{on_check, on_env_exit, on_idle, on_poll, on_timer, on_wake};
-use super::conn::{Conn, Next, Outcomes, Reply, State};
+use super::conn::{deliver, Conn, Next, Reply, State};
+use super::host::Host;
 use super::socket::Socket;
-use super::uv;
-use super::{Failure, Opened, Wire};
+use super::{uv, Failure, Opened, Wire};
 
 pub(super) struct Engine<W: Wire> {
-    pub(super) env: sys::napi_env,
+    pub(super) host: Box<dyn Host>,
     pub(super) loop_: *mut uv::Loop,
     pub(super) conn: RefCell<Conn<W>>,
-    /// None once closed.
+    /// None until made, and again once closed.
     pub(super) handles: RefCell<Option<Handles>>,
+    /// What the socket's watcher, made when a connection opens, calls.
+    pub(super) on_socket: uv::PollCb,
     /// Where a connection opened on Tokio is left for the loop to pick up.
     pub(super) opened: Arc<Mutex<Option<Result<Opened, Failure>>>>,
-    pub(super) wake: uv::AsyncSlot,
-    pub(super) async_context: sys::napi_async_context,
-    /// The environment's cleanup hook, removed once every handle is closed.
-    pub(super) cleanup: Cell<sys::napi_async_cleanup_hook_handle>,
     /// When the timer is set to fire (loop ms), if it is.
     pub(super) timer_at: Cell<Option<u64>>,
     /// A write is due at the end of this loop iteration.
     pub(super) flush_armed: Cell<bool>,
     /// Inside the socket's own callback, which writes at its end.
     pub(super) in_poll: Cell<bool>,
+    /// The store was collected: the check callback closes the connection.
+    pub(super) collected: Cell<bool>,
     /// Held while closing, so the engine outlives its handles' callbacks.
     pub(super) keep: RefCell<Option<Rc<Engine<W>>>>,
 }
 
 pub(super) struct Handles {
-    pub(super) timer: uv::Handle,
-    pub(super) check: uv::Handle,
-    pub(super) idle: uv::Handle,
-    pub(super) wake: uv::Handle,
+    pub(super) timer: uv::Timer,
+    pub(super) check: uv::Check,
+    pub(super) idle: uv::Idle,
+    pub(super) wake: uv::Async,
+    /// How Tokio wakes the loop once a connection opened.
+    pub(super) wake_slot: uv::AsyncSlot,
 }
 
 impl<W: Wire> Engine<W> {
-    /// A connection to `target` on `env`'s loop (opened on first use).
+    /// A connection to `target` on `host`'s loop (opened on first use), its
+    /// handles not made yet ([`Engine::set_handles`]).
     pub(super) fn new(
-        env: sys::napi_env,
+        host: Box<dyn Host>,
         target: Arc<W::Target>,
         command_timeout_ms: u64,
-    ) -> Result<Rc<Engine<W>>, String> {
-        let mut loop_ = ptr::null_mut();
-        // SAFETY: called from a napi function on the JS thread of `env`.
-        let status = unsafe { sys::napi_get_uv_event_loop(env, &mut loop_) };
-        if status != sys::Status::napi_ok || loop_.is_null() {
-            return Err("no event loop to drive the connection on".to_owned());
-        }
-        let mut async_context = ptr::null_mut();
-        let mut name = ptr::null_mut();
-        // SAFETY: as above; the name is a valid UTF-8 literal.
-        unsafe {
-            sys::napi_create_string_utf8(env, W::RESOURCE.as_ptr(), -1, &mut name);
-            sys::napi_async_init(env, ptr::null_mut(), name, &mut async_context);
-        }
-        // SAFETY (the handle constructors): `loop_` is this thread's live loop.
-        let made = unsafe {
-            (|| {
-                let (slot, wake) = uv::AsyncSlot::new(loop_, on_wake::<W>)?;
-                Some((
-                    slot,
-                    Handles {
-                        timer: uv::timer(loop_)?,
-                        check: uv::check(loop_)?,
-                        idle: uv::idle(loop_)?,
-                        wake,
-                    },
-                ))
-            })()
-        };
-        let Some((slot, handles)) = made else {
-            return Err("could not make the event-loop handles of the connection".to_owned());
-        };
-        let engine = Rc::new(Engine {
-            env,
+        on_socket: uv::PollCb,
+    ) -> Rc<Engine<W>> {
+        let loop_ = host.event_loop();
+        Rc::new(Engine {
+            host,
             loop_,
             conn: RefCell::new(Conn::new(target, command_timeout_ms)),
             handles: RefCell::new(None),
+            on_socket,
             opened: Arc::new(Mutex::new(None)),
-            wake: slot,
-            async_context,
-            cleanup: Cell::new(ptr::null_mut()),
             timer_at: Cell::new(None),
             flush_armed: Cell::new(false),
             in_poll: Cell::new(false),
+            collected: Cell::new(false),
             keep: RefCell::new(None),
-        });
-        let data = Rc::as_ptr(&engine) as *mut c_void;
-        for handle in [&handles.timer, &handles.check, &handles.idle, &handles.wake] {
-            handle.set_data(data);
-            // Nothing here keeps the process alive but a command waiting (the timer, then).
-            handle.set_ref(false);
-        }
-        *engine.handles.borrow_mut() = Some(handles);
-        let mut cleanup = ptr::null_mut();
-        // SAFETY: on the JS thread of `env`; `data` stays valid until the hook
-        // is removed, which happens before the engine can be dropped (`shut`).
-        unsafe {
-            sys::napi_add_async_cleanup_hook(env, Some(on_env_exit::<W>), data, &mut cleanup)
-        };
-        engine.cleanup.set(cleanup);
-        Ok(engine)
+        })
+    }
+
+    /// What the handles' callbacks find the engine by.
+    pub(super) fn data(self: &Rc<Self>) -> *mut c_void {
+        Rc::as_ptr(self) as *mut c_void
+    }
+
+    /// Its handles are made: it is live, and closes if the environment goes.
+    pub(super) fn set_handles(self: &Rc<Self>, handles: Handles) {
+        *self.handles.borrow_mut() = Some(handles);
+        let engine = Rc::downgrade(self);
+        self.host.on_exit(Box::new(move || {
+            if let Some(engine) = engine.upgrade() {
+                // Waiting commands are dropped with the environment.
+                drop(engine.conn.borrow_mut().close());
+                engine.shut();
+            }
+        }));
     }
 
     pub(super) fn now(&self) -> u64 {
-        // SAFETY: on the loop's own thread.
+        // SAFETY: the host's loop is live, and this is its thread.
         unsafe { uv::now(self.loop_) }
     }
 
@@ -134,7 +108,12 @@ impl<W: Wire> Engine<W> {
         }
         if !next.due.is_empty() {
             if scoped {
-                self.in_callback_scope(|| deliver(next.due));
+                let mut due = Some(next.due);
+                self.host.in_callback_scope(&mut || {
+                    if let Some(due) = due.take() {
+                        deliver(due);
+                    }
+                });
             } else {
                 deliver(next.due);
             }
@@ -144,15 +123,31 @@ impl<W: Wire> Engine<W> {
 
     /// Write at the end of this loop iteration (the check handle), without
     /// the loop blocking for I/O first (the idle handle).
-    pub(super) fn schedule_write(&self) {
+    pub(super) fn schedule_write(self: &Rc<Self>) {
         if self.in_poll.get() || self.flush_armed.get() || self.conn.borrow().out.is_empty() {
             return;
         }
-        if let Some(handles) = self.handles.borrow().as_ref() {
-            handles.check.check_start(on_check::<W>);
-            handles.idle.idle_start(on_idle);
-            self.flush_armed.set(true);
+        let armed = match self.handles.borrow().as_ref() {
+            Some(handles) => handles.check.start().and_then(|()| handles.idle.start()),
+            None => return,
+        };
+        match armed {
+            Ok(()) => self.flush_armed.set(true),
+            // Not at the end of the turn, then: now.
+            Err(_) => {
+                self.stop_flush();
+                self.write_now();
+            }
         }
+    }
+
+    /// The end-of-turn write is done (or was not armed).
+    pub(super) fn stop_flush(&self) {
+        if let Some(handles) = self.handles.borrow().as_ref() {
+            handles.check.stop();
+            handles.idle.stop();
+        }
+        self.flush_armed.set(false);
     }
 
     pub(super) fn write_now(self: &Rc<Self>) {
@@ -163,15 +158,30 @@ impl<W: Wire> Engine<W> {
         }
     }
 
-    /// Watch the socket for replies, and for room to write while `more` is left.
-    pub(super) fn watch(&self, more: bool) {
-        let mut conn = self.conn.borrow_mut();
-        if let State::Open(socket) = &mut conn.state {
+    /// Watch the socket for replies, and for room to write while `more` is
+    /// left. A socket that cannot be watched is given up.
+    fn watch(self: &Rc<Self>, more: bool) {
+        let started = {
+            let mut conn = self.conn.borrow_mut();
+            let State::Open(socket) = &mut conn.state else {
+                return;
+            };
             let want = uv::READABLE | if more { uv::WRITABLE } else { 0 };
-            if socket.watching != want {
-                socket.poll.poll_start(want, on_poll::<W>);
+            if socket.watching == want {
+                return;
+            }
+            let started = socket.poll.start(want);
+            if started.is_ok() {
                 socket.watching = want;
             }
+            started
+        };
+        if let Err(e) = started {
+            let broken = self
+                .conn
+                .borrow_mut()
+                .broke(&format!("could not watch the socket: {e}"));
+            self.follow(broken, true);
         }
     }
 
@@ -179,49 +189,67 @@ impl<W: Wire> Engine<W> {
     /// (and keep the process alive meanwhile), and stopped when none does.
     /// Once set it is left alone: when it fires, the commands past their
     /// deadline fail and it is set again, so a command costs no search.
-    pub(super) fn rearm_timer(&self) {
-        let handles = self.handles.borrow();
-        let Some(handles) = handles.as_ref() else {
-            return;
+    pub(super) fn rearm_timer(self: &Rc<Self>) {
+        let started = {
+            let handles = self.handles.borrow();
+            let Some(handles) = handles.as_ref() else {
+                return;
+            };
+            let conn = self.conn.borrow();
+            if conn.live == 0 {
+                if self.timer_at.take().is_some() {
+                    handles.timer.stop();
+                    handles.timer.set_ref(false);
+                }
+                return;
+            }
+            if let Some(set) = self.timer_at.get() {
+                // Left alone, unless the newest request is due first (one sent
+                // once the connection opened, behind one that waited for it).
+                match conn.waiting.back() {
+                    Some(newest) if newest.reply.is_some() && newest.deadline < set => {}
+                    _ => return,
+                }
+            }
+            let Some(at) = conn.next_deadline() else {
+                return;
+            };
+            let started = handles.timer.start(at.saturating_sub(self.now()));
+            if started.is_ok() {
+                handles.timer.set_ref(true);
+                self.timer_at.set(Some(at));
+            }
+            started
         };
-        let conn = self.conn.borrow();
-        if conn.live == 0 {
-            if self.timer_at.take().is_some() {
-                handles.timer.timer_stop();
-                handles.timer.set_ref(false);
-            }
-            return;
-        }
-        if let Some(set) = self.timer_at.get() {
-            // Left alone, unless the newest request is due first (one sent
-            // once the connection opened, behind one that waited for it).
-            match conn.waiting.back() {
-                Some(newest) if newest.reply.is_some() && newest.deadline < set => {}
-                _ => return,
-            }
-        }
-        if let Some(at) = conn.next_deadline() {
-            handles
-                .timer
-                .timer_start(on_timer::<W>, at.saturating_sub(self.now()));
-            handles.timer.set_ref(true);
-            self.timer_at.set(Some(at));
+        if let Err(e) = started {
+            // Nothing would bound the wait: the requests go to a fresh
+            // connection, up to their resends, then fail.
+            let broken = self
+                .conn
+                .borrow_mut()
+                .broke(&format!("could not set the command timer: {e}"));
+            self.follow(broken, true);
         }
     }
 
-    /// Open a connection on Tokio; `on_wake` installs it.
+    /// Open a connection on Tokio; the wake callback installs it.
     pub(super) fn connect(&self) {
+        let Some(wake) = self.handles.borrow().as_ref().map(|h| h.wake_slot.clone()) else {
+            return;
+        };
         let target = Arc::clone(&self.conn.borrow().target);
-        let (slot, wake) = (Arc::clone(&self.opened), self.wake.clone());
-        napi::bindgen_prelude::spawn(async move {
+        let slot = Arc::clone(&self.opened);
+        self.host.spawn(Box::pin(async move {
             let opened = W::open(target).await;
             if let Ok(mut slot) = slot.lock() {
                 *slot = Some(opened);
             }
             wake.send();
-        });
+        }));
     }
 
+    /// A connection opened on Tokio (or failed to): watch its socket and
+    /// write what waits.
     pub(super) fn install(self: &Rc<Self>, opened: Result<Opened, Failure>) {
         let next = match opened {
             Ok(Opened {
@@ -231,11 +259,12 @@ impl<W: Wire> Engine<W> {
                 prepared,
             }) => {
                 // SAFETY: on the loop's thread; the descriptor is open, and is
-                // closed only after the poll handle (field order in `Socket`).
-                match unsafe { uv::poll(self.loop_, tcp.as_raw_fd()) } {
-                    Some(poll) => {
-                        poll.set_data(Rc::as_ptr(self) as *mut c_void);
-                        poll.set_ref(false);
+                // closed only after the poll handle (field order in `Socket`);
+                // the engine outlives its handles (`keep`).
+                match unsafe {
+                    uv::Poll::new(self.loop_, tcp.as_raw_fd(), self.data(), self.on_socket)
+                } {
+                    Ok(poll) => {
                         let session =
                             server_process.zip(tcp.local_addr().ok().map(|address| address.port()));
                         self.conn.borrow_mut().opened(
@@ -245,9 +274,9 @@ impl<W: Wire> Engine<W> {
                         );
                         Next::default()
                     }
-                    None => self.conn.borrow_mut().not_opened(&Failure {
+                    Err(e) => self.conn.borrow_mut().not_opened(&Failure {
                         code: "ERR_LOCK_STORE_CONNECTION",
-                        text: "could not watch the connection's socket".to_owned(),
+                        text: format!("could not watch the connection's socket: {e}"),
                     }),
                 }
             }
@@ -257,22 +286,46 @@ impl<W: Wire> Engine<W> {
         self.write_now();
     }
 
-    /// Close every handle; the cleanup hook goes once the last is closed.
+    /// The store was collected: close at the end of this loop iteration, in
+    /// a callback where waiting requests can be failed into JS.
+    pub(super) fn close_when_collected(self: &Rc<Self>) {
+        let armed = match self.handles.borrow().as_ref() {
+            Some(handles) => handles.check.start().and_then(|()| handles.idle.start()),
+            None => return,
+        };
+        self.collected.set(true);
+        *self.keep.borrow_mut() = Some(Rc::clone(self));
+        if armed.is_err() {
+            // Not from a callback of ours: closed now, the requests waiting
+            // failed without a callback scope.
+            self.stop_flush();
+            self.close(false);
+        }
+    }
+
+    /// Close for good, failing what waits (`scoped` as in [`Engine::follow`]).
+    pub(super) fn close(self: &Rc<Self>, scoped: bool) {
+        let due = self.conn.borrow_mut().close();
+        self.follow(
+            Next {
+                connect: false,
+                due,
+            },
+            scoped,
+        );
+        self.shut();
+    }
+
+    /// Close every handle; the host is released once the last is closed.
     pub(super) fn shut(self: &Rc<Self>) {
         let Some(handles) = self.handles.borrow_mut().take() else {
             return;
         };
         *self.keep.borrow_mut() = Some(Rc::clone(self));
-        self.wake.disarm();
+        handles.wake_slot.disarm();
         let engine = Rc::clone(self);
         let group = uv::CloseGroup::new(move || {
-            let cleanup = engine.cleanup.replace(ptr::null_mut());
-            if !cleanup.is_null() {
-                // SAFETY: the hook this engine added, removed once.
-                unsafe { sys::napi_remove_async_cleanup_hook(cleanup) };
-            }
-            // SAFETY: on the JS thread of the env the context was made in.
-            unsafe { sys::napi_async_destroy(engine.env, engine.async_context) };
+            engine.host.release();
             engine.keep.borrow_mut().take();
         });
         let Handles {
@@ -280,38 +333,12 @@ impl<W: Wire> Engine<W> {
             check,
             idle,
             wake,
+            wake_slot: _,
         } = handles;
-        for handle in [timer, check, idle, wake] {
-            handle.close_in(&group);
-        }
+        timer.close_in(&group);
+        check.close_in(&group);
+        idle.close_in(&group);
+        wake.close_in(&group);
         group.done_adding();
-    }
-
-    /// Run `deliver` as a callback from the loop into JS: in a handle scope
-    /// and a callback scope, whose closing runs the promise continuations.
-    pub(super) fn in_callback_scope(&self, deliver: impl FnOnce()) {
-        let env = self.env;
-        let (mut handles, mut resource, mut scope) =
-            (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        // SAFETY: called from this env's loop callbacks, on its thread,
-        // outside any other scope of ours; each scope opened is closed below.
-        unsafe {
-            sys::napi_open_handle_scope(env, &mut handles);
-            sys::napi_create_object(env, &mut resource);
-            sys::napi_open_callback_scope(env, resource, self.async_context, &mut scope);
-        }
-        deliver();
-        // SAFETY: as above.
-        unsafe {
-            sys::napi_close_callback_scope(env, scope);
-            sys::napi_close_handle_scope(env, handles);
-        }
-    }
-}
-
-/// Hand each outcome to its request's reply (which settles its promise).
-pub(super) fn deliver<A>(due: Outcomes<A>) {
-    for (reply, outcome) in due {
-        reply(outcome);
     }
 }

@@ -1,15 +1,20 @@
 //! libuv, as Node exports it: the handles a connection on the JS thread's
-//! own event loop needs (a socket watcher, timers, a check and an idle
-//! handle to flush what one turn produced, an async handle to be woken from
-//! Tokio), each allocated at the size libuv reports and freed in its close
-//! callback.
+//! own event loop needs, each a type of its own ([`Poll`] a socket watcher,
+//! [`Timer`], [`Check`] and [`Idle`] to flush what one turn produced,
+//! [`Async`] to be woken from Tokio), so a call meant for one kind of handle
+//! cannot be made on another. Each is allocated at the size libuv reports,
+//! given its callback when it is made, and freed in its close callback.
 //!
 //! Every function here must be called on the thread that runs the loop the
 //! handle belongs to (the JS thread of one Node environment), except
 //! [`AsyncSlot::send`], which libuv allows from any thread.
+//!
+//! In the addon the symbols are Node's own, found when Node loads it; the
+//! crate's tests link the system's libuv instead and run a loop of their own.
 
 use std::cell::Cell;
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::fmt;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
@@ -17,13 +22,14 @@ use std::sync::{Arc, Mutex};
 pub type Loop = napi::sys::uv_loop_s;
 
 /// Node's libuv, linked from the `node` binary at load time.
-mod ffi {
+pub(super) mod ffi {
     use super::*;
 
     pub type Cb = unsafe extern "C" fn(*mut c_void);
     pub type PollCb = unsafe extern "C" fn(*mut c_void, c_int, c_int);
     pub type CloseCb = unsafe extern "C" fn(*mut c_void);
 
+    #[cfg_attr(test, link(name = "uv"))]
     extern "C" {
         pub fn uv_handle_size(kind: c_int) -> usize;
         pub fn uv_handle_set_data(handle: *mut c_void, data: *mut c_void);
@@ -33,6 +39,7 @@ mod ffi {
         pub fn uv_unref(handle: *mut c_void);
         pub fn uv_now(loop_: *const Loop) -> u64;
         pub fn uv_update_time(loop_: *mut Loop);
+        pub fn uv_err_name(err: c_int) -> *const c_char;
 
         pub fn uv_poll_init_socket(loop_: *mut Loop, handle: *mut c_void, socket: c_int) -> c_int;
         pub fn uv_poll_start(handle: *mut c_void, events: c_int, cb: PollCb) -> c_int;
@@ -67,12 +74,47 @@ const UV_TIMER: c_int = 13;
 pub const READABLE: c_int = 1;
 pub const WRITABLE: c_int = 2;
 
-/// One libuv handle of any kind, owned: made with one of the constructors
-/// below, closed (and its memory freed by libuv's close callback) when
-/// dropped, or by [`Handle::close_in`] as part of a group that says when the
-/// last of its handles is closed. `data` is a pointer the callbacks find the
-/// owner by.
-pub struct Handle {
+/// A libuv call that failed: its (negative) error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UvError(pub c_int);
+
+impl fmt::Display for UvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: uv_err_name takes any code and returns a static string (a
+        // leaked one for codes it does not know), or null.
+        let name = unsafe { ffi::uv_err_name(self.0) };
+        if name.is_null() {
+            return write!(f, "libuv error {}", self.0);
+        }
+        // SAFETY: a non-null, NUL-terminated string libuv never frees.
+        let name = unsafe { CStr::from_ptr(name) };
+        write!(f, "libuv error {} ({})", self.0, name.to_string_lossy())
+    }
+}
+
+/// A libuv return code as a Result.
+fn checked(code: c_int) -> Result<(), UvError> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(UvError(code))
+    }
+}
+
+/// A `uv_*_stop` return code. libuv's stop functions return 0 for every
+/// handle that was initialised (stopping one that is not active is a no-op),
+/// and ours are, while their owner lives: anything else is a libuv that
+/// breaks its own contract, and there is nothing to undo, so it is only
+/// checked in debug builds.
+fn stopped(code: c_int) {
+    debug_assert_eq!(code, 0, "a libuv stop function failed");
+}
+
+/// One libuv handle of any kind, owned: closed (and its memory freed by
+/// libuv's close callback) when dropped, or by [`Handle::close_in`] as part
+/// of a group that says when the last of its handles is closed. Only the
+/// typed handles below hold one, so which libuv calls it takes is known.
+struct Handle {
     raw: *mut c_void,
     size: usize,
 }
@@ -109,10 +151,10 @@ struct Closing {
 
 unsafe extern "C" fn free_handle(raw: *mut c_void) {
     // SAFETY: libuv calls this once, after the handle is closed; its data
-    // slot holds the `Closing` box `close_raw` put there, and `raw` is the
-    // allocation `Handle::new` made with that size.
+    // slot holds the `Closing` box `close_raw` put there.
     let closing = unsafe { Box::from_raw(ffi::uv_handle_get_data(raw).cast::<Closing>()) };
-    // SAFETY: as above.
+    // SAFETY: `raw` is the allocation `Handle::new` made with `layout(closing.size)`,
+    // and libuv no longer uses it once the close callback runs.
     unsafe { std::alloc::dealloc(raw.cast(), layout(closing.size)) };
     if let Some(group) = closing.group {
         group.open.set(group.open.get() - 1);
@@ -127,34 +169,39 @@ fn layout(size: usize) -> std::alloc::Layout {
 }
 
 impl Handle {
-    /// A zeroed allocation for a handle of `kind`, initialised by `init`.
+    /// A zeroed allocation for a handle of `kind`, initialised by `init`,
+    /// carrying `data` for its callbacks, and not keeping the loop alive.
     ///
     /// # Safety
-    /// `init` is the matching `uv_*_init` on this thread's live loop.
-    unsafe fn new(kind: c_int, init: impl FnOnce(*mut c_void) -> c_int) -> Option<Handle> {
-        // SAFETY: uv_handle_size is a pure lookup.
+    /// `init` is the `uv_*_init` of `kind` on this thread's live loop.
+    unsafe fn new(
+        kind: c_int,
+        data: *mut c_void,
+        init: impl FnOnce(*mut c_void) -> c_int,
+    ) -> Result<Handle, UvError> {
+        // SAFETY: uv_handle_size is a pure lookup, and `kind` a handle type.
         let size = unsafe { ffi::uv_handle_size(kind) };
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { std::alloc::alloc_zeroed(layout(size)) }.cast::<c_void>();
         if raw.is_null() {
-            return None;
+            std::alloc::handle_alloc_error(layout(size));
         }
-        if init(raw) != 0 {
+        if let Err(e) = checked(init(raw)) {
             // SAFETY: libuv failed to init it, so it does not know it: ours to free.
             unsafe { std::alloc::dealloc(raw.cast(), layout(size)) };
-            return None;
+            return Err(e);
         }
-        Some(Handle { raw, size })
+        // SAFETY: `raw` is a live, initialised handle on this thread.
+        unsafe {
+            ffi::uv_handle_set_data(raw, data);
+            ffi::uv_unref(raw);
+        }
+        Ok(Handle { raw, size })
     }
 
-    pub fn set_data(&self, data: *mut c_void) {
-        // SAFETY: `raw` is a live, initialised handle.
-        unsafe { ffi::uv_handle_set_data(self.raw, data) }
-    }
-
-    /// Whether it keeps the loop alive while active.
-    pub fn set_ref(&self, keep_alive: bool) {
-        // SAFETY: `raw` is a live, initialised handle.
+    fn set_ref(&self, keep_alive: bool) {
+        // SAFETY: `raw` is a live, initialised handle (not closing: closing
+        // consumes its owner).
         unsafe {
             if keep_alive {
                 ffi::uv_ref(self.raw)
@@ -164,8 +211,7 @@ impl Handle {
         }
     }
 
-    /// Close it as one of `group`.
-    pub fn close_in(self, group: &Rc<CloseGroup>) {
+    fn close_in(self, group: &Rc<CloseGroup>) {
         group.open.set(group.open.get() + 1);
         let (raw, size) = (self.raw, self.size);
         std::mem::forget(self);
@@ -191,10 +237,156 @@ impl Drop for Handle {
     }
 }
 
+/// What every typed handle can do whatever its kind: keep the loop alive or
+/// not, and be closed as one of a group.
+macro_rules! any_handle {
+    ($kind:ident) => {
+        impl $kind {
+            /// Whether it keeps the loop alive while active (made: it does not).
+            pub fn set_ref(&self, keep_alive: bool) {
+                self.handle.set_ref(keep_alive);
+            }
+
+            /// Close it as one of `group`.
+            pub fn close_in(self, group: &Rc<CloseGroup>) {
+                self.handle.close_in(group);
+            }
+        }
+    };
+}
+
+/// A socket watcher, calling its callback with the events that happened.
+pub struct Poll {
+    handle: Handle,
+    cb: PollCb,
+}
+any_handle!(Poll);
+
+impl Poll {
+    /// A watcher of `fd`, whose callbacks find their owner through `data`.
+    ///
+    /// # Safety
+    /// For every constructor of a typed handle: `loop_` is this thread's live loop; `data` is what `cb` expects to
+    /// find with [`data_of`] for as long as the handle is open. For a poll
+    /// handle, `fd` also stays open until the handle is closed.
+    pub unsafe fn new(
+        loop_: *mut Loop,
+        fd: c_int,
+        data: *mut c_void,
+        cb: PollCb,
+    ) -> Result<Poll, UvError> {
+        // SAFETY: as the caller promises; the init matches the kind.
+        let handle =
+            unsafe { Handle::new(UV_POLL, data, |h| ffi::uv_poll_init_socket(loop_, h, fd)) }?;
+        Ok(Poll { handle, cb })
+    }
+
+    /// Watch the socket for `events` (`READABLE`, `WRITABLE`), replacing
+    /// what it watched.
+    pub fn start(&self, events: c_int) -> Result<(), UvError> {
+        // SAFETY: a live poll handle, with the callback it was made for.
+        checked(unsafe { ffi::uv_poll_start(self.handle.raw, events, self.cb) })
+    }
+}
+
+/// A one-shot timer.
+pub struct Timer {
+    handle: Handle,
+    cb: Cb,
+}
+any_handle!(Timer);
+
+impl Timer {
+    /// # Safety
+    /// See [`Poll::new`].
+    pub unsafe fn new(loop_: *mut Loop, data: *mut c_void, cb: Cb) -> Result<Timer, UvError> {
+        // SAFETY: as the caller promises; the init matches the kind.
+        let handle = unsafe { Handle::new(UV_TIMER, data, |h| ffi::uv_timer_init(loop_, h)) }?;
+        Ok(Timer { handle, cb })
+    }
+
+    /// Call the callback once, `ms` from now (restarting the timer if it runs).
+    pub fn start(&self, ms: u64) -> Result<(), UvError> {
+        // SAFETY: a live timer handle.
+        checked(unsafe { ffi::uv_timer_start(self.handle.raw, self.cb, ms, 0) })
+    }
+
+    pub fn stop(&self) {
+        // SAFETY: a live timer handle.
+        stopped(unsafe { ffi::uv_timer_stop(self.handle.raw) });
+    }
+}
+
+/// Calls its callback once per loop iteration, right after polling for I/O.
+pub struct Check {
+    handle: Handle,
+    cb: Cb,
+}
+any_handle!(Check);
+
+impl Check {
+    /// # Safety
+    /// See [`Poll::new`].
+    pub unsafe fn new(loop_: *mut Loop, data: *mut c_void, cb: Cb) -> Result<Check, UvError> {
+        // SAFETY: as the caller promises; the init matches the kind.
+        let handle = unsafe { Handle::new(UV_CHECK, data, |h| ffi::uv_check_init(loop_, h)) }?;
+        Ok(Check { handle, cb })
+    }
+
+    pub fn start(&self) -> Result<(), UvError> {
+        // SAFETY: a live check handle.
+        checked(unsafe { ffi::uv_check_start(self.handle.raw, self.cb) })
+    }
+
+    pub fn stop(&self) {
+        // SAFETY: a live check handle.
+        stopped(unsafe { ffi::uv_check_stop(self.handle.raw) });
+    }
+}
+
+/// While started, the loop polls for I/O without blocking: what a check
+/// handle is to do happens in this iteration, not after the next event.
+pub struct Idle {
+    handle: Handle,
+}
+any_handle!(Idle);
+
+unsafe extern "C" fn idle_does_nothing(_handle: *mut c_void) {}
+
+impl Idle {
+    /// # Safety
+    /// See [`Poll::new`] (an idle handle's callback does nothing with `data`).
+    pub unsafe fn new(loop_: *mut Loop) -> Result<Idle, UvError> {
+        // SAFETY: as the caller promises; the init matches the kind.
+        let handle = unsafe {
+            Handle::new(UV_IDLE, std::ptr::null_mut(), |h| {
+                ffi::uv_idle_init(loop_, h)
+            })
+        }?;
+        Ok(Idle { handle })
+    }
+
+    pub fn start(&self) -> Result<(), UvError> {
+        // SAFETY: a live idle handle.
+        checked(unsafe { ffi::uv_idle_start(self.handle.raw, idle_does_nothing) })
+    }
+
+    pub fn stop(&self) {
+        // SAFETY: a live idle handle.
+        stopped(unsafe { ffi::uv_idle_stop(self.handle.raw) });
+    }
+}
+
+/// An async handle: woken from other threads through its [`AsyncSlot`].
+pub struct Async {
+    handle: Handle,
+}
+any_handle!(Async);
+
 /// The owner pointer a callback's handle carries.
 ///
 /// # Safety
-/// `raw` is a live handle whose data was set with [`Handle::set_data`].
+/// `raw` is a live handle made by one of the typed constructors above.
 pub unsafe fn data_of(raw: *mut c_void) -> *mut c_void {
     // SAFETY: as the caller promises.
     unsafe { ffi::uv_handle_get_data(raw) }
@@ -215,78 +407,9 @@ pub unsafe fn now(loop_: *mut Loop) -> u64 {
     }
 }
 
-/// A socket watcher.
-///
-/// # Safety (for the constructors below)
-/// `loop_` is this thread's live loop.
-pub unsafe fn poll(loop_: *mut Loop, fd: c_int) -> Option<Handle> {
-    // SAFETY: as the caller promises; the handle memory is zeroed and sized by libuv.
-    unsafe { Handle::new(UV_POLL, |h| ffi::uv_poll_init_socket(loop_, h, fd)) }
-}
-
-/// # Safety
-/// See [`poll`].
-pub unsafe fn timer(loop_: *mut Loop) -> Option<Handle> {
-    // SAFETY: as the caller promises.
-    unsafe { Handle::new(UV_TIMER, |h| ffi::uv_timer_init(loop_, h)) }
-}
-
-/// # Safety
-/// See [`poll`].
-pub unsafe fn check(loop_: *mut Loop) -> Option<Handle> {
-    // SAFETY: as the caller promises.
-    unsafe { Handle::new(UV_CHECK, |h| ffi::uv_check_init(loop_, h)) }
-}
-
-/// # Safety
-/// See [`poll`].
-pub unsafe fn idle(loop_: *mut Loop) -> Option<Handle> {
-    // SAFETY: as the caller promises.
-    unsafe { Handle::new(UV_IDLE, |h| ffi::uv_idle_init(loop_, h)) }
-}
-
-impl Handle {
-    /// Watch the socket for `events`.
-    pub fn poll_start(&self, events: c_int, cb: PollCb) -> c_int {
-        // SAFETY: a live poll handle.
-        unsafe { ffi::uv_poll_start(self.raw, events, cb) }
-    }
-
-    /// Call `cb` once, `ms` from now (restarting the timer if it runs).
-    pub fn timer_start(&self, cb: Cb, ms: u64) {
-        // SAFETY: a live timer handle.
-        unsafe { ffi::uv_timer_start(self.raw, cb, ms, 0) };
-    }
-
-    pub fn timer_stop(&self) {
-        // SAFETY: a live timer handle.
-        unsafe { ffi::uv_timer_stop(self.raw) };
-    }
-
-    pub fn check_start(&self, cb: Cb) {
-        // SAFETY: a live check handle.
-        unsafe { ffi::uv_check_start(self.raw, cb) };
-    }
-
-    pub fn check_stop(&self) {
-        // SAFETY: a live check handle.
-        unsafe { ffi::uv_check_stop(self.raw) };
-    }
-
-    pub fn idle_start(&self, cb: Cb) {
-        // SAFETY: a live idle handle.
-        unsafe { ffi::uv_idle_start(self.raw, cb) };
-    }
-
-    pub fn idle_stop(&self) {
-        // SAFETY: a live idle handle.
-        unsafe { ffi::uv_idle_stop(self.raw) };
-    }
-}
-
-/// An async handle other threads wake the loop through. The pointer is
-/// nulled under the lock before the handle is closed, so a late `send` from
-/// another thread never reaches a closed handle.
+/// What other threads wake the loop through. The pointer is nulled under
+/// the lock before the handle is closed, so a late `send` from another
+/// thread never reaches a closed handle.
 #[derive(Clone)]
 pub struct AsyncSlot(Arc<Mutex<SendPtr>>);
 
@@ -297,21 +420,28 @@ unsafe impl Send for SendPtr {}
 
 impl AsyncSlot {
     /// # Safety
-    /// `loop_` is this thread's live loop. [`AsyncSlot::disarm`] must be
-    /// called before the returned handle is closed.
-    pub unsafe fn new(loop_: *mut Loop, cb: Cb) -> Option<(AsyncSlot, Handle)> {
-        // SAFETY: as the caller promises.
-        let handle = unsafe { Handle::new(UV_ASYNC, |h| ffi::uv_async_init(loop_, h, cb)) }?;
-        Some((AsyncSlot(Arc::new(Mutex::new(SendPtr(handle.raw)))), handle))
+    /// See [`Poll::new`]. [`AsyncSlot::disarm`] must be called before the
+    /// returned handle is closed.
+    pub unsafe fn new(
+        loop_: *mut Loop,
+        data: *mut c_void,
+        cb: Cb,
+    ) -> Result<(AsyncSlot, Async), UvError> {
+        // SAFETY: as the caller promises; the init matches the kind.
+        let handle = unsafe { Handle::new(UV_ASYNC, data, |h| ffi::uv_async_init(loop_, h, cb)) }?;
+        let slot = AsyncSlot(Arc::new(Mutex::new(SendPtr(handle.raw))));
+        Ok((slot, Async { handle }))
     }
 
     /// Wake the loop: its callback runs there soon. From any thread; a no-op
-    /// once closed.
+    /// once closed. libuv's send fails only for a handle that is not an
+    /// async one, which the slot's type rules out: checked in debug builds.
     pub fn send(&self) {
         if let Ok(slot) = self.0.lock() {
             if !slot.0.is_null() {
                 // SAFETY: open (not nulled), and uv_async_send is thread-safe.
-                unsafe { ffi::uv_async_send(slot.0) };
+                let sent = unsafe { ffi::uv_async_send(slot.0) };
+                debug_assert_eq!(sent, 0, "uv_async_send on an async handle failed");
             }
         }
     }
