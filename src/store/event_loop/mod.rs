@@ -34,6 +34,8 @@ pub mod host;
 #[cfg(not(test))]
 mod napi_host;
 mod socket;
+#[cfg(test)]
+mod tests;
 pub mod uv;
 
 use std::ffi::CStr;
