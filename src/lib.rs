@@ -22,9 +22,10 @@
 //! [`text`] short strings kept inline, [`error`] what an operation fails
 //! with (the one list of error codes JS sees); [`store`] the seam, one trait with a
 //! file or folder per backend (`memory.rs`, `redis/`, `postgres/`) and
-//! what the server stores share (`direct/`, a server connection on the JS
-//! thread's event loop for any protocol that describes itself; `options.rs`,
-//! `tls.rs`, `follow.rs`); `uv` the libuv handles that loop needs; and `napi/` the surface JavaScript calls
+//! what the server stores share (`event_loop/`, a server connection on the JS
+//! thread's event loop for any protocol that describes itself, with the
+//! libuv handles that loop needs; `options.rs`, `tls.rs`, `follow.rs`); and
+//! `napi/` the surface JavaScript calls
 //! (the `#[napi]` functions alone in its `mod.rs`, beside the handle, the
 //! conversions, the errors and the promise pump). A store written in JS
 //! never reaches this crate: `lib/js-store.js` calls it.
@@ -36,5 +37,3 @@ mod napi;
 pub mod owner;
 pub mod store;
 pub mod text;
-#[cfg(not(test))]
-mod uv;

@@ -12,8 +12,7 @@
 //! lets each answer without a thread hop it does not need. (A store written
 //! in JS never reaches Rust: `lib/js-store.js` calls it.)
 
-#[cfg(not(test))]
-pub mod direct;
+pub mod event_loop;
 pub mod follow;
 pub mod memory;
 pub mod mode;

@@ -60,7 +60,7 @@ pub(super) fn listen_target(options: &PostgresOptions) -> Result<Option<Target>,
 
 /// A connection opened by tokio-postgres (a unix socket, several hosts) has
 /// no command-timeout rule for going silent (that is the event loop's, in
-/// `store::direct`): the kernel finds a host that is gone instead, idle by
+/// `store::event_loop`): the kernel finds a host that is gone instead, idle by
 /// keepalive probes and with statements unanswered by the TCP user timeout,
 /// both within about 30 s, as on the event loop's connections. A stalled
 /// but live server still acknowledges what it is sent, so its connection

@@ -1,7 +1,7 @@
 //! The operations on connections the JS thread's event loop drives (a
 //! server reached over TCP): each a statement's Parse, Bind, Execute and
 //! Sync, its answer read into the operation's on the JS thread (see
-//! `wire/` and `store/direct/`), sent on its key's connection so one key's
+//! `wire/` and `store/event_loop/`), sent on its key's connection so one key's
 //! operations run in the order they were made. A server behind a unix
 //! socket, or a URL naming several hosts, stays on Tokio.
 

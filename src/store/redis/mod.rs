@@ -26,8 +26,6 @@
 //! PEM is the caller's error at once, not a failure on first use.
 
 mod connection;
-#[cfg(not(test))]
-mod direct;
 mod errors;
 pub mod fencing;
 mod options;
@@ -37,6 +35,8 @@ mod shared;
 #[cfg(not(test))]
 mod via_loop;
 mod via_tokio;
+#[cfg(not(test))]
+mod wire;
 
 use std::sync::{Arc, Mutex};
 
@@ -78,7 +78,7 @@ pub struct RedisStore {
     shared: Arc<Shared>,
     /// A single server's connection, driven by the JS thread's own event loop.
     #[cfg(not(test))]
-    direct: Option<direct::Direct>,
+    direct: Option<wire::Direct>,
 }
 
 impl RedisStore {

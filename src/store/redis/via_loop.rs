@@ -1,14 +1,14 @@
 //! The operations on a connection the JS thread's event loop drives (one
 //! server, `redis://` or `rediss://`): each a [`Request`] whose reply is read
-//! into the operation's answer on the JS thread (see `direct/`).
+//! into the operation's answer on the JS thread (see `wire/`).
 
 use redis::{Cmd, Value};
 use rustls::pki_types::ServerName;
 
-use super::direct::connect::Target;
-use super::direct::{scripts, send, Direct, Request};
 use super::scripts::channel;
 use super::shared::HoldsCall;
+use super::wire::connect::Target;
+use super::wire::{scripts, send, Direct, Request};
 use super::RedisStore;
 use crate::store::tls::client_config;
 use crate::store::Op;

@@ -18,7 +18,7 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::session::start;
-use crate::store::direct::{connect_tcp, Failure, Opened};
+use crate::store::event_loop::{connect_tcp, Failure, Opened};
 use crate::store::postgres::options::refuses_options;
 use crate::store::postgres::sql::Sql;
 use crate::store::Code;

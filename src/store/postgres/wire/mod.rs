@@ -1,4 +1,4 @@
-//! PostgreSQL on the JS thread's event loop ([`crate::store::direct`]):
+//! PostgreSQL on the JS thread's event loop ([`crate::store::event_loop`]):
 //! each operation is the extended protocol's Parse, Bind, Execute and Sync
 //! of the unnamed statement, written at once (one round trip), so it is its
 //! own transaction, an error in it touches nothing sent after it, and many
@@ -22,7 +22,7 @@ use postgres_protocol::message::backend::{DataRowBody, ErrorFields, Message};
 use self::connect::Target;
 use super::errors::RESENDS;
 use super::sql::Sql;
-use crate::store::direct::{self, Failure, Opened, Verdict, Wire};
+use crate::store::event_loop::{self, Failure, Opened, Verdict, Wire};
 
 /// The statements of the store's operations (the text is the table's: [`Sql`]).
 #[derive(Clone, Copy, Debug)]
@@ -258,8 +258,8 @@ impl Wire for Postgres {
     }
 }
 
-pub type Direct = direct::Direct<Postgres>;
-pub type Local = direct::Local<Postgres>;
+pub type Direct = event_loop::Direct<Postgres>;
+pub type Local = event_loop::Local<Postgres>;
 
 /// A row's columns as text (None: NULL).
 pub(super) fn row_values(row: &DataRowBody) -> Vec<Option<String>> {

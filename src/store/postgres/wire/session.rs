@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::connect::{failure, lost, Target};
 use super::{row_values, DbError};
-use crate::store::direct::Failure;
+use crate::store::event_loop::Failure;
 use crate::store::postgres::errors::{code_and_verb, missing_objects};
 use crate::store::Code;
 

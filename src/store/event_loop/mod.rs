@@ -15,9 +15,13 @@
 //! Read in this order: this file (the protocol seam, and the store's side
 //! of a set of connections), [`conn`] (one connection's state: requests
 //! waiting, what happens when the socket answers, breaks or is too slow),
-//! [`socket`] (bytes in and out, plain or TLS), [`engine`] (the handles, and
-//! delivering outcomes to JS inside a callback scope, so promise
-//! continuations run) and [`callbacks`].
+//! [`socket`] (bytes in and out, plain or TLS), [`callbacks`] (the libuv
+//! callbacks, and an engine made with its handles), [`engine`] (what the
+//! callbacks drive: writing at the end of a turn, the timer, delivering
+//! outcomes to JS inside a callback scope, so promise continuations run),
+//! [`uv`] (the typed libuv handles), [`host`] (what a connection needs from
+//! the runtime whose loop drives it: Node's, `napi_host`; the tests', their
+//! own libuv loop).
 //!
 //! Lifetime: the handles are closed by `close()`, by the store being
 //! collected, or by the environment's async cleanup hook (a worker thread
@@ -26,7 +30,13 @@
 mod callbacks;
 mod conn;
 mod engine;
+pub mod host;
+#[cfg(not(test))]
+mod napi_host;
 mod socket;
+#[cfg(test)]
+mod tests;
+pub mod uv;
 
 use std::ffi::CStr;
 use std::future::Future;
@@ -37,11 +47,10 @@ use std::sync::Arc;
 use std::thread::{self, ThreadId};
 
 use bytes::BytesMut;
-use napi::sys;
 
-use self::callbacks::{on_collected, on_idle};
 pub use self::conn::Reply;
-use self::engine::{deliver, Engine};
+use self::engine::Engine;
+use self::host::Host;
 use super::{route, BackendError, Code, StoreError};
 
 /// A connected, greeted socket, in non-blocking mode, ready for the event loop.
@@ -209,17 +218,17 @@ unsafe impl<W: Wire> Send for Direct<W> {}
 unsafe impl<W: Wire> Sync for Direct<W> {}
 
 impl<W: Wire> Direct<W> {
-    /// `connections` connections to `target` on `env`'s loop (each opened on
-    /// first use).
-    pub fn new(
-        env: sys::napi_env,
+    /// `connections` connections to `target`, each on the loop of a host
+    /// `host` makes (each opened on first use); on the thread of that loop.
+    pub fn with_host(
+        host: impl Fn() -> Result<Box<dyn Host>, String>,
         target: W::Target,
         connections: usize,
         command_timeout_ms: u64,
     ) -> Result<Direct<W>, String> {
         let target = Arc::new(target);
         let engines = (0..connections.max(1))
-            .map(|_| Engine::new(env, Arc::clone(&target), command_timeout_ms))
+            .map(|_| callbacks::engine(host()?, Arc::clone(&target), command_timeout_ms))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Direct {
             thread: thread::current().id(),
@@ -236,9 +245,7 @@ impl<W: Wire> Direct<W> {
     pub fn close(&self) {
         if let Some(local) = self.local() {
             for engine in &local.0.engines {
-                let due = engine.conn.borrow_mut().close();
-                deliver(due);
-                engine.shut();
+                engine.close(false);
             }
         }
     }
@@ -297,20 +304,8 @@ impl<W: Wire> Drop for Direct<W> {
         }
         // SAFETY: taken once, here, and `self.local` is not used after.
         let local = unsafe { ManuallyDrop::take(&mut self.local) };
-        // The store was collected: close at the end of this loop iteration,
-        // in a callback where waiting requests can be failed into JS.
         for engine in &local.0.engines {
-            let open = match engine.handles.borrow().as_ref() {
-                Some(handles) => {
-                    handles.check.check_start(on_collected::<W>);
-                    handles.idle.idle_start(on_idle);
-                    true
-                }
-                None => false,
-            };
-            if open {
-                *engine.keep.borrow_mut() = Some(Rc::clone(engine));
-            }
+            engine.close_when_collected();
         }
     }
 }

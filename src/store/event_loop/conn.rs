@@ -373,3 +373,10 @@ impl<W: Wire> Conn<W> {
             .collect()
     }
 }
+
+/// Hand each outcome to its request's reply (which settles its promise).
+pub fn deliver<A>(due: Outcomes<A>) {
+    for (reply, outcome) in due {
+        reply(outcome);
+    }
+}

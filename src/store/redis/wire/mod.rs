@@ -1,4 +1,4 @@
-//! Redis on the JS thread's event loop ([`crate::store::direct`]): how a
+//! Redis on the JS thread's event loop ([`crate::store::event_loop`]): how a
 //! command is written ([`request`]: the redis crate's own encoder), how a
 //! reply is read (its `ValueCodec`), and how a connection is opened and
 //! greeted ([`connect`]).
@@ -17,7 +17,7 @@ use tokio_util::codec::Decoder;
 use self::connect::Target;
 use self::request::SCRIPTS;
 pub use self::request::{scripts, Request};
-use crate::store::direct::{self, Failure, Opened, Verdict, Wire};
+use crate::store::event_loop::{self, Failure, Opened, Verdict, Wire};
 use crate::store::redis::errors::{server_error, RESENDS};
 use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
 
@@ -81,7 +81,7 @@ impl Wire for Redis {
     }
 }
 
-pub type Direct = direct::Direct<Redis>;
+pub type Direct = event_loop::Direct<Redis>;
 
 /// Send `request` on `direct`; its reply becomes the operation's answer
 /// through `read`.

@@ -14,7 +14,7 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::Decoder;
 
-use crate::store::direct::{connect_tcp, Failure, Opened};
+use crate::store::event_loop::{connect_tcp, Failure, Opened};
 use crate::store::redis::errors::reply_meaning;
 use crate::store::Code;
 

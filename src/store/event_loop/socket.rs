@@ -8,12 +8,12 @@ use std::net::TcpStream;
 use bytes::BytesMut;
 use rustls::ClientConnection;
 
-use crate::uv;
+use super::uv;
 
 pub struct Socket {
     // Declared first, so it is closed (and stops watching the descriptor)
     // before `tcp` closes it.
-    pub poll: uv::Handle,
+    pub poll: uv::Poll,
     /// The events `poll` watches now.
     pub watching: i32,
     tcp: TcpStream,
@@ -29,7 +29,7 @@ pub enum Arrived {
 }
 
 impl Socket {
-    pub fn new(poll: uv::Handle, tcp: TcpStream, tls: Option<ClientConnection>) -> Socket {
+    pub fn new(poll: uv::Poll, tcp: TcpStream, tls: Option<ClientConnection>) -> Socket {
         Socket {
             poll,
             watching: 0,

@@ -1,0 +1,110 @@
+//! The libuv callbacks, and the making of an engine with its handles, each
+//! given its callback here: a callback finds its engine through its handle's
+//! data and holds it for the call. This module sits above `engine`, which
+//! never names a callback.
+
+use std::ffi::c_void;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::conn::Next;
+use super::engine::{Engine, Handles};
+use super::host::Host;
+use super::{uv, Wire};
+
+/// A connection to `target` on `host`'s loop, with its handles (opened on
+/// first use).
+pub(super) fn engine<W: Wire>(
+    host: Box<dyn Host>,
+    target: Arc<W::Target>,
+    command_timeout_ms: u64,
+) -> Result<Rc<Engine<W>>, String> {
+    let engine = Engine::<W>::new(host, target, command_timeout_ms, on_poll::<W>);
+    let (loop_, data) = (engine.loop_, engine.data());
+    // SAFETY: the host's loop is this thread's live loop; `data` is the
+    // engine, which outlives its handles (they are closed before the last
+    // reference goes: `Engine::keep`), and each callback reads it as one.
+    let made = unsafe {
+        (|| {
+            let (wake_slot, wake) = uv::AsyncSlot::new(loop_, data, on_wake::<W>)?;
+            Ok::<_, uv::UvError>(Handles {
+                timer: uv::Timer::new(loop_, data, on_timer::<W>)?,
+                check: uv::Check::new(loop_, data, on_check::<W>)?,
+                idle: uv::Idle::new(loop_)?,
+                wake,
+                wake_slot,
+            })
+        })()
+    };
+    match made {
+        Ok(handles) => {
+            engine.set_handles(handles);
+            Ok(engine)
+        }
+        Err(e) => Err(format!(
+            "could not make the event-loop handles of the connection: {e}"
+        )),
+    }
+}
+
+/// The engine a handle belongs to, held for the callback.
+///
+/// # Safety
+/// `handle` is a live handle of an engine (its data set to `Rc::as_ptr`),
+/// which is alive: handles are closed before the last reference goes.
+unsafe fn engine_of<W: Wire>(handle: *mut c_void) -> Rc<Engine<W>> {
+    // SAFETY: as the caller promises: the pointer came from `Rc::as_ptr` of a
+    // live `Rc<Engine<W>>`, so a strong count can be added and taken back.
+    unsafe {
+        let ptr = uv::data_of(handle) as *const Engine<W>;
+        Rc::increment_strong_count(ptr);
+        Rc::from_raw(ptr)
+    }
+}
+
+unsafe extern "C" fn on_poll<W: Wire>(handle: *mut c_void, status: i32, events: i32) {
+    // SAFETY: libuv calls this with our live poll handle.
+    let engine = unsafe { engine_of::<W>(handle) };
+    let next = if status < 0 {
+        let why = format!("the socket reported an error: {}", uv::UvError(status));
+        engine.conn.borrow_mut().broke(&why)
+    } else if events & uv::READABLE != 0 {
+        engine.conn.borrow_mut().read()
+    } else {
+        Next::default()
+    };
+    // Replies first: their continuations make the next commands, which are
+    // then written together, here.
+    engine.in_poll.set(true);
+    engine.follow(next, true);
+    engine.in_poll.set(false);
+    engine.write_now();
+}
+
+unsafe extern "C" fn on_check<W: Wire>(handle: *mut c_void) {
+    // SAFETY: libuv calls this with our live check handle.
+    let engine = unsafe { engine_of::<W>(handle) };
+    engine.stop_flush();
+    if engine.collected.get() {
+        engine.close(true);
+    } else {
+        engine.write_now();
+    }
+}
+
+unsafe extern "C" fn on_timer<W: Wire>(handle: *mut c_void) {
+    // SAFETY: libuv calls this with our live timer handle.
+    let engine = unsafe { engine_of::<W>(handle) };
+    engine.timer_at.set(None);
+    let next = engine.conn.borrow_mut().expire(engine.now());
+    engine.follow(next, true);
+}
+
+unsafe extern "C" fn on_wake<W: Wire>(handle: *mut c_void) {
+    // SAFETY: libuv calls this with our live async handle.
+    let engine = unsafe { engine_of::<W>(handle) };
+    let opened = engine.opened.lock().ok().and_then(|mut slot| slot.take());
+    if let Some(opened) = opened {
+        engine.install(opened);
+    }
+}

@@ -1,0 +1,35 @@
+//! What a connection needs from the runtime whose loop drives it, and no
+//! more: the loop, a way into JS for what it delivers, Tokio to open
+//! connections on, and word of the environment going away. In the addon
+//! that is Node through napi (`napi_host`); the crate's tests drive a libuv
+//! loop of their own through the same seam, without Node.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::uv;
+
+/// A task run on Tokio (opening a connection).
+pub type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The runtime one connection lives in, used only on its loop's thread.
+pub trait Host {
+    /// The live loop the connection is driven by, on this thread.
+    fn event_loop(&self) -> *mut uv::Loop;
+
+    /// Run `deliver` as a callback from the loop into JS (in a handle scope
+    /// and a callback scope, whose closing runs the promise continuations).
+    /// Called only from the loop's own callbacks, outside any other scope.
+    fn in_callback_scope(&self, deliver: &mut dyn FnMut());
+
+    /// Run `task` on Tokio.
+    fn spawn(&self, task: Task);
+
+    /// Call `on_exit` if the environment goes away (a worker thread ending)
+    /// while the connection is open; it closes every handle, after which
+    /// [`Host::release`] follows.
+    fn on_exit(&self, on_exit: Box<dyn FnOnce()>);
+
+    /// Every handle of the connection is closed: undo what was set up for it.
+    fn release(&self);
+}
