@@ -5,10 +5,11 @@
 //! `prefix + key`, its value is the owner token, and its Redis TTL is the
 //! lock's TTL. Redis owns the clock that decides expiry.
 //!
-//! Read in this order: this file (the store and its five operations, each
-//! bounded by the command timeout, plus the connect timeout when it has to
-//! connect first, so a dead or frozen server fails operations instead of
-//! hanging them), `scripts` (the Lua that compares before it acts, and
+//! Read in this order: this file (the store and its one dispatch on the
+//! kind of hold), `lock` (a plain lock's operations) and `shared` (the other
+//! kinds'), each operation bounded by the command timeout, plus the connect
+//! timeout when it has to connect first, so a dead or frozen server fails
+//! operations instead of hanging them; `scripts` (the Lua that compares before it acts, and
 //! answers "taken" when an acquire sent again finds its own owner),
 //! [`fencing`] (the counter an acquire's token comes from: one per server,
 //! one per Cluster hash slot), `connection` (one multiplexed connection, or
@@ -30,6 +31,7 @@ mod connection;
 mod direct;
 mod errors;
 pub mod fencing;
+mod lock;
 mod options;
 mod pubsub;
 mod scripts;
@@ -50,7 +52,7 @@ use self::options::{checked_url, open_client};
 use self::pubsub::Watch;
 use self::scripts::{ACQUIRE, EXTEND, HOLDS, RELEASE};
 use super::follow::OnReleased;
-use super::options::{redacted, whole_ms, TlsOptions};
+use super::options::{redacted, TlsOptions};
 use super::{Acquired, Hold, HoldOp, LockStore, Op, Task};
 
 struct Shared {
@@ -176,68 +178,43 @@ impl RedisStore {
 }
 
 /// One dispatch on the kind of hold: a plain lock is a Redis string and its
-/// own scripts and commands; the other kinds are one call each of the
-/// `HOLDS` script (`shared`).
+/// own scripts and commands (`lock`); the other kinds are one call each of
+/// the `HOLDS` script (`shared`).
 impl LockStore for RedisStore {
     fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
         match hold {
-            Hold::Lock => self.acquire_script(key, owner, ttl_ms),
+            Hold::Lock => self.acquire_lock(key, owner, ttl_ms),
             _ => self.holds_op(HoldOp::Acquire, hold, key, owner, ttl_ms, shared::token),
         }
     }
 
     fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
-        if hold != Hold::Lock {
-            return self.holds_op(HoldOp::Release, hold, key, owner, 0.0, shared::done);
+        match hold {
+            Hold::Lock => self.release_lock(key, owner),
+            _ => self.holds_op(HoldOp::Release, hold, key, owner, 0.0, shared::done),
         }
-        let key = self.key(key);
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::release(direct, key, owner);
-        }
-        self.release_via_tokio(key, owner.to_owned())
     }
 
     fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        if hold != Hold::Lock {
-            return self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, shared::done);
+        match hold {
+            Hold::Lock => self.extend_lock(key, owner, ttl_ms),
+            _ => self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, shared::done),
         }
-        let (key, ttl) = (self.key(key), whole_ms(ttl_ms));
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::extend(direct, key, owner, ttl);
-        }
-        self.extend_via_tokio(key, owner.to_owned(), ttl)
     }
 
     fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
-        if hold != Hold::Lock {
-            return self.holds_op(HoldOp::Left, hold, key, owner, 0.0, shared::live);
+        match hold {
+            Hold::Lock => self.lock_held_by(key, owner),
+            _ => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, shared::live),
         }
-        let mut get = redis::cmd("GET");
-        get.arg(self.key(key));
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::holds(direct, &get, owner.to_owned());
-        }
-        self.holds_via_tokio(get, owner.to_owned())
     }
 
     fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         match (hold, owner) {
-            (Hold::Lock, _) => {}
-            (_, Some(owner)) => {
-                return self.holds_op(HoldOp::Left, hold, key, owner, 0.0, shared::left)
-            }
-            (_, None) => return Op::Ready(Ok(None)),
+            (Hold::Lock, _) => self.lock_remaining(key),
+            (_, Some(owner)) => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, shared::left),
+            (_, None) => Op::Ready(Ok(None)),
         }
-        let mut pttl = redis::cmd("PTTL");
-        pttl.arg(self.key(key));
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::remaining_time(direct, &pttl);
-        }
-        self.remaining_time_via_tokio(pttl)
     }
 
     fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
@@ -270,35 +247,6 @@ impl LockStore for RedisStore {
 
     fn close(&self) {
         self.shut();
-    }
-}
-
-impl RedisStore {
-    /// Whether anyone holds the plain lock `key`.
-    fn is_locked(&self, key: &str) -> Op<bool> {
-        let mut exists = redis::cmd("EXISTS");
-        exists.arg(self.key(key));
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::is_locked(direct, &exists);
-        }
-        self.is_locked_via_tokio(exists)
-    }
-
-    /// The acquire script for `key`: set-if-absent and the fencing token.
-    fn acquire_script(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
-        let full_key = self.key(key);
-        let counter = if self.shared.cluster.is_some() {
-            fencing::cluster_counter(&self.shared.options.prefix, &full_key)
-        } else {
-            self.key(fencing::COUNTER)
-        };
-        let ttl = whole_ms(ttl_ms);
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::acquire(direct, full_key, counter, owner, ttl);
-        }
-        self.acquire_via_tokio(full_key, counter, owner.to_owned(), ttl)
     }
 }
 
