@@ -74,17 +74,20 @@ const laneOf = (tagged) => {
  * @returns {StoreOps}
  */
 function nativeOps(hold, limit) {
+  // Taken from the addon once: a lookup on its exports object per call is
+  // what a plain lock's cycle would otherwise pay for naming the hold.
+  const { acquire, release, extend, isLocked, remainingTime, holds, fencingToken, holders, withdraw, watchReleases } = native
   return {
-    acquire: (handle, key, ttlMs) => native.acquire(handle, key, hold, limit, ttlMs),
-    release: (handle, key, owner) => native.release(handle, key, hold, owner),
-    extend: (handle, key, owner, ttlMs) => native.extend(handle, key, hold, owner, ttlMs),
-    isLocked: (handle, key) => native.isLocked(handle, key, hold, limit),
-    remainingTime: (handle, key, owner) => native.remainingTime(handle, key, hold, owner),
-    holds: (handle, key, owner) => native.holds(handle, key, hold, owner),
-    fencingToken: (handle, key, owner) => native.fencingToken(handle, key, hold, owner),
-    holders: (handle, key) => native.holders(handle, key, hold),
-    withdraw: hold === HoldKind.Write ? (handle, key) => native.withdraw(handle, key, hold) : undefined,
-    watchReleases: (handle, key, on) => native.watchReleases(handle, key, hold, on),
+    acquire: (handle, key, ttlMs) => acquire(handle, key, hold, limit, ttlMs),
+    release: (handle, key, owner) => release(handle, key, hold, owner),
+    extend: (handle, key, owner, ttlMs) => extend(handle, key, hold, owner, ttlMs),
+    isLocked: (handle, key) => isLocked(handle, key, hold, limit),
+    remainingTime: (handle, key, owner) => remainingTime(handle, key, hold, owner),
+    holds: (handle, key, owner) => holds(handle, key, hold, owner),
+    fencingToken: (handle, key, owner) => fencingToken(handle, key, hold, owner),
+    holders: (handle, key) => holders(handle, key, hold),
+    withdraw: hold === HoldKind.Write ? (handle, key) => withdraw(handle, key, hold) : undefined,
+    watchReleases: (handle, key, on) => watchReleases(handle, key, hold, on),
   }
 }
 
