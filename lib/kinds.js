@@ -10,18 +10,15 @@
  * data they never touch.
  */
 
-const native = require('./native.js')
-const { StoreKind, opsOf, LANES } = require('./protocol.js')
+const { StoreKind, HoldKind, nativeOps, opsOf, LANES } = require('./protocol.js')
 const { jsReadWriteOps, missingReadWrite } = require('./js-read-write.js')
-
-const { HoldMode } = native
 
 /**
  * What kind of hold a target takes.
  *
  * @typedef {object} Kind
  * @property {'semaphore' | 'read' | 'write'} name as serialize() writes it
- * @property {number} mode the addon's HoldMode
+ * @property {number} hold the addon's HoldKind
  * @property {number} limit a semaphore's; 0 for read-write holds
  */
 
@@ -30,25 +27,6 @@ const LANE = { semaphore: LANES.s, read: LANES.r, write: LANES.r }
 
 /** @type {Map<string, import('./protocol.js').StoreOps>} kind -> its operations on a native store */
 const opsByKind = new Map()
-
-/**
- * @param {Kind} kind
- * @returns {import('./protocol.js').StoreOps}
- */
-function nativeOps({ mode, limit }) {
-  return {
-    acquire: (handle, key, ttlMs) => native.acquireIn(handle, key, mode, limit, ttlMs),
-    release: (handle, key, owner) => native.releaseIn(handle, key, mode, owner),
-    extend: (handle, key, owner, ttlMs) => native.extendIn(handle, key, mode, owner, ttlMs),
-    isLocked: (handle, key) => native.wouldWait(handle, key, mode, limit),
-    remainingTime: (handle, key, owner) => (owner === undefined ? null : native.remainingIn(handle, key, mode, owner)),
-    holds: (handle, key, owner) => native.holdsIn(handle, key, mode, owner),
-    fencingToken: (handle, key, owner) => native.fencingTokenIn(handle, key, mode, owner),
-    holders: (handle, key) => native.holdersIn(handle, key, mode),
-    withdraw: mode === HoldMode.Write ? (handle, key) => native.withdrawIn(handle, key, mode) : undefined,
-    watchReleases: (handle, key, on) => native.watchReleasesIn(handle, key, mode, on),
-  }
-}
 
 /**
  * Where a store written in JS keeps permit `slot` of semaphore `key`: a key
@@ -150,22 +128,22 @@ function opsFor(kind, storeKind, store) {
     return ops ?? withoutReadWrite(store)
   }
   // Every store of the addon keeps both natively.
-  const id = `${kind.mode}:${kind.limit}`
+  const id = `${kind.hold}:${kind.limit}`
   let ops = opsByKind.get(id)
   if (ops === undefined) {
     // Bounded: a program that makes semaphores of ever new limits rebuilds them.
     if (opsByKind.size >= 1024) opsByKind.clear()
-    opsByKind.set(id, (ops = nativeOps(kind)))
+    opsByKind.set(id, (ops = nativeOps(kind.hold, kind.limit)))
   }
   return ops
 }
 
 /** @param {number} limit @returns {Kind} */
-const semaphoreKind = (limit) => ({ name: 'semaphore', mode: HoldMode.Permit, limit })
+const semaphoreKind = (limit) => ({ name: 'semaphore', hold: HoldKind.Permit, limit })
 /** @type {Kind} */
-const READ = { name: 'read', mode: HoldMode.Read, limit: 0 }
+const READ = { name: 'read', hold: HoldKind.Read, limit: 0 }
 /** @type {Kind} */
-const WRITE = { name: 'write', mode: HoldMode.Write, limit: 0 }
+const WRITE = { name: 'write', hold: HoldKind.Write, limit: 0 }
 
 /**
  * The target fields a kind adds: its operations, its lane, whether more than

@@ -3,15 +3,9 @@
 
 /**
  * One attempt for a fresh owner: the owner token (or `[owner, fencing
- * token]`), or null if the lock is held.
+ * token]`), or null if the hold admits nobody more now.
  */
-export declare function acquire(handle: object, key: string, ttlMs: number): string | [string, number] | null | Promise<string | [string, number] | null>
-
-/**
- * One attempt for a fresh owner: `[owner, fencing token]`, or null if the
- * mode admits nobody more now.
- */
-export declare function acquireIn(handle: object, key: string, mode: HoldMode, limit: number, ttlMs: number): string | [string, number] | null | Promise<string | [string, number] | null>
+export declare function acquire(handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number): string | [string, number] | null | Promise<string | [string, number] | null>
 
 /** Close a server store's connections; later operations fail as closed. */
 export declare function closeStore(handle: object): void
@@ -32,83 +26,40 @@ export declare function createPostgresStore(config: PostgresConfig, onReleased: 
  */
 export declare function createRedisStore(config: RedisConfig, onReleased: (tagged: string) => void): object
 
-/**
- * Which failure a store error is: a stable `code` on the JS error,
- * one of `index.d.ts`'s `LockStoreErrorCode`. Exported to JS as the
- * string enum `ErrorCode`, whose values are these codes.
- */
-export declare enum ErrorCode {
-  /**
-   * The server could not be reached, dropped the connection, did not
-   * answer as the server it should be, or its TLS certificate was refused.
-   * A waiter with time left tries again.
-   */
-  StoreConnection = 'ERR_LOCK_STORE_CONNECTION',
-  /**
-   * No answer within the command timeout (plus the connect timeout when it
-   * had to connect); the outcome is unknown. A waiter with time left tries
-   * again.
-   */
-  StoreTimeout = 'ERR_LOCK_STORE_TIMEOUT',
-  /**
-   * The server answered "not now" (loading, busy, out of connection slots,
-   * a cluster re-forming, starting up): nothing ran. A waiter with time
-   * left tries again.
-   */
-  StoreUnavailable = 'ERR_LOCK_STORE_UNAVAILABLE',
-  /**
-   * The server refused the credentials or the rights (a wrong password,
-   * `NOAUTH`, an unknown PostgreSQL user or database).
-   */
-  StoreAuth = 'ERR_LOCK_STORE_AUTH',
-  /** Redis answered with another error (`WRONGTYPE`, `READONLY`, ...). */
-  StoreRedis = 'ERR_LOCK_STORE_REDIS',
-  /**
-   * PostgreSQL answered with another error (the lock table missing and not
-   * creatable, a read-only database, ...).
-   */
-  StorePostgres = 'ERR_LOCK_STORE_POSTGRES',
-  /**
-   * `close()` was called: operations after it, and acquires waiting on the
-   * store, fail at once.
-   */
-  StoreClosed = 'ERR_LOCK_STORE_CLOSED',
-  /**
-   * A bug: a panic while an operation ran, or an operation abandoned
-   * before it settled (also `LockStoreError`'s default code in `lib/`).
-   */
-  Internal = 'ERR_LOCK_INTERNAL',
-}
-
-export declare function extend(handle: object, key: string, owner: string, ttlMs: number): boolean | Promise<boolean>
-
-export declare function extendIn(handle: object, key: string, mode: HoldMode, owner: string, ttlMs: number): boolean | Promise<boolean>
+export declare function extend(handle: object, key: string, hold: HoldKind, owner: string, ttlMs: number): boolean | Promise<boolean>
 
 /**
- * The fencing token of `owner`'s acquisition of `key`, from what the store
- * keeps with the hold (MemoryLockStore), or null. (RedisLockStore hands its
- * tokens over with the acquire's reply instead.)
+ * The fencing token of `owner`'s hold of `key`, from what the store keeps
+ * with the hold (MemoryLockStore), or null. (RedisLockStore and
+ * PostgresLockStore hand their tokens over with the acquire's reply.)
  */
-export declare function fencingToken(handle: object, key: string, owner: string): number | null
+export declare function fencingToken(handle: object, key: string, hold: HoldKind, owner: string): number | null
 
-export declare function fencingTokenIn(handle: object, key: string, mode: HoldMode, owner: string): number | null
+/**
+ * How many hold `key` now (1 or 0 for a plain lock; permits; readers, or 1
+ * for a writer).
+ */
+export declare function holders(handle: object, key: string, hold: HoldKind): number | Promise<number>
 
-/** How many hold `key` now (permits; readers, or 1 for a writer). */
-export declare function holdersIn(handle: object, key: string, mode: HoldMode): number | Promise<number>
-
-/** Which kind of hold, as JS names it. */
-export declare enum HoldMode {
-  Permit = 0,
-  Read = 1,
-  Write = 2,
+/**
+ * Which kind of hold an operation is about, as JS names it. Every store
+ * operation below takes one, beside the key.
+ */
+export declare enum HoldKind {
+  Lock = 0,
+  Permit = 1,
+  Read = 2,
+  Write = 3,
 }
 
-/** Whether `owner` holds `key`; null when the store can only say whether anyone does. */
-export declare function holds(handle: object, key: string, owner: string): boolean | Promise<boolean> | null
+/** Whether `owner` holds `key` in this hold now. */
+export declare function holds(handle: object, key: string, hold: HoldKind, owner: string): boolean | Promise<boolean>
 
-export declare function holdsIn(handle: object, key: string, mode: HoldMode, owner: string): boolean | Promise<boolean>
-
-export declare function isLocked(handle: object, key: string): boolean | Promise<boolean>
+/**
+ * Whether an acquire in this hold (with this limit) would be refused now:
+ * for a plain lock, whether anyone holds it.
+ */
+export declare function isLocked(handle: object, key: string, hold: HoldKind, limit: number): boolean | Promise<boolean>
 
 export declare function limits(): Limits
 
@@ -154,13 +105,13 @@ export interface RedisConfig {
   tls?: TlsPem
 }
 
-export declare function release(handle: object, key: string, owner: string): boolean | Promise<boolean>
+export declare function release(handle: object, key: string, hold: HoldKind, owner: string): boolean | Promise<boolean>
 
-export declare function releaseIn(handle: object, key: string, mode: HoldMode, owner: string): boolean | Promise<boolean>
-
-export declare function remainingIn(handle: object, key: string, mode: HoldMode, owner: string): number | null | Promise<number | null>
-
-export declare function remainingTime(handle: object, key: string): number | null | Promise<number | null>
+/**
+ * Milliseconds left: a plain lock's (whoever holds it), else `owner`'s
+ * hold (null without an owner); null when there is no such hold.
+ */
+export declare function remainingTime(handle: object, key: string, hold: HoldKind, owner?: string | null): number | null | Promise<number | null>
 
 export interface Restored {
   key: string
@@ -172,7 +123,7 @@ export interface Restored {
 }
 
 /** The store's own `acquire(key, owner, ttlMs)`, for a store used directly. */
-export declare function storeAcquire(handle: object, key: string, owner: string, ttlMs: number): boolean | Promise<boolean>
+export declare function storeAcquire(handle: object, key: string, hold: HoldKind, limit: number, owner: string, ttlMs: number): boolean | Promise<boolean>
 
 /** What a handle's store is. */
 export declare function storeKind(handle: object): StoreKind
@@ -199,19 +150,11 @@ export interface TlsPem {
 }
 
 /**
- * Follow (or stop following) releases of `key` announced by other clients;
- * a no-op for stores that cannot hear them.
+ * Follow (or stop following) releases of `key`'s holds that other clients
+ * announce; a no-op for stores that cannot hear them. The listener task,
+ * when this starts one, runs on Tokio.
  */
-export declare function watchReleases(handle: object, key: string, on: boolean): void
-
-/**
- * Follow (or stop following) releases of `key`'s holds in this mode that
- * other clients announce (RedisLockStore, PostgresLockStore); a no-op elsewhere.
- */
-export declare function watchReleasesIn(handle: object, key: string, mode: HoldMode, on: boolean): void
+export declare function watchReleases(handle: object, key: string, hold: HoldKind, on: boolean): void
 
 /** A waiting writer gave up: new readers need not wait for it any more. */
-export declare function withdrawIn(handle: object, key: string, mode: HoldMode): void | Promise<void>
-
-/** Whether an acquire in this mode (with this limit) would be refused now. */
-export declare function wouldWait(handle: object, key: string, mode: HoldMode, limit: number): boolean | Promise<boolean>
+export declare function withdraw(handle: object, key: string, hold: HoldKind): void | Promise<void>

@@ -28,7 +28,7 @@ const READ_WRITE_METHODS = /** @type {const} */ ([
   'withdrawWriter',
 ])
 
-const { StoreKind } = native
+const { StoreKind, HoldKind } = native
 
 /**
  * What a lock does with a store, by its handle: a native store's handle is
@@ -64,15 +64,45 @@ const laneOf = (tagged) => {
   return tag === 'l' ? tagged.slice(1) : LANES[tag] + tagged.slice(1)
 }
 
+/**
+ * The operations on a native store's handle for one kind of hold: the
+ * addon's functions, one set for every kind, each given the hold (and a
+ * semaphore's limit where an acquire's admission depends on it).
+ *
+ * @param {number} hold the addon's HoldKind
+ * @param {number} limit a semaphore's; 0 for the other kinds
+ * @returns {StoreOps}
+ */
+function nativeOps(hold, limit) {
+  // Taken from the addon once: a lookup on its exports object per call is
+  // what a plain lock's cycle would otherwise pay for naming the hold.
+  const { acquire, release, extend, isLocked, remainingTime, holds, fencingToken, holders, withdraw, watchReleases } = native
+  return {
+    acquire: (handle, key, ttlMs) => acquire(handle, key, hold, limit, ttlMs),
+    release: (handle, key, owner) => release(handle, key, hold, owner),
+    extend: (handle, key, owner, ttlMs) => extend(handle, key, hold, owner, ttlMs),
+    isLocked: (handle, key) => isLocked(handle, key, hold, limit),
+    remainingTime: (handle, key, owner) => remainingTime(handle, key, hold, owner),
+    holds: (handle, key, owner) => holds(handle, key, hold, owner),
+    fencingToken: (handle, key, owner) => fencingToken(handle, key, hold, owner),
+    holders: (handle, key) => holders(handle, key, hold),
+    withdraw: hold === HoldKind.Write ? (handle, key) => withdraw(handle, key, hold) : undefined,
+    watchReleases: (handle, key, on) => watchReleases(handle, key, hold, on),
+  }
+}
+
+/** A plain lock's operations on a native store. */
+const NATIVE_LOCK_OPS = nativeOps(HoldKind.Lock, 0)
+
 /** Where a JS store's handle keeps its operations. */
 const kOps = Symbol('LockStore.ops')
 
 /** @param {object} handle @returns {StoreOps} */
-const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? native
+const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
 
 /** @param {object} handle @returns {number} a StoreKind */
 const kindOf = (handle) => (kOps in handle ? StoreKind.Js : native.storeKind(handle))
 
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } = native.limits()
 
-module.exports = { STORE_METHODS, READ_WRITE_METHODS, StoreKind, kOps, opsOf, kindOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }
+module.exports = { STORE_METHODS, READ_WRITE_METHODS, StoreKind, HoldKind, nativeOps, kOps, opsOf, kindOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }

@@ -14,6 +14,9 @@ const { fromStore } = require('./errors.js')
 const { readRedisOptions } = require('./redis-options.js')
 const { readPostgresOptions, checkTable } = require('./postgres-options.js')
 
+/** A store used directly speaks of plain locks. */
+const LOCK = native.HoldKind.Lock
+
 /** @type {(store: object) => object | undefined} */
 let handleOf = () => undefined
 
@@ -43,7 +46,7 @@ class NativeLockStore {
     const where = this.#checkCall('acquire', key, owner)
     checkMs(where, ttlMs, 'ttlMs', false)
     try {
-      const acquired = native.storeAcquire(this.#handle, key, owner, ttlMs)
+      const acquired = native.storeAcquire(this.#handle, key, LOCK, 0, owner, ttlMs)
       return isThenable(acquired) ? await acquired : acquired
     } catch (error) {
       throw fromStore(error)
@@ -57,7 +60,7 @@ class NativeLockStore {
   async release(key, owner) {
     this.#checkCall('release', key, owner)
     try {
-      const released = native.release(this.#handle, key, owner)
+      const released = native.release(this.#handle, key, LOCK, owner)
       return isThenable(released) ? await released : released
     } catch (error) {
       throw fromStore(error)
@@ -73,7 +76,7 @@ class NativeLockStore {
     const where = this.#checkCall('extend', key, owner)
     checkMs(where, ttlMs, 'ttlMs', false)
     try {
-      const extended = native.extend(this.#handle, key, owner, ttlMs)
+      const extended = native.extend(this.#handle, key, LOCK, owner, ttlMs)
       return isThenable(extended) ? await extended : extended
     } catch (error) {
       throw fromStore(error)
@@ -84,7 +87,7 @@ class NativeLockStore {
   async isLocked(key) {
     checkKey(`${this.#name}.isLocked`, key)
     try {
-      const locked = native.isLocked(this.#handle, key)
+      const locked = native.isLocked(this.#handle, key, LOCK, 0)
       return isThenable(locked) ? await locked : locked
     } catch (error) {
       throw fromStore(error)
@@ -95,7 +98,7 @@ class NativeLockStore {
   async remainingTime(key) {
     checkKey(`${this.#name}.remainingTime`, key)
     try {
-      const left = native.remainingTime(this.#handle, key)
+      const left = native.remainingTime(this.#handle, key, LOCK)
       return isThenable(left) ? await left : left
     } catch (error) {
       throw fromStore(error)

@@ -286,7 +286,7 @@ function failedTry(handle, key, queue, waiter, error) {
 function pollDelay({ want, retryDelay }) {
   const { handle, key } = want
   if (kindOf(handle) !== StoreKind.Memory || want.lane !== key) return retryDelay
-  const left = /** @type {number | null} */ (native.remainingTime(handle, key))
+  const left = /** @type {number | null} */ (native.remainingTime(handle, key, native.HoldKind.Lock))
   return left === null ? 0 : Math.min(retryDelay, Math.ceil(left))
 }
 

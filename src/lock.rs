@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::owner;
-use crate::store::{LockStore, Mode, Op};
+use crate::store::{Acquired, Hold, LockStore, Op};
 use crate::text::SmallStr;
 
 /// The default TTL of `lock(key)`: 30 s.
@@ -35,64 +35,24 @@ pub struct Grant {
     pub token: Option<u64>,
 }
 
-/// Try once to take `key` for a fresh owner. Resolves to the grant when
-/// acquired, `None` when the lock is held.
-pub fn acquire(store: &Arc<dyn LockStore>, key: &str, ttl_ms: f64) -> Op<Option<Grant>> {
-    let owner = owner::mint();
-    if let Some(fenced) = store.acquire_fenced(key, &owner, ttl_ms) {
-        return granted(store, None, key, owner, fenced, fenced_grant);
-    }
-    let attempt = store.acquire(key, &owner, ttl_ms);
-    granted(store, None, key, owner, attempt, |owner, taken| {
-        taken.then_some(Grant { owner, token: None })
-    })
-}
-
-/// [`acquire`] for a hold many may share (a semaphore permit, a reader, a writer).
-pub fn acquire_in(
+/// Try once to take `key` in `hold` for a fresh owner. Resolves to the
+/// grant when acquired, `None` when the hold admits nobody more now.
+pub fn acquire(
     store: &Arc<dyn LockStore>,
-    mode: Mode,
+    hold: Hold,
     key: &str,
     ttl_ms: f64,
 ) -> Op<Option<Grant>> {
     let owner = owner::mint();
-    let attempt = store.acquire_in(mode, key, &owner, ttl_ms);
-    granted(store, Some(mode), key, owner, attempt, fenced_grant)
-}
-
-fn fenced_grant(owner: SmallStr, token: Option<u64>) -> Option<Grant> {
-    token.map(|token| Grant {
-        owner,
-        token: Some(token),
-    })
-}
-
-/// Give back `owner`'s hold of `key` (in `mode`, or as a plain lock).
-fn release(store: &Arc<dyn LockStore>, mode: Option<Mode>, key: &str, owner: &str) -> Op<bool> {
-    match mode {
-        Some(mode) => store.release_in(mode, key, owner),
-        None => store.release(key, owner),
-    }
-}
-
-/// `attempt`'s outcome, read by `took`; if it fails, the owner is given back
-/// (on the thread the attempt completes on).
-fn granted<T: Send + 'static>(
-    store: &Arc<dyn LockStore>,
-    mode: Option<Mode>,
-    key: &str,
-    owner: SmallStr,
-    attempt: Op<T>,
-    took: fn(SmallStr, T) -> Option<Grant>,
-) -> Op<Option<Grant>> {
+    let attempt = store.acquire(hold, key, &owner, ttl_ms);
     match attempt {
-        Op::Ready(Ok(answer)) => Op::Ready(Ok(took(owner, answer))),
+        Op::Ready(Ok(answer)) => Op::Ready(Ok(grant(owner, answer))),
         Op::Local(attempt) => {
             let (store, key) = (Arc::clone(store), key.to_owned());
             Op::Local(attempt.map(move |outcome| match outcome {
-                Ok(answer) => Ok(took(owner, answer)),
+                Ok(answer) => Ok(grant(owner, answer)),
                 Err(e) => {
-                    if let Op::Local(release) = release(&store, mode, &key, &owner) {
+                    if let Op::Local(release) = store.release(hold, &key, &owner) {
                         release.start(Box::new(drop));
                     }
                     Err(e)
@@ -103,7 +63,7 @@ fn granted<T: Send + 'static>(
         Op::Ready(Err(e)) => {
             let (store, key) = (Arc::clone(store), key.to_owned());
             Op::Pending(Box::pin(async move {
-                give_back_in_background(store, mode, key, owner);
+                give_back_in_background(store, hold, key, owner);
                 Err(e)
             }))
         }
@@ -111,14 +71,26 @@ fn granted<T: Send + 'static>(
             let (store, key) = (Arc::clone(store), key.to_owned());
             Op::Pending(Box::pin(async move {
                 match attempt.await {
-                    Ok(answer) => Ok(took(owner, answer)),
+                    Ok(answer) => Ok(grant(owner, answer)),
                     Err(e) => {
-                        give_back_in_background(store, mode, key, owner);
+                        give_back_in_background(store, hold, key, owner);
                         Err(e)
                     }
                 }
             }))
         }
+    }
+}
+
+/// What an acquire's answer gives the fresh `owner`.
+fn grant(owner: SmallStr, answer: Acquired) -> Option<Grant> {
+    match answer {
+        Acquired::Refused => None,
+        Acquired::Taken => Some(Grant { owner, token: None }),
+        Acquired::Fenced(token) => Some(Grant {
+            owner,
+            token: Some(token),
+        }),
     }
 }
 
@@ -129,13 +101,8 @@ fn granted<T: Send + 'static>(
 /// gets the error at once; the release finishes on its own. (This runs on
 /// Tokio; a JS store's promise that fails on the JS thread is given back there,
 /// by the JS layer's settle function.)
-fn give_back_in_background(
-    store: Arc<dyn LockStore>,
-    mode: Option<Mode>,
-    key: String,
-    owner: SmallStr,
-) {
-    let released = release(&store, mode, &key, &owner).settle();
+fn give_back_in_background(store: Arc<dyn LockStore>, hold: Hold, key: String, owner: SmallStr) {
+    let released = store.release(hold, &key, &owner).settle();
     tokio::spawn(async move {
         let _ = released.await;
     });
@@ -248,51 +215,57 @@ mod tests {
     #[test]
     fn each_acquisition_mints_a_new_owner() {
         let store = memory();
-        let a = ready(acquire(&store, "k", 1000.0)).unwrap();
-        assert!(ready(store.release("k", &a.owner)));
-        let b = ready(acquire(&store, "k", 1000.0)).unwrap();
+        let a = ready(acquire(&store, Hold::Lock, "k", 1000.0)).unwrap();
+        assert!(ready(store.release(Hold::Lock, "k", &a.owner)));
+        let b = ready(acquire(&store, Hold::Lock, "k", 1000.0)).unwrap();
         assert_ne!(a.owner, b.owner);
     }
 
     #[test]
     fn a_held_lock_is_refused_at_once() {
         let store = memory();
-        assert!(ready(acquire(&store, "k", 1000.0)).is_some());
-        assert!(ready(acquire(&store, "k", 1000.0)).is_none());
+        assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0)).is_some());
+        assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0)).is_none());
     }
 
     /// A store that takes the lock and then fails to say so.
     struct TakesThenFails(MemoryStore);
 
     impl LockStore for TakesThenFails {
-        fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-            let _ = self.0.acquire(key, owner, ttl_ms);
+        fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
+            let _ = self.0.acquire(hold, key, owner, ttl_ms);
             Op::Ready(Err(crate::store::StoreError::Type("garbled reply".into())))
         }
-        fn release(&self, key: &str, owner: &str) -> Op<bool> {
-            self.0.release(key, owner)
+        fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+            self.0.release(hold, key, owner)
         }
-        fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-            self.0.extend(key, owner, ttl_ms)
+        fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+            self.0.extend(hold, key, owner, ttl_ms)
         }
-        fn is_locked(&self, key: &str) -> Op<bool> {
-            self.0.is_locked(key)
+        fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+            self.0.holds(hold, key, owner)
         }
-        fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
-            self.0.remaining_time(key)
+        fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+            self.0.remaining(hold, key, owner)
+        }
+        fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
+            self.0.would_wait(hold, key)
+        }
+        fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+            self.0.holders(hold, key)
         }
     }
 
     #[tokio::test]
     async fn a_failed_acquire_gives_back_whatever_it_may_have_taken() {
         let store: Arc<dyn LockStore> = Arc::new(TakesThenFails(MemoryStore::new()));
-        let err = acquire(&store, "k", 60_000.0)
+        let err = acquire(&store, Hold::Lock, "k", 60_000.0)
             .settle()
             .await
             .expect_err("the store failed");
         assert_eq!(err.to_string(), "garbled reply");
         for _ in 0..100 {
-            if !ready(store.is_locked("k")) {
+            if !ready(store.would_wait(Hold::Lock, "k")) {
                 return;
             }
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;

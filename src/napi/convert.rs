@@ -1,12 +1,14 @@
 //! How values cross between JS and Rust where napi-rs's own conversions
-//! cost too much or do not fit: keys and owners as inline strings, an
-//! acquisition's grant, and a store operation's outcome as a value or a promise.
+//! cost too much or do not fit: keys and owners as inline strings, the kind
+//! of hold, an acquisition's grant, and a store operation's outcome as a
+//! value or a promise.
 
 use napi::bindgen_prelude::*;
 
 use super::errors::{contain_panics, js_error};
 use super::handle::StoreHandle;
 use super::pump::{settle_deferred, Settle};
+use super::HoldKind;
 use crate::lock::Grant;
 use crate::store::Op;
 use crate::text::{self, SmallStr};
@@ -74,6 +76,31 @@ impl ToNapiValue for SmallStr {
         // and napi copies it before returning.
         check_status!(unsafe { create(env, text.as_ptr().cast(), text.len() as isize, &mut out) })?;
         Ok(out)
+    }
+}
+
+/// The kind of hold an operation names, as JS passes it (a `HoldKind`):
+/// read with one napi call and a match, where napi-rs's enum conversion
+/// takes two layers of checks. It crosses with every operation, a plain
+/// lock's included, whose cycle is counted in nanoseconds.
+pub struct HoldArg(pub HoldKind);
+
+impl FromNapiValue for HoldArg {
+    unsafe fn from_napi_value(
+        env: napi::sys::napi_env,
+        value: napi::sys::napi_value,
+    ) -> Result<Self> {
+        let mut number = -1;
+        // SAFETY: `env` and `value` are this call's; napi writes one i32.
+        check_status!(unsafe { napi::sys::napi_get_value_int32(env, value, &mut number) })?;
+        let kind = match number {
+            n if n == HoldKind::Lock as i32 => HoldKind::Lock,
+            n if n == HoldKind::Permit as i32 => HoldKind::Permit,
+            n if n == HoldKind::Read as i32 => HoldKind::Read,
+            n if n == HoldKind::Write as i32 => HoldKind::Write,
+            _ => return Err(Error::new(Status::InvalidArg, "expected a HoldKind")),
+        };
+        Ok(HoldArg(kind))
     }
 }
 

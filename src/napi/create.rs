@@ -9,7 +9,7 @@ use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 
 use super::errors::new_error;
-use super::handle::{Kind, NewHandle, StoreHandle};
+use super::handle::{NewHandle, StoreHandle, StoreKind};
 use super::pump::Pump;
 use crate::store::follow::{OnReleased, OnWarning, Released};
 use crate::store::{
@@ -18,10 +18,8 @@ use crate::store::{
 
 #[napi(catch_unwind, ts_return_type = "object")]
 pub fn create_memory_store() -> NewHandle {
-    NewHandle(StoreHandle::new(
-        Kind::Memory(Arc::new(MemoryStore::new())),
-        None,
-    ))
+    let memory = Arc::new(MemoryStore::new());
+    NewHandle(StoreHandle::new(memory, StoreKind::Memory, None))
 }
 
 /// PEM bytes for `rediss://`, already checked and converted by the JS layer.
@@ -78,7 +76,8 @@ pub fn create_redis_store(
         .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;
     let pump = Pump::new(env)?;
     Ok(NewHandle(StoreHandle::new(
-        Kind::Redis(Arc::new(redis)),
+        Arc::new(redis),
+        StoreKind::Redis,
         Some(pump),
     )))
 }
@@ -131,7 +130,8 @@ pub fn create_postgres_store(
         })?;
     let pump = Pump::new(env)?;
     Ok(NewHandle(StoreHandle::new(
-        Kind::Postgres(Arc::new(postgres)),
+        Arc::new(postgres),
+        StoreKind::Postgres,
         Some(pump),
     )))
 }

@@ -12,7 +12,7 @@ use napi::sys;
 use napi_derive::napi;
 
 use super::pump::Pump;
-use crate::store::{LockStore, MemoryStore, PostgresStore, RedisStore};
+use crate::store::LockStore;
 
 /// A store as JS holds it: an opaque handle inside the store object.
 #[repr(C)]
@@ -20,17 +20,10 @@ pub struct StoreHandle {
     /// Always [`HANDLE_TAG`]; first, so a foreign external can be told apart.
     tag: u64,
     pub store: Arc<dyn LockStore>,
-    pub kind: Kind,
+    pub kind: StoreKind,
     /// Settles the promises of this store's Tokio-driven operations (a Redis
     /// Cluster, PostgreSQL).
     pub pump: Option<Pump>,
-}
-
-/// What a handle's store is, for the calls only one kind answers.
-pub enum Kind {
-    Memory(Arc<MemoryStore>),
-    Redis(Arc<RedisStore>),
-    Postgres(Arc<PostgresStore>),
 }
 
 /// What a handle's store is, as JS learns it (`storeKind(handle)`): what it
@@ -39,6 +32,7 @@ pub enum Kind {
 /// tokens. `Js` is a
 /// store written in JS, whose handle is made in JS (`lib/js-store.js`).
 #[napi]
+#[derive(Clone, Copy)]
 pub enum StoreKind {
     Memory,
     Redis,
@@ -47,25 +41,12 @@ pub enum StoreKind {
 }
 
 impl StoreHandle {
-    pub fn new(kind: Kind, pump: Option<Pump>) -> Self {
-        let store: Arc<dyn LockStore> = match &kind {
-            Kind::Memory(memory) => memory.clone(),
-            Kind::Redis(redis) => redis.clone(),
-            Kind::Postgres(postgres) => postgres.clone(),
-        };
+    pub fn new(store: Arc<dyn LockStore>, kind: StoreKind, pump: Option<Pump>) -> Self {
         StoreHandle {
             tag: HANDLE_TAG,
             store,
             kind,
             pump,
-        }
-    }
-
-    pub fn store_kind(&self) -> StoreKind {
-        match self.kind {
-            Kind::Memory(_) => StoreKind::Memory,
-            Kind::Redis(_) => StoreKind::Redis,
-            Kind::Postgres(_) => StoreKind::Postgres,
         }
     }
 }

@@ -4,9 +4,11 @@
 //! these functions take already-checked primitives plus a store handle, so a
 //! call costs one crossing and no property lookups. A store operation that
 //! settled at once comes back as a plain value; one that has to wait comes
-//! back as a promise ([`convert::to_js`]). Beside this file: the functions
-//! that make stores ([`create`]) and those of semaphores and read-write
-//! holds ([`shared`]), the handle ([`handle`]), the conversions
+//! back as a promise ([`convert::to_js`]). Each store operation is one
+//! function for every kind of hold (a plain lock, a semaphore permit, a
+//! reader, a writer): it names the hold ([`HoldKind`]) beside the key, and
+//! the store's one method for it answers. Beside this file: the functions
+//! that make stores ([`create`]), the handle ([`handle`]), the conversions
 //! ([`convert`]), errors and panics ([`errors`]) and the promise pump ([`pump`]). The TypeScript signatures
 //! written here are what `lib/native.d.ts` is generated from, and the JS
 //! layer is type-checked against it.
@@ -16,184 +18,242 @@ mod create;
 mod errors;
 mod handle;
 mod pump;
-mod shared;
 #[cfg(feature = "test-hooks")]
 mod test_hooks;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use self::convert::{to_js, Settled};
-use self::handle::{Handle, Kind, StoreKind};
+use self::convert::{to_js, HoldArg, Settled};
+use self::handle::{Handle, StoreKind};
 use crate::lock;
-use crate::store::Mode;
+use crate::store::{Acquired, Hold};
 use crate::text::SmallStr;
 
-/// Follow (or stop following) releases of `key` announced by other clients;
-/// a no-op for stores that cannot hear them.
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, on: boolean"
-)]
-pub fn watch_releases(handle: Handle, key: String, on: bool) {
-    follow(&handle, None, &key, on);
+/// Which kind of hold an operation is about, as JS names it. Every store
+/// operation below takes one, beside the key.
+#[napi]
+pub enum HoldKind {
+    Lock,
+    Permit,
+    Read,
+    Write,
 }
 
-/// Follow releases of `key` (a plain lock's, or in `mode` a semaphore's or
-/// read-write key's): the listener task, when this starts one, runs on Tokio.
-fn follow(handle: &Handle, mode: Option<Mode>, key: &str, on: bool) {
-    match &handle.kind {
-        Kind::Redis(redis) => {
-            if let Some(subscriber) = redis.watch(mode, key, on) {
-                napi::bindgen_prelude::spawn(subscriber);
-            }
-        }
-        Kind::Postgres(postgres) => {
-            if let Some(listener) = postgres.watch(mode, key, on) {
-                napi::bindgen_prelude::spawn(listener);
-            }
-        }
-        Kind::Memory(_) => {}
+/// The store's hold: `limit` (a positive safe integer, checked by the JS
+/// layer) matters to a permit's acquire and would-wait only; the other
+/// operations find a permit by its owner, and pass 0.
+fn hold(HoldArg(kind): HoldArg, limit: f64) -> Hold {
+    match kind {
+        HoldKind::Lock => Hold::Lock,
+        HoldKind::Permit => Hold::Permit {
+            limit: limit as u64,
+        },
+        HoldKind::Read => Hold::Read,
+        HoldKind::Write => Hold::Write,
     }
-}
-
-/// Close a server store's connections; later operations fail as closed.
-#[napi(catch_unwind, ts_args_type = "handle: object")]
-pub fn close_store(handle: Handle) {
-    match &handle.kind {
-        Kind::Redis(redis) => redis.close(),
-        Kind::Postgres(postgres) => postgres.close(),
-        Kind::Memory(_) => {}
-    }
-}
-
-/// What a handle's store is.
-#[napi(catch_unwind, ts_args_type = "handle: object")]
-pub fn store_kind(handle: Handle) -> StoreKind {
-    handle.store_kind()
-}
-
-/// Entries a memory store keeps, counting expired ones not yet swept.
-#[napi(catch_unwind, ts_args_type = "handle: object")]
-pub fn memory_store_size(handle: Handle) -> u32 {
-    let len = match &handle.kind {
-        Kind::Memory(memory) => memory.len(),
-        Kind::Redis(_) | Kind::Postgres(_) => 0,
-    };
-    u32::try_from(len).unwrap_or(u32::MAX)
 }
 
 /// One attempt for a fresh owner: the owner token (or `[owner, fencing
-/// token]`), or null if the lock is held.
+/// token]`), or null if the hold admits nobody more now.
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string, ttlMs: number",
+    ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number",
     ts_return_type = "string | [string, number] | null | Promise<string | [string, number] | null>"
 )]
 pub fn acquire<'env>(
     env: &'env Env,
     handle: Handle,
     key: SmallStr,
+    kind: HoldArg,
+    limit: f64,
     ttl_ms: f64,
 ) -> Result<Settled<'env, Option<lock::Grant>>> {
-    to_js(env, &handle, lock::acquire(&handle.store, &key, ttl_ms))
+    let op = lock::acquire(&handle.store, hold(kind, limit), &key, ttl_ms);
+    to_js(env, &handle, op)
 }
 
 /// The store's own `acquire(key, owner, ttlMs)`, for a store used directly.
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string, owner: string, ttlMs: number",
+    ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number, owner: string, ttlMs: number",
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn store_acquire<'env>(
     env: &'env Env,
     handle: Handle,
-    key: String,
-    owner: String,
+    key: SmallStr,
+    kind: HoldArg,
+    limit: f64,
+    owner: SmallStr,
     ttl_ms: f64,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, &handle, handle.store.acquire(&key, &owner, ttl_ms))
+    let op = handle
+        .store
+        .acquire(hold(kind, limit), &key, &owner, ttl_ms)
+        .map(Acquired::is_taken);
+    to_js(env, &handle, op)
 }
 
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string, owner: string",
+    ts_args_type = "handle: object, key: string, hold: HoldKind, owner: string",
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn release<'env>(
     env: &'env Env,
     handle: Handle,
     key: SmallStr,
+    kind: HoldArg,
     owner: SmallStr,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, &handle, handle.store.release(&key, &owner))
+    let op = handle.store.release(hold(kind, 0.0), &key, &owner);
+    to_js(env, &handle, op)
 }
 
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string, owner: string, ttlMs: number",
+    ts_args_type = "handle: object, key: string, hold: HoldKind, owner: string, ttlMs: number",
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn extend<'env>(
     env: &'env Env,
     handle: Handle,
-    key: String,
-    owner: String,
+    key: SmallStr,
+    kind: HoldArg,
+    owner: SmallStr,
     ttl_ms: f64,
 ) -> Result<Settled<'env, bool>> {
-    to_js(env, &handle, handle.store.extend(&key, &owner, ttl_ms))
+    let op = handle.store.extend(hold(kind, 0.0), &key, &owner, ttl_ms);
+    to_js(env, &handle, op)
 }
 
+/// Whether an acquire in this hold (with this limit) would be refused now:
+/// for a plain lock, whether anyone holds it.
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string",
+    ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number",
     ts_return_type = "boolean | Promise<boolean>"
 )]
-pub fn is_locked<'env>(env: &'env Env, handle: Handle, key: String) -> Result<Settled<'env, bool>> {
-    to_js(env, &handle, handle.store.is_locked(&key))
+pub fn is_locked<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: SmallStr,
+    kind: HoldArg,
+    limit: f64,
+) -> Result<Settled<'env, bool>> {
+    let op = handle.store.would_wait(hold(kind, limit), &key);
+    to_js(env, &handle, op)
 }
 
+/// Milliseconds left: a plain lock's (whoever holds it), else `owner`'s
+/// hold (null without an owner); null when there is no such hold.
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string",
+    ts_args_type = "handle: object, key: string, hold: HoldKind, owner?: string | null",
     ts_return_type = "number | null | Promise<number | null>"
 )]
 pub fn remaining_time<'env>(
     env: &'env Env,
     handle: Handle,
-    key: String,
+    key: SmallStr,
+    kind: HoldArg,
+    owner: Option<SmallStr>,
 ) -> Result<Settled<'env, Option<f64>>> {
-    to_js(env, &handle, handle.store.remaining_time(&key))
+    let op = handle
+        .store
+        .remaining(hold(kind, 0.0), &key, owner.as_deref());
+    to_js(env, &handle, op)
 }
 
-/// Whether `owner` holds `key`; null when the store can only say whether anyone does.
+/// Whether `owner` holds `key` in this hold now.
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string, owner: string",
-    ts_return_type = "boolean | Promise<boolean> | null"
+    ts_args_type = "handle: object, key: string, hold: HoldKind, owner: string",
+    ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn holds<'env>(
     env: &'env Env,
     handle: Handle,
-    key: String,
-    owner: String,
-) -> Result<Option<Settled<'env, bool>>> {
-    handle
-        .store
-        .holds(&key, &owner)
-        .map(|op| to_js(env, &handle, op))
-        .transpose()
+    key: SmallStr,
+    kind: HoldArg,
+    owner: SmallStr,
+) -> Result<Settled<'env, bool>> {
+    let op = handle.store.holds(hold(kind, 0.0), &key, &owner);
+    to_js(env, &handle, op)
 }
 
-/// The fencing token of `owner`'s acquisition of `key`, from what the store
-/// keeps with the hold (MemoryLockStore), or null. (RedisLockStore hands its
-/// tokens over with the acquire's reply instead.)
+/// How many hold `key` now (1 or 0 for a plain lock; permits; readers, or 1
+/// for a writer).
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string, owner: string"
+    ts_args_type = "handle: object, key: string, hold: HoldKind",
+    ts_return_type = "number | Promise<number>"
 )]
-pub fn fencing_token(handle: Handle, key: SmallStr, owner: SmallStr) -> Option<f64> {
-    handle.store.fencing_token(&key, &owner)
+pub fn holders<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: SmallStr,
+    kind: HoldArg,
+) -> Result<Settled<'env, f64>> {
+    to_js(env, &handle, handle.store.holders(hold(kind, 0.0), &key))
+}
+
+/// The fencing token of `owner`'s hold of `key`, from what the store keeps
+/// with the hold (MemoryLockStore), or null. (RedisLockStore and
+/// PostgresLockStore hand their tokens over with the acquire's reply.)
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, hold: HoldKind, owner: string"
+)]
+pub fn fencing_token(handle: Handle, key: SmallStr, kind: HoldArg, owner: SmallStr) -> Option<f64> {
+    handle.store.fencing_token(hold(kind, 0.0), &key, &owner)
+}
+
+/// A waiting writer gave up: new readers need not wait for it any more.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, hold: HoldKind",
+    ts_return_type = "void | Promise<void>"
+)]
+pub fn withdraw<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: SmallStr,
+    kind: HoldArg,
+) -> Result<Settled<'env, ()>> {
+    to_js(env, &handle, handle.store.withdraw(hold(kind, 0.0), &key))
+}
+
+/// Follow (or stop following) releases of `key`'s holds that other clients
+/// announce; a no-op for stores that cannot hear them. The listener task,
+/// when this starts one, runs on Tokio.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, hold: HoldKind, on: boolean"
+)]
+pub fn watch_releases(handle: Handle, key: String, kind: HoldArg, on: bool) {
+    if let Some(task) = handle.store.watch(hold(kind, 0.0), &key, on) {
+        napi::bindgen_prelude::spawn(task);
+    }
+}
+
+/// Close a server store's connections; later operations fail as closed.
+#[napi(catch_unwind, ts_args_type = "handle: object")]
+pub fn close_store(handle: Handle) {
+    handle.store.close();
+}
+
+/// What a handle's store is.
+#[napi(catch_unwind, ts_args_type = "handle: object")]
+pub fn store_kind(handle: Handle) -> StoreKind {
+    handle.kind
+}
+
+/// Entries a memory store keeps, counting expired ones not yet swept.
+#[napi(catch_unwind, ts_args_type = "handle: object")]
+pub fn memory_store_size(handle: Handle) -> u32 {
+    u32::try_from(handle.store.entries_in_process()).unwrap_or(u32::MAX)
 }
 
 #[napi(object)]

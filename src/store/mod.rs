@@ -1,4 +1,5 @@
-//! The store seam: the five operations every lock backend provides.
+//! The store seam: the operations every lock backend provides, each for
+//! any kind of hold.
 //!
 //! A store is where the two safety properties are actually enforced, so the
 //! contract is strict: `acquire` is an atomic set-if-absent, `release` and
@@ -14,8 +15,8 @@
 
 pub mod event_loop;
 pub mod follow;
+pub mod hold;
 pub mod memory;
-pub mod mode;
 pub mod options;
 pub mod postgres;
 pub mod redis;
@@ -25,8 +26,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use crate::error::{BackendError, Code, StoreError};
+pub use hold::{Acquired, Hold, HoldOp};
 pub use memory::MemoryStore;
-pub use mode::{HoldOp, Mode};
 pub use options::TlsOptions;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use redis::{RedisOptions, RedisStore};
@@ -93,82 +94,62 @@ impl<T: Send + 'static> Op<T> {
     }
 }
 
+/// A task a store hands back to run on Tokio (a listener for announced releases).
+pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
 /// A lock backend. Times are milliseconds; `ttl_ms` is always a positive,
 /// finite number (the API layer rejects anything else before a store sees it).
+///
+/// Every operation names the kind of hold it is about ([`Hold`]): the plain
+/// lock, a semaphore permit, a reader or a writer. One method per operation,
+/// whatever the hold, so a caller (the napi functions, the acquire
+/// algorithm) dispatches once; each store decides per hold where its data
+/// lives. Kinds of hold never see each other's data.
 pub trait LockStore: Send + Sync + 'static {
-    /// Set `key` to `owner` for `ttl_ms` if nobody holds it. Atomic.
-    fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool>;
-    /// Delete `key` only if `owner` still holds it.
-    fn release(&self, key: &str, owner: &str) -> Op<bool>;
-    /// Push the expiry of `key` out to `ttl_ms` from now, only if `owner` still holds it.
-    fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool>;
-    /// Whether anyone holds `key`.
-    fn is_locked(&self, key: &str) -> Op<bool>;
-    /// Milliseconds until `key` expires, or `None` if nobody holds it.
-    fn remaining_time(&self, key: &str) -> Op<Option<f64>>;
-    /// Whether `owner` in particular holds `key`. Stores that can only answer
-    /// `is_locked` return `None`, and callers fall back to that.
-    fn holds(&self, _key: &str, _owner: &str) -> Option<Op<bool>> {
-        None
-    }
-    /// `acquire`, answered with the fencing token the acquisition was given
-    /// (`Some(token)` when taken, `None` when held): for stores that make
-    /// tokens in the acquire itself and hand them back with its reply. Others
-    /// return `None` here and answer [`LockStore::fencing_token`] instead.
-    fn acquire_fenced(&self, _key: &str, _owner: &str, _ttl_ms: f64) -> Option<Op<Option<u64>>> {
-        None
-    }
-    /// The fencing token `owner`'s acquisition of `key` was given: a number that
-    /// only grows, per key, across every client of the store. `None` when the
-    /// store has none for it (not held, or a store without fencing). Answered
-    /// at once, from what the store keeps with the hold.
-    fn fencing_token(&self, _key: &str, _owner: &str) -> Option<f64> {
-        None
-    }
-
-    // Keys many may hold at once (semaphores, read-write locks): each
-    // operation names the kind of hold, [`Mode`]. Their data never meets a
-    // plain lock's, nor each other's. A store without them answers every one
-    // with a `TypeError` saying so.
-
-    /// Take a hold of `key` in `mode` for `owner` if the mode admits one now.
-    /// Atomic. `Some(fencing token)` when taken, `None` when not.
-    fn acquire_in(&self, mode: Mode, _key: &str, _owner: &str, _ttl_ms: f64) -> Op<Option<u64>> {
-        Op::Ready(Err(mode.unsupported()))
-    }
-    /// Give back `owner`'s hold, only if it is still live.
-    fn release_in(&self, mode: Mode, _key: &str, _owner: &str) -> Op<bool> {
-        Op::Ready(Err(mode.unsupported()))
-    }
+    /// Take `key` in `hold` for `owner` if the hold admits it now. Atomic: a
+    /// plain lock is a set-if-absent.
+    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired>;
+    /// Give back `owner`'s hold, only if it is still live (a plain lock:
+    /// delete `key` only if `owner` still holds it).
+    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool>;
     /// Push `owner`'s hold out to `ttl_ms` from now, only if it is still live.
-    fn extend_in(&self, mode: Mode, _key: &str, _owner: &str, _ttl_ms: f64) -> Op<bool> {
-        Op::Ready(Err(mode.unsupported()))
-    }
-    /// Whether `owner` holds `key` in `mode` now.
-    fn holds_in(&self, mode: Mode, _key: &str, _owner: &str) -> Op<bool> {
-        Op::Ready(Err(mode.unsupported()))
-    }
-    /// Milliseconds until `owner`'s hold expires, `None` if it holds none.
-    fn remaining_in(&self, mode: Mode, _key: &str, _owner: &str) -> Op<Option<f64>> {
-        Op::Ready(Err(mode.unsupported()))
-    }
-    /// Whether an acquire in `mode` would be refused now.
-    fn would_wait(&self, mode: Mode, _key: &str) -> Op<bool> {
-        Op::Ready(Err(mode.unsupported()))
-    }
-    /// How many hold `key` now: permits for a semaphore; readers, or 1 for a
-    /// writer, for a read-write key.
-    fn holders(&self, mode: Mode, _key: &str) -> Op<f64> {
-        Op::Ready(Err(mode.unsupported()))
-    }
-    /// The fencing token of `owner`'s live hold of `key` in `mode`, when the
-    /// store keeps it with the hold (as [`LockStore::fencing_token`]).
-    fn fencing_token_in(&self, _mode: Mode, _key: &str, _owner: &str) -> Option<f64> {
+    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool>;
+    /// Whether `owner` holds `key` in `hold` now.
+    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool>;
+    /// Milliseconds until a hold expires, `None` if there is none: a plain
+    /// lock's, whoever holds it (`owner` is not asked); in the other kinds
+    /// `owner`'s, and `None` without an owner.
+    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>>;
+    /// Whether an acquire in `hold` would be refused now: for a plain lock,
+    /// whether anyone holds it.
+    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool>;
+    /// How many hold `key` now: 1 or 0 for a plain lock, permits for a
+    /// semaphore, readers (or 1 for a writer) for a read-write key.
+    fn holders(&self, hold: Hold, key: &str) -> Op<f64>;
+    /// The fencing token `owner`'s hold of `key` was given: a number that
+    /// only grows, per key, across every client of the store. Answered at
+    /// once, from what the store keeps with the hold, by stores whose acquire
+    /// answers [`Acquired::Taken`]; `None` when the store has none for it (not
+    /// held, or it handed its tokens over with the acquire instead).
+    fn fencing_token(&self, _hold: Hold, _key: &str, _owner: &str) -> Option<f64> {
         None
     }
-    /// A writer waiting in `mode` gave up: stop holding back new readers for it.
-    fn withdraw(&self, _mode: Mode, _key: &str) -> Op<()> {
+    /// A writer waiting in `hold` gave up: stop holding back new readers for it.
+    fn withdraw(&self, _hold: Hold, _key: &str) -> Op<()> {
         Op::Ready(Ok(()))
+    }
+    /// Follow (or stop following) releases of `key`'s holds that other
+    /// clients announce. The first call may return the listener task for the
+    /// caller to run on Tokio. Stores that cannot hear releases do nothing.
+    fn watch(&self, _hold: Hold, _key: &str, _on: bool) -> Option<Task> {
+        None
+    }
+    /// Close the store's connections; later operations fail as closed.
+    fn close(&self) {}
+    /// Entries the store keeps in this process, counting expired ones not
+    /// yet swept (the memory store's; a server store keeps none here).
+    fn entries_in_process(&self) -> usize {
+        0
     }
 }
 

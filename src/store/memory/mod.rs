@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use self::shared::Groups;
-use super::{LockStore, Mode, Op};
+use super::{Acquired, Hold, LockStore, Op};
 
 /// Fallback when `now + ttl` does not fit an `Instant` (far beyond any TTL
 /// the API accepts, which stops at 2^53 - 1 ms): about 34 years.
@@ -243,7 +243,7 @@ impl MemoryStore {
             .map(|e| e.token)
     }
 
-    pub fn remaining(&self, key: &str) -> Option<f64> {
+    pub fn time_left(&self, key: &str) -> Option<f64> {
         let now = Instant::now();
         self.entries()
             .live(key, now)
@@ -251,70 +251,79 @@ impl MemoryStore {
     }
 }
 
+/// One dispatch on the kind of hold: plain locks live in the store's own
+/// map (the fast path: no group, no vector), the other kinds in their
+/// groups (`shared`).
 impl LockStore for MemoryStore {
-    fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        Op::Ready(Ok(self.try_acquire(key, owner, ttl_ms)))
+    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
+        Op::Ready(Ok(match hold {
+            Hold::Lock if self.try_acquire(key, owner, ttl_ms) => Acquired::Taken,
+            Hold::Lock => Acquired::Refused,
+            _ => Acquired::from_token(self.try_acquire_in(hold, key, owner, ttl_ms)),
+        }))
     }
 
-    fn release(&self, key: &str, owner: &str) -> Op<bool> {
-        Op::Ready(Ok(self.try_release(key, owner)))
+    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        Op::Ready(Ok(match hold {
+            Hold::Lock => self.try_release(key, owner),
+            _ => self.try_release_in(hold, key, owner),
+        }))
     }
 
-    fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        Op::Ready(Ok(self.try_extend(key, owner, ttl_ms)))
+    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        Op::Ready(Ok(match hold {
+            Hold::Lock => self.try_extend(key, owner, ttl_ms),
+            _ => self.try_extend_in(hold, key, owner, ttl_ms),
+        }))
     }
 
-    fn is_locked(&self, key: &str) -> Op<bool> {
-        Op::Ready(Ok(self.locked(key)))
+    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        Op::Ready(Ok(match hold {
+            Hold::Lock => self.held_by(key, owner),
+            _ => self.held_in(hold, key, owner),
+        }))
     }
 
-    fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
-        Op::Ready(Ok(self.remaining(key)))
+    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+        Op::Ready(Ok(match (hold, owner) {
+            (Hold::Lock, _) => self.time_left(key),
+            (_, Some(owner)) => self.remaining_in_ms(hold, key, owner),
+            (_, None) => None,
+        }))
     }
 
-    fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
-        Some(Op::Ready(Ok(self.held_by(key, owner))))
+    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
+        Op::Ready(Ok(match hold {
+            Hold::Lock => self.locked(key),
+            _ => self.waits(hold, key),
+        }))
     }
 
-    fn fencing_token(&self, key: &str, owner: &str) -> Option<f64> {
-        self.token_of(key, owner).map(|t| t as f64)
+    fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+        let count = match hold {
+            Hold::Lock => usize::from(self.locked(key)),
+            _ => self.count(hold, key),
+        };
+        Op::Ready(Ok(count as f64))
     }
 
-    fn acquire_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
-        Op::Ready(Ok(self.try_acquire_in(mode, key, owner, ttl_ms)))
+    fn fencing_token(&self, hold: Hold, key: &str, owner: &str) -> Option<f64> {
+        let token = match hold {
+            Hold::Lock => self.token_of(key, owner),
+            _ => self.token_in(hold, key, owner),
+        };
+        token.map(|t| t as f64)
     }
 
-    fn release_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
-        Op::Ready(Ok(self.try_release_in(mode, key, owner)))
-    }
-
-    fn extend_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        Op::Ready(Ok(self.try_extend_in(mode, key, owner, ttl_ms)))
-    }
-
-    fn holds_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
-        Op::Ready(Ok(self.held_in(mode, key, owner)))
-    }
-
-    fn remaining_in(&self, mode: Mode, key: &str, owner: &str) -> Op<Option<f64>> {
-        Op::Ready(Ok(self.remaining_in_ms(mode, key, owner)))
-    }
-
-    fn would_wait(&self, mode: Mode, key: &str) -> Op<bool> {
-        Op::Ready(Ok(self.waits(mode, key)))
-    }
-
-    fn holders(&self, mode: Mode, key: &str) -> Op<f64> {
-        Op::Ready(Ok(self.count(mode, key) as f64))
-    }
-
-    fn fencing_token_in(&self, mode: Mode, key: &str, owner: &str) -> Option<f64> {
-        self.token_in(mode, key, owner).map(|t| t as f64)
-    }
-
-    fn withdraw(&self, mode: Mode, key: &str) -> Op<()> {
-        self.stop_holding_back(mode, key);
+    fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
+        if hold == Hold::Write {
+            self.stop_holding_back(hold, key);
+        }
         Op::Ready(Ok(()))
+    }
+
+    fn entries_in_process(&self) -> usize {
+        self.len()
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::{expiry, ms_until, Entries, MemoryStore};
-use crate::store::Mode;
+use crate::store::Hold;
 use crate::text::SmallStr;
 
 struct Held {
@@ -52,18 +52,19 @@ impl Group {
             .min()
     }
 
-    fn would_wait(&self, mode: Mode) -> bool {
-        match mode {
-            Mode::Permit { limit } => self.many.len() as u64 >= limit,
-            Mode::Read => self.writer.is_some() || self.writer_waiting_until.is_some(),
-            Mode::Write => self.writer.is_some() || !self.many.is_empty(),
+    fn would_wait(&self, hold: Hold) -> bool {
+        match hold {
+            Hold::Permit { limit } => self.many.len() as u64 >= limit,
+            Hold::Read => self.writer.is_some() || self.writer_waiting_until.is_some(),
+            Hold::Write | Hold::Lock => self.writer.is_some() || !self.many.is_empty(),
         }
     }
 
-    fn hold_of(&mut self, mode: Mode, owner: &str) -> Option<&mut Held> {
-        match mode {
-            Mode::Write => self.writer.as_mut().filter(|w| &*w.owner == owner),
-            Mode::Permit { .. } | Mode::Read => self.many.iter_mut().find(|h| &*h.owner == owner),
+    fn hold_of(&mut self, hold: Hold, owner: &str) -> Option<&mut Held> {
+        match hold {
+            // (A plain lock never reaches a group: the store keeps those in its own map.)
+            Hold::Write | Hold::Lock => self.writer.as_mut().filter(|w| &*w.owner == owner),
+            Hold::Permit { .. } | Hold::Read => self.many.iter_mut().find(|h| &*h.owner == owner),
         }
     }
 }
@@ -76,8 +77,8 @@ pub(super) struct Groups {
 }
 
 impl Groups {
-    fn of(&mut self, mode: Mode) -> &mut HashMap<SmallStr, Group> {
-        if mode.is_semaphore() {
+    fn of(&mut self, hold: Hold) -> &mut HashMap<SmallStr, Group> {
+        if hold.is_permit() {
             &mut self.semaphores
         } else {
             &mut self.read_write
@@ -103,25 +104,25 @@ impl Groups {
 }
 
 impl Entries {
-    /// `key`'s live group in `mode`'s map, if it has one.
-    fn group(&mut self, mode: Mode, key: &str, now: Instant) -> Option<&mut Group> {
-        let group = self.shared.of(mode).get_mut(key)?;
+    /// `key`'s live group in `hold`'s map, if it has one.
+    fn group(&mut self, hold: Hold, key: &str, now: Instant) -> Option<&mut Group> {
+        let group = self.shared.of(hold).get_mut(key)?;
         group.prune(now);
         Some(group)
     }
 }
 
 impl MemoryStore {
-    pub fn try_acquire_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Option<u64> {
+    pub fn try_acquire_in(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Option<u64> {
         let now = Instant::now();
         let mut entries = self.entries();
         entries.maybe_sweep(now);
         let expires_at = expiry(now, ttl_ms);
         let token = entries.last_token + 1;
-        let group = entries.shared.of(mode).entry(key.into()).or_default();
+        let group = entries.shared.of(hold).entry(key.into()).or_default();
         group.prune(now);
-        if group.would_wait(mode) {
-            if mode == Mode::Write {
+        if group.would_wait(hold) {
+            if hold == Hold::Write {
                 // New readers wait behind this writer until it gets in or lapses.
                 group.writer_waiting_until = group.writer_waiting_until.max(Some(expires_at));
             }
@@ -132,7 +133,7 @@ impl MemoryStore {
             expires_at,
             token,
         };
-        if mode == Mode::Write {
+        if hold == Hold::Write {
             group.writer = Some(held);
             group.writer_waiting_until = None;
         } else {
@@ -143,34 +144,36 @@ impl MemoryStore {
         Some(token)
     }
 
-    pub fn try_release_in(&self, mode: Mode, key: &str, owner: &str) -> bool {
+    pub fn try_release_in(&self, hold: Hold, key: &str, owner: &str) -> bool {
         let now = Instant::now();
         let mut entries = self.entries();
-        let Some(group) = entries.group(mode, key, now) else {
+        let Some(group) = entries.group(hold, key, now) else {
             return false;
         };
-        let released = match mode {
-            Mode::Write if group.hold_of(mode, owner).is_some() => group.writer.take().is_some(),
-            Mode::Write => false,
-            Mode::Permit { .. } | Mode::Read => {
+        let released = match hold {
+            Hold::Write | Hold::Lock if group.hold_of(hold, owner).is_some() => {
+                group.writer.take().is_some()
+            }
+            Hold::Write | Hold::Lock => false,
+            Hold::Permit { .. } | Hold::Read => {
                 let before = group.many.len();
                 group.many.retain(|h| &*h.owner != owner);
                 group.many.len() < before
             }
         };
         if group.is_empty() {
-            entries.shared.of(mode).remove(key);
+            entries.shared.of(hold).remove(key);
         }
         released
     }
 
-    pub fn try_extend_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> bool {
+    pub fn try_extend_in(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> bool {
         let now = Instant::now();
         let mut entries = self.entries();
         let expires_at = expiry(now, ttl_ms);
         let extended = entries
-            .group(mode, key, now)
-            .and_then(|group| group.hold_of(mode, owner))
+            .group(hold, key, now)
+            .and_then(|group| group.hold_of(hold, owner))
             .map(|held| held.expires_at = expires_at)
             .is_some();
         if extended {
@@ -179,50 +182,50 @@ impl MemoryStore {
         extended
     }
 
-    pub fn held_in(&self, mode: Mode, key: &str, owner: &str) -> bool {
+    pub fn held_in(&self, hold: Hold, key: &str, owner: &str) -> bool {
         let now = Instant::now();
         let mut entries = self.entries();
         let held = entries
-            .group(mode, key, now)
-            .and_then(|g| g.hold_of(mode, owner));
+            .group(hold, key, now)
+            .and_then(|g| g.hold_of(hold, owner));
         held.is_some()
     }
 
-    pub fn remaining_in_ms(&self, mode: Mode, key: &str, owner: &str) -> Option<f64> {
+    pub fn remaining_in_ms(&self, hold: Hold, key: &str, owner: &str) -> Option<f64> {
         let now = Instant::now();
         let mut entries = self.entries();
         let held = entries
-            .group(mode, key, now)
-            .and_then(|g| g.hold_of(mode, owner));
+            .group(hold, key, now)
+            .and_then(|g| g.hold_of(hold, owner));
         held.map(|h| ms_until(h.expires_at, now))
     }
 
-    pub fn waits(&self, mode: Mode, key: &str) -> bool {
+    pub fn waits(&self, hold: Hold, key: &str) -> bool {
         let mut entries = self.entries();
-        let group = entries.group(mode, key, Instant::now());
-        group.is_some_and(|g| g.would_wait(mode))
+        let group = entries.group(hold, key, Instant::now());
+        group.is_some_and(|g| g.would_wait(hold))
     }
 
-    pub fn count(&self, mode: Mode, key: &str) -> usize {
+    pub fn count(&self, hold: Hold, key: &str) -> usize {
         let mut entries = self.entries();
-        let group = entries.group(mode, key, Instant::now());
+        let group = entries.group(hold, key, Instant::now());
         group.map_or(0, |g| g.many.len() + usize::from(g.writer.is_some()))
     }
 
-    pub fn stop_holding_back(&self, mode: Mode, key: &str) {
+    pub fn stop_holding_back(&self, hold: Hold, key: &str) {
         let mut entries = self.entries();
-        if let Some(group) = entries.group(mode, key, Instant::now()) {
+        if let Some(group) = entries.group(hold, key, Instant::now()) {
             group.writer_waiting_until = None;
         }
     }
 
-    /// The fencing token of `owner`'s live hold on `key` in `mode`.
-    pub fn token_in(&self, mode: Mode, key: &str, owner: &str) -> Option<u64> {
+    /// The fencing token of `owner`'s live hold on `key` in `hold`.
+    pub fn token_in(&self, hold: Hold, key: &str, owner: &str) -> Option<u64> {
         let now = Instant::now();
         let mut entries = self.entries();
         let held = entries
-            .group(mode, key, now)
-            .and_then(|g| g.hold_of(mode, owner));
+            .group(hold, key, now)
+            .and_then(|g| g.hold_of(hold, owner));
         held.map(|h| h.token)
     }
 }
@@ -233,7 +236,7 @@ mod tests {
     use std::thread::sleep;
     use std::time::Duration;
 
-    const PERMIT3: Mode = Mode::Permit { limit: 3 };
+    const PERMIT3: Hold = Hold::Permit { limit: 3 };
 
     #[test]
     fn a_semaphore_admits_up_to_its_limit() {
@@ -248,7 +251,7 @@ mod tests {
         assert_eq!(store.count(PERMIT3, "s"), 3);
         // A caller with a higher limit is admitted while fewer than its own are held.
         assert!(store
-            .try_acquire_in(Mode::Permit { limit: 4 }, "s", "e", 10_000.0)
+            .try_acquire_in(Hold::Permit { limit: 4 }, "s", "e", 10_000.0)
             .is_some());
         assert!(store.try_release_in(PERMIT3, "s", "a"));
         assert!(!store.try_release_in(PERMIT3, "s", "a"), "only once");
@@ -265,12 +268,12 @@ mod tests {
         let store = MemoryStore::new();
         assert!(store.try_acquire("k", "plain", 10_000.0));
         assert!(store
-            .try_acquire_in(Mode::Permit { limit: 1 }, "k", "p", 10_000.0)
+            .try_acquire_in(Hold::Permit { limit: 1 }, "k", "p", 10_000.0)
             .is_some());
         assert!(store
-            .try_acquire_in(Mode::Write, "k", "w", 10_000.0)
+            .try_acquire_in(Hold::Write, "k", "w", 10_000.0)
             .is_some());
-        assert!(!store.try_release_in(Mode::Write, "k", "p"));
+        assert!(!store.try_release_in(Hold::Write, "k", "p"));
         assert!(!store.try_release_in(PERMIT3, "k", "w"));
         assert!(!store.try_release("k", "w"));
     }
@@ -295,38 +298,38 @@ mod tests {
     fn readers_share_and_a_writer_excludes() {
         let store = MemoryStore::new();
         assert!(store
-            .try_acquire_in(Mode::Read, "rw", "r1", 10_000.0)
+            .try_acquire_in(Hold::Read, "rw", "r1", 10_000.0)
             .is_some());
         assert!(store
-            .try_acquire_in(Mode::Read, "rw", "r2", 10_000.0)
+            .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
             .is_some());
-        assert_eq!(store.count(Mode::Read, "rw"), 2);
+        assert_eq!(store.count(Hold::Read, "rw"), 2);
         assert!(store
-            .try_acquire_in(Mode::Write, "rw", "w", 10_000.0)
+            .try_acquire_in(Hold::Write, "rw", "w", 10_000.0)
             .is_none());
         // The refused writer holds back new readers...
         assert!(store
-            .try_acquire_in(Mode::Read, "rw", "r3", 10_000.0)
+            .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
             .is_none());
-        assert!(store.waits(Mode::Read, "rw"));
-        assert!(store.try_release_in(Mode::Read, "rw", "r1"));
-        assert!(store.try_release_in(Mode::Read, "rw", "r2"));
+        assert!(store.waits(Hold::Read, "rw"));
+        assert!(store.try_release_in(Hold::Read, "rw", "r1"));
+        assert!(store.try_release_in(Hold::Read, "rw", "r2"));
         // ...and gets in once they are gone; then nobody else does.
         let token = store
-            .try_acquire_in(Mode::Write, "rw", "w", 10_000.0)
+            .try_acquire_in(Hold::Write, "rw", "w", 10_000.0)
             .expect("writer admitted");
-        assert_eq!(store.token_in(Mode::Write, "rw", "w"), Some(token));
+        assert_eq!(store.token_in(Hold::Write, "rw", "w"), Some(token));
         assert!(store
-            .try_acquire_in(Mode::Read, "rw", "r3", 10_000.0)
+            .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
             .is_none());
         assert!(store
-            .try_acquire_in(Mode::Write, "rw", "w2", 10_000.0)
+            .try_acquire_in(Hold::Write, "rw", "w2", 10_000.0)
             .is_none());
-        assert!(store.try_release_in(Mode::Write, "rw", "w"));
+        assert!(store.try_release_in(Hold::Write, "rw", "w"));
         // w2's refusal held readers back; its withdrawal lets them in.
-        store.stop_holding_back(Mode::Write, "rw");
+        store.stop_holding_back(Hold::Write, "rw");
         assert!(store
-            .try_acquire_in(Mode::Read, "rw", "r3", 10_000.0)
+            .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
             .is_some());
     }
 
@@ -334,17 +337,17 @@ mod tests {
     fn a_waiting_writer_holds_readers_back_only_for_its_ttl() {
         let store = MemoryStore::new();
         assert!(store
-            .try_acquire_in(Mode::Read, "rw", "r1", 10_000.0)
+            .try_acquire_in(Hold::Read, "rw", "r1", 10_000.0)
             .is_some());
         assert!(store
-            .try_acquire_in(Mode::Write, "rw", "w", 100.0)
+            .try_acquire_in(Hold::Write, "rw", "w", 100.0)
             .is_none());
         assert!(store
-            .try_acquire_in(Mode::Read, "rw", "r2", 10_000.0)
+            .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
             .is_none());
         sleep(Duration::from_millis(150));
         assert!(store
-            .try_acquire_in(Mode::Read, "rw", "r2", 10_000.0)
+            .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
             .is_some());
     }
 

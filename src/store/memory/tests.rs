@@ -1,4 +1,5 @@
-//! The plain lock's half of the in-memory store.
+//! The plain lock's half of the in-memory store, and its one dispatch over every
+//! kind of hold.
 
 use super::*;
 use std::thread::sleep;
@@ -51,11 +52,11 @@ fn entries_expire() {
     let store = MemoryStore::new();
     assert!(store.try_acquire("k", "a", 150.0));
     assert!(store.locked("k"));
-    let left = store.remaining("k").unwrap();
+    let left = store.time_left("k").unwrap();
     assert!(left > 0.0 && left <= 150.0, "{left}");
     sleep(Duration::from_millis(200));
     assert!(!store.locked("k"));
-    assert_eq!(store.remaining("k"), None);
+    assert_eq!(store.time_left("k"), None);
     assert!(!store.try_extend("k", "a", 1000.0));
     assert!(!store.try_release("k", "a"));
     assert!(store.try_acquire("k", "b", 1000.0));
@@ -80,7 +81,7 @@ fn a_tiny_ttl_still_holds_for_a_millisecond() {
         let key = format!("k{i}");
         assert!(store.try_acquire(&key, "a", 1e-7));
         let refused = !store.try_acquire(&key, "b", 1e-7);
-        let left = store.remaining(&key);
+        let left = store.time_left(&key);
         refused && left.is_some_and(|ms| ms > 0.0 && ms <= 1.0)
     });
     assert!(
@@ -95,7 +96,7 @@ fn huge_ttls_do_not_overflow() {
     assert!(store.try_acquire("k", "a", 9_007_199_254_740_991.0));
     assert!(store.locked("k"));
     assert!(store.try_extend("k", "a", f64::MAX));
-    assert!(store.remaining("k").unwrap() > 0.0);
+    assert!(store.time_left("k").unwrap() > 0.0);
 }
 
 #[test]
@@ -119,4 +120,51 @@ fn sweeping_keeps_live_entries() {
     for i in 0..5_000 {
         assert!(store.held_by(&format!("k{i}"), "a"));
     }
+}
+
+/// The store's one dispatch: what each operation answers, per kind of hold.
+#[test]
+fn every_operation_names_its_hold() {
+    fn now<T>(op: Op<T>) -> T {
+        match op {
+            Op::Ready(result) => result.expect("no store error"),
+            Op::Pending(_) | Op::Local(_) => panic!("the memory store settles at once"),
+        }
+    }
+    let store = MemoryStore::new();
+    let permit = Hold::Permit { limit: 1 };
+    // A plain lock keeps its token with the hold; the other kinds hand it over.
+    assert_eq!(
+        now(store.acquire(Hold::Lock, "k", "a", 10_000.0)),
+        Acquired::Taken
+    );
+    assert!(store.fencing_token(Hold::Lock, "k", "a").is_some());
+    let Acquired::Fenced(token) = now(store.acquire(permit, "k", "p", 10_000.0)) else {
+        panic!("a permit is handed over with its token");
+    };
+    assert_eq!(store.fencing_token(permit, "k", "p"), Some(token as f64));
+    assert_eq!(
+        now(store.acquire(permit, "k", "q", 10_000.0)),
+        Acquired::Refused
+    );
+    assert!(now(store.would_wait(Hold::Lock, "k")));
+    assert!(now(store.would_wait(permit, "k")));
+    assert!(!now(store.would_wait(Hold::Read, "k")));
+    assert_eq!(now(store.holders(Hold::Lock, "k")), 1.0);
+    assert_eq!(now(store.holders(permit, "k")), 1.0);
+    assert_eq!(now(store.holders(Hold::Write, "k")), 0.0);
+    // A plain lock's time left is the key's, whoever asks; a permit's is its owner's.
+    assert!(now(store.remaining(Hold::Lock, "k", None)).is_some());
+    assert!(now(store.remaining(permit, "k", Some("p"))).is_some());
+    assert_eq!(now(store.remaining(permit, "k", None)), None);
+    assert!(now(store.holds(Hold::Lock, "k", "a")));
+    assert!(!now(store.holds(permit, "k", "a")));
+    assert!(
+        !now(store.release(permit, "k", "a")),
+        "a plain lock's owner"
+    );
+    assert!(now(store.extend(permit, "k", "p", 20_000.0)));
+    assert!(now(store.release(Hold::Lock, "k", "a")));
+    assert!(now(store.release(permit, "k", "p")));
+    assert_eq!(store.entries_in_process(), 0);
 }

@@ -11,7 +11,7 @@
 use tokio_postgres::types::Type;
 
 use super::{ttl_of, unstorable, PostgresStore};
-use crate::store::{HoldOp, Mode, Op};
+use crate::store::{Acquired, Hold, HoldOp, Op};
 
 impl PostgresStore {
     /// Call the function for `op`; its answer (a bigint or NULL) goes
@@ -19,7 +19,7 @@ impl PostgresStore {
     pub(super) fn hold_op<T: Send + 'static>(
         &self,
         op: HoldOp,
-        mode: Mode,
+        hold: Hold,
         key: &str,
         owner: &str,
         ttl_ms: f64,
@@ -28,11 +28,8 @@ impl PostgresStore {
         if let Some(refused) = unstorable(op.method(), key, owner) {
             return Op::Ready(Err(refused));
         }
-        let (mode_name, limit) = match mode {
-            Mode::Permit { limit } => ("permit", i64::try_from(limit).unwrap_or(i64::MAX)),
-            Mode::Read => ("read", 0),
-            Mode::Write => ("write", 0),
-        };
+        let (mode_name, limit) = hold.name_and_limit();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let ttl = ttl_of(ttl_ms);
         #[cfg(not(test))]
         if let Some(direct) = &self.direct {
@@ -71,8 +68,8 @@ impl PostgresStore {
 }
 
 /// The answers, by operation.
-pub fn token(answer: Option<i64>) -> Option<u64> {
-    answer.map(|t| u64::try_from(t).unwrap_or(0))
+pub fn token(answer: Option<i64>) -> Acquired {
+    Acquired::from_token(answer.map(|t| u64::try_from(t).unwrap_or(0)))
 }
 
 pub fn done(answer: Option<i64>) -> bool {

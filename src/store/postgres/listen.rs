@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use super::pool::{connect, Opener};
 use super::PostgresStore;
 use crate::store::follow::{pause_taking, OnReleased, OnWarning, Released};
-use crate::store::Mode;
+use crate::store::Hold;
 
 /// How long the store's own notification may take to reach its listener
 /// before it warns that notifications do not arrive.
@@ -40,12 +40,12 @@ type Followed = (Released, String);
 pub type Watch = (Followed, bool);
 
 impl PostgresStore {
-    /// Follow (or stop following) announced releases of `key` (a plain lock's,
-    /// or in `mode` a semaphore's or read-write key's). The first call
-    /// returns the listener task for the caller to spawn on Tokio.
-    pub fn watch(
+    /// Follow (or stop following) announced releases of `key`'s holds in
+    /// `hold`. The first call returns the listener task for the caller to
+    /// spawn on Tokio.
+    pub(super) fn follow(
         &self,
-        mode: Option<Mode>,
+        hold: Hold,
         key: &str,
         on: bool,
     ) -> Option<impl Future<Output = ()> + Send + 'static> {
@@ -67,10 +67,10 @@ impl PostgresStore {
             ));
             sender
         });
-        let released = match mode {
-            None => Released::Lock,
-            Some(mode) if mode.is_semaphore() => Released::Semaphore,
-            Some(_) => Released::ReadWrite,
+        let released = match hold {
+            Hold::Lock => Released::Lock,
+            Hold::Permit { .. } => Released::Semaphore,
+            Hold::Read | Hold::Write => Released::ReadWrite,
         };
         let _ = sender.send(((released, key.to_owned()), on));
         task

@@ -9,8 +9,10 @@
 //! fencing tokens, a notification channel). Each operation is one prepared
 //! statement, one round trip, and every time in it is the server's.
 //!
-//! Read in this order: this file (the store and its operations, each
-//! bounded by the connect and command timeouts), `sql` (the statements),
+//! Read in this order: this file (the store, its one dispatch on the kind
+//! of hold, and how each operation is bounded by the connect and command
+//! timeouts), `lock` (a plain lock's operations, one statement each) and
+//! `holds` (the other kinds'), `sql` (the statements),
 //! `via_loop` and `wire` (the operations on the event loop's connections,
 //! and PostgreSQL's protocol for them), `pool` (the connections on Tokio),
 //! `listen` (releases announced and heard),
@@ -22,6 +24,7 @@
 mod errors;
 mod holds;
 mod listen;
+mod lock;
 mod options;
 mod pool;
 mod sql;
@@ -52,7 +55,7 @@ use self::sql::Sql;
 use super::follow::{OnReleased, OnWarning};
 use super::options::whole_ms;
 use super::tls::client_config;
-use super::{HoldOp, LockStore, Mode, Op, StoreError};
+use super::{Acquired, Hold, HoldOp, LockStore, Op, StoreError, Task};
 
 /// The parameters' types, given with each statement (nothing is prepared
 /// to ask the server for them).
@@ -139,7 +142,7 @@ impl PostgresStore {
 
     /// Drop the connections. Operations after this fail with a "closed"
     /// error; ones already sent finish on the connection they hold.
-    pub fn close(&self) {
+    fn shut(&self) {
         self.shared.pool.close();
         #[cfg(not(test))]
         if let Some(direct) = &self.direct {
@@ -206,35 +209,6 @@ impl PostgresStore {
             Err(failure.into_store_error(name, &shared.opener.target.display))
         }))
     }
-
-    /// The acquire statement: `Some(fencing token)` when taken.
-    fn acquire_statement(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
-        if let Some(refused) = unstorable("acquire", key, owner) {
-            return Op::Ready(Err(refused));
-        }
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::acquire(direct, &self.shared, key, owner, ttl_of(ttl_ms));
-        }
-        let (route, ttl) = (key, ttl_of(ttl_ms));
-        let (key, owner) = (key.to_owned(), owner.to_owned());
-        let shared = Arc::clone(&self.shared);
-        self.op("acquire", Some(route), move |conn| {
-            let (key, owner, shared) = (key.clone(), owner.clone(), Arc::clone(&shared));
-            async move {
-                let row = conn
-                    .client
-                    .query_typed_opt(
-                        &conn.sql.acquire,
-                        &[(&key, TEXT), (&owner, TEXT), (&ttl, INT8)],
-                    )
-                    .await?;
-                let token = row.map(|row| row.try_get::<_, i64>(0)).transpose()?;
-                shared.sweep_if_due();
-                Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
-            }
-        })
-    }
 }
 
 /// PostgreSQL `text` holds no NUL character: such a key or owner is refused
@@ -258,155 +232,75 @@ fn ttl_of(ttl_ms: f64) -> i64 {
     i64::try_from(whole_ms(ttl_ms)).unwrap_or(i64::MAX)
 }
 
+/// One dispatch on the kind of hold: a plain lock is a row of the table and
+/// one statement per operation (`lock`); the other kinds are one call each
+/// of the hold function (`holds`).
 impl LockStore for PostgresStore {
-    fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        self.acquire_statement(key, owner, ttl_ms)
-            .map(|token| token.is_some())
-    }
-
-    fn acquire_fenced(&self, key: &str, owner: &str, ttl_ms: f64) -> Option<Op<Option<u64>>> {
-        Some(self.acquire_statement(key, owner, ttl_ms))
-    }
-
-    fn release(&self, key: &str, owner: &str) -> Op<bool> {
-        if !storable(&[key, owner]) {
-            return Op::Ready(Ok(false));
+    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
+        match hold {
+            Hold::Lock => self.acquire_lock(key, owner, ttl_ms),
+            _ => self.hold_op(HoldOp::Acquire, hold, key, owner, ttl_ms, holds::token),
         }
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::release(direct, key, owner);
+    }
+
+    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        match hold {
+            Hold::Lock => self.release_lock(key, owner),
+            _ => self.hold_op(HoldOp::Release, hold, key, owner, 1.0, holds::done),
         }
-        let (route, key, owner) = (key, key.to_owned(), owner.to_owned());
-        self.op("release", Some(route), move |conn| {
-            let (key, owner) = (key.clone(), owner.clone());
-            async move {
-                let row = conn
-                    .client
-                    .query_typed_opt(&conn.sql.release, &[(&key, TEXT), (&owner, TEXT)])
-                    .await?;
-                Ok(row.map(|row| row.try_get::<_, bool>(0)).transpose()? == Some(true))
-            }
-        })
     }
 
-    fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        if !storable(&[key, owner]) {
-            return Op::Ready(Ok(false));
+    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        match hold {
+            Hold::Lock => self.extend_lock(key, owner, ttl_ms),
+            _ => self.hold_op(HoldOp::Extend, hold, key, owner, ttl_ms, holds::done),
         }
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::extend(direct, key, owner, ttl_of(ttl_ms));
+    }
+
+    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        match hold {
+            Hold::Lock => self.lock_held_by(key, owner),
+            _ => self.hold_op(HoldOp::Left, hold, key, owner, 1.0, holds::done),
         }
-        let (route, ttl) = (key, ttl_of(ttl_ms));
-        let (key, owner) = (key.to_owned(), owner.to_owned());
-        self.op("extend", Some(route), move |conn| {
-            let (key, owner) = (key.clone(), owner.clone());
-            async move {
-                Ok(conn
-                    .client
-                    .execute_typed(
-                        &conn.sql.extend,
-                        &[(&key, TEXT), (&owner, TEXT), (&ttl, INT8)],
-                    )
-                    .await?
-                    == 1)
-            }
-        })
     }
 
-    fn is_locked(&self, key: &str) -> Op<bool> {
-        if !storable(&[key]) {
-            return Op::Ready(Ok(false));
+    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+        match (hold, owner) {
+            (Hold::Lock, _) => self.lock_remaining(key),
+            (_, Some(owner)) => self.hold_op(HoldOp::Left, hold, key, owner, 1.0, holds::left),
+            (_, None) => Op::Ready(Ok(None)),
         }
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::is_locked(direct, key);
+    }
+
+    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
+        match hold {
+            Hold::Lock => self.is_locked(key),
+            _ => self.hold_op(HoldOp::Waits, hold, key, "", 1.0, holds::done),
         }
-        let (route, key) = (key, key.to_owned());
-        self.op("isLocked", Some(route), move |conn| {
-            let key = key.clone();
-            async move {
-                conn.client
-                    .query_typed_one(&conn.sql.is_locked, &[(&key, TEXT)])
-                    .await?
-                    .try_get(0)
-            }
-        })
     }
 
-    fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
-        if !storable(&[key]) {
-            return Op::Ready(Ok(None));
+    fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+        match hold {
+            Hold::Lock => self
+                .is_locked(key)
+                .map(|locked| f64::from(u8::from(locked))),
+            _ => self.hold_op(HoldOp::Count, hold, key, "", 1.0, holds::count),
         }
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::remaining_time(direct, key);
+    }
+
+    fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
+        match hold {
+            Hold::Write => self.hold_op(HoldOp::Withdraw, hold, key, "", 1.0, holds::nothing),
+            _ => Op::Ready(Ok(())),
         }
-        let (route, key) = (key, key.to_owned());
-        self.op("remainingTime", Some(route), move |conn| {
-            let key = key.clone();
-            async move {
-                let row = conn
-                    .client
-                    .query_typed_opt(&conn.sql.remaining_time, &[(&key, TEXT)])
-                    .await?;
-                Ok(row
-                    .map(|row| row.try_get::<_, i64>(0))
-                    .transpose()?
-                    .map(|ms| ms as f64))
-            }
-        })
     }
 
-    fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
-        if !storable(&[key, owner]) {
-            return Some(Op::Ready(Ok(false)));
-        }
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return Some(via_loop::holds(direct, key, owner));
-        }
-        let (route, key, owner) = (key, key.to_owned(), owner.to_owned());
-        Some(self.op("isExpired", Some(route), move |conn| {
-            let (key, owner) = (key.clone(), owner.clone());
-            async move {
-                conn.client
-                    .query_typed_one(&conn.sql.holds, &[(&key, TEXT), (&owner, TEXT)])
-                    .await?
-                    .try_get(0)
-            }
-        }))
+    fn watch(&self, hold: Hold, key: &str, on: bool) -> Option<Task> {
+        self.follow(hold, key, on)
+            .map(|listener| -> Task { Box::pin(listener) })
     }
 
-    fn acquire_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
-        self.hold_op(HoldOp::Acquire, mode, key, owner, ttl_ms, holds::token)
-    }
-
-    fn release_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
-        self.hold_op(HoldOp::Release, mode, key, owner, 1.0, holds::done)
-    }
-
-    fn extend_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        self.hold_op(HoldOp::Extend, mode, key, owner, ttl_ms, holds::done)
-    }
-
-    fn holds_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
-        self.hold_op(HoldOp::Left, mode, key, owner, 1.0, holds::done)
-    }
-
-    fn remaining_in(&self, mode: Mode, key: &str, owner: &str) -> Op<Option<f64>> {
-        self.hold_op(HoldOp::Left, mode, key, owner, 1.0, holds::left)
-    }
-
-    fn would_wait(&self, mode: Mode, key: &str) -> Op<bool> {
-        self.hold_op(HoldOp::Waits, mode, key, "", 1.0, holds::done)
-    }
-
-    fn holders(&self, mode: Mode, key: &str) -> Op<f64> {
-        self.hold_op(HoldOp::Count, mode, key, "", 1.0, holds::count)
-    }
-
-    fn withdraw(&self, mode: Mode, key: &str) -> Op<()> {
-        self.hold_op(HoldOp::Withdraw, mode, key, "", 1.0, holds::nothing)
+    fn close(&self) {
+        self.shut();
     }
 }

@@ -15,7 +15,7 @@ use super::errors::code_and_verb;
 use super::wire::connect::Target;
 use super::wire::{Direct, Local, Rows, Statement};
 use super::{PostgresStore, Shared, SWEEP_BATCH, SWEEP_BATCHES};
-use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
+use crate::store::{Acquired, BackendError, Code, Done, LocalOp, Op, StoreError};
 
 impl PostgresStore {
     /// Drive the store's connections on the loop of `env` (the JS thread
@@ -181,14 +181,14 @@ fn sweep_batch(local: Local, batch: usize) {
     );
 }
 
-/// The acquire statement: `Some(fencing token)` when taken.
+/// The acquire statement: fenced when taken.
 pub(super) fn acquire(
     direct: &Direct,
     shared: &Arc<Shared>,
     key: &str,
     owner: &str,
     ttl: i64,
-) -> Op<Option<u64>> {
+) -> Op<Acquired> {
     let shared = Arc::clone(shared);
     let params = vec![key.to_owned(), owner.to_owned(), ttl.to_string()];
     run(
@@ -200,7 +200,9 @@ pub(super) fn acquire(
         move |rows, local| {
             let token = first_number(&rows)?;
             shared.sweep_on_loop_if_due(local);
-            Ok(token.map(|t| u64::try_from(t).unwrap_or(0)))
+            Ok(Acquired::from_token(
+                token.map(|t| u64::try_from(t).unwrap_or(0)),
+            ))
         },
     )
 }

@@ -5,10 +5,11 @@
 //! `prefix + key`, its value is the owner token, and its Redis TTL is the
 //! lock's TTL. Redis owns the clock that decides expiry.
 //!
-//! Read in this order: this file (the store and its five operations, each
-//! bounded by the command timeout, plus the connect timeout when it has to
-//! connect first, so a dead or frozen server fails operations instead of
-//! hanging them), `scripts` (the Lua that compares before it acts, and
+//! Read in this order: this file (the store and its one dispatch on the
+//! kind of hold), `lock` (a plain lock's operations) and `shared` (the other
+//! kinds'), each operation bounded by the command timeout, plus the connect
+//! timeout when it has to connect first, so a dead or frozen server fails
+//! operations instead of hanging them; `scripts` (the Lua that compares before it acts, and
 //! answers "taken" when an acquire sent again finds its own owner),
 //! [`fencing`] (the counter an acquire's token comes from: one per server,
 //! one per Cluster hash slot), `connection` (one multiplexed connection, or
@@ -28,6 +29,7 @@
 mod connection;
 mod errors;
 pub mod fencing;
+mod lock;
 mod options;
 mod pubsub;
 mod scripts;
@@ -50,9 +52,8 @@ use self::options::{checked_url, open_client};
 use self::pubsub::Watch;
 use self::scripts::{ACQUIRE, EXTEND, HOLDS, RELEASE};
 use super::follow::OnReleased;
-use super::options::{redacted, whole_ms, TlsOptions};
-use super::HoldOp;
-use super::{LockStore, Mode, Op};
+use super::options::{redacted, TlsOptions};
+use super::{Acquired, Hold, HoldOp, LockStore, Op, Task};
 
 struct Shared {
     options: RedisOptions,
@@ -151,7 +152,7 @@ impl RedisStore {
     /// ones already sent finish on the connection they hold. The release
     /// callback goes too: it refers to the JS store, which can then be
     /// collected with everything it holds.
-    pub fn close(&self) {
+    fn shut(&self) {
         #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             direct.close();
@@ -176,120 +177,76 @@ impl RedisStore {
     }
 }
 
+/// One dispatch on the kind of hold: a plain lock is a Redis string and its
+/// own scripts and commands (`lock`); the other kinds are one call each of
+/// the `HOLDS` script (`shared`).
 impl LockStore for RedisStore {
-    fn acquire(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        self.acquire_script(key, owner, ttl_ms)
-            .map(|token| token.is_some())
-    }
-
-    fn acquire_fenced(&self, key: &str, owner: &str, ttl_ms: f64) -> Option<Op<Option<u64>>> {
-        Some(self.acquire_script(key, owner, ttl_ms))
-    }
-
-    fn release(&self, key: &str, owner: &str) -> Op<bool> {
-        let key = self.key(key);
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::release(direct, key, owner);
+    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
+        match hold {
+            Hold::Lock => self.acquire_lock(key, owner, ttl_ms),
+            _ => self.holds_op(HoldOp::Acquire, hold, key, owner, ttl_ms, shared::token),
         }
-        self.release_via_tokio(key, owner.to_owned())
     }
 
-    fn extend(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        let (key, ttl) = (self.key(key), whole_ms(ttl_ms));
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::extend(direct, key, owner, ttl);
+    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        match hold {
+            Hold::Lock => self.release_lock(key, owner),
+            _ => self.holds_op(HoldOp::Release, hold, key, owner, 0.0, shared::done),
         }
-        self.extend_via_tokio(key, owner.to_owned(), ttl)
     }
 
-    fn is_locked(&self, key: &str) -> Op<bool> {
-        let mut exists = redis::cmd("EXISTS");
-        exists.arg(self.key(key));
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::is_locked(direct, &exists);
+    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        match hold {
+            Hold::Lock => self.extend_lock(key, owner, ttl_ms),
+            _ => self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, shared::done),
         }
-        self.is_locked_via_tokio(exists)
     }
 
-    fn remaining_time(&self, key: &str) -> Op<Option<f64>> {
-        let mut pttl = redis::cmd("PTTL");
-        pttl.arg(self.key(key));
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::remaining_time(direct, &pttl);
+    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        match hold {
+            Hold::Lock => self.lock_held_by(key, owner),
+            _ => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, shared::live),
         }
-        self.remaining_time_via_tokio(pttl)
     }
 
-    fn holds(&self, key: &str, owner: &str) -> Option<Op<bool>> {
-        let mut get = redis::cmd("GET");
-        get.arg(self.key(key));
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return Some(via_loop::holds(direct, &get, owner.to_owned()));
+    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+        match (hold, owner) {
+            (Hold::Lock, _) => self.lock_remaining(key),
+            (_, Some(owner)) => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, shared::left),
+            (_, None) => Op::Ready(Ok(None)),
         }
-        Some(self.holds_via_tokio(get, owner.to_owned()))
     }
 
-    fn acquire_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
-        let call = self.holds_call(HoldOp::Acquire, mode, key, owner, ttl_ms);
-        self.holds_op(call, shared::token)
-    }
-
-    fn release_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
-        let call = self.holds_call(HoldOp::Release, mode, key, owner, 0.0);
-        self.holds_op(call, shared::done)
-    }
-
-    fn extend_in(&self, mode: Mode, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        let call = self.holds_call(HoldOp::Extend, mode, key, owner, ttl_ms);
-        self.holds_op(call, shared::done)
-    }
-
-    fn holds_in(&self, mode: Mode, key: &str, owner: &str) -> Op<bool> {
-        let call = self.holds_call(HoldOp::Left, mode, key, owner, 0.0);
-        self.holds_op(call, shared::live)
-    }
-
-    fn remaining_in(&self, mode: Mode, key: &str, owner: &str) -> Op<Option<f64>> {
-        let call = self.holds_call(HoldOp::Left, mode, key, owner, 0.0);
-        self.holds_op(call, shared::left)
-    }
-
-    fn would_wait(&self, mode: Mode, key: &str) -> Op<bool> {
-        let call = self.holds_call(HoldOp::Waits, mode, key, "", 0.0);
-        self.holds_op(call, shared::done)
-    }
-
-    fn holders(&self, mode: Mode, key: &str) -> Op<f64> {
-        let call = self.holds_call(HoldOp::Count, mode, key, "", 0.0);
-        self.holds_op(call, shared::count)
-    }
-
-    fn withdraw(&self, mode: Mode, key: &str) -> Op<()> {
-        let call = self.holds_call(HoldOp::Withdraw, mode, key, "", 0.0);
-        self.holds_op(call, shared::nothing)
-    }
-}
-
-impl RedisStore {
-    /// The acquire script for `key`: set-if-absent and the fencing token.
-    fn acquire_script(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<Option<u64>> {
-        let full_key = self.key(key);
-        let counter = if self.shared.cluster.is_some() {
-            fencing::cluster_counter(&self.shared.options.prefix, &full_key)
-        } else {
-            self.key(fencing::COUNTER)
-        };
-        let ttl = whole_ms(ttl_ms);
-        #[cfg(not(test))]
-        if let Some(direct) = &self.direct {
-            return via_loop::acquire(direct, full_key, counter, owner, ttl);
+    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
+        match hold {
+            Hold::Lock => self.is_locked(key),
+            _ => self.holds_op(HoldOp::Waits, hold, key, "", 0.0, shared::done),
         }
-        self.acquire_via_tokio(full_key, counter, owner.to_owned(), ttl)
+    }
+
+    fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+        match hold {
+            Hold::Lock => self
+                .is_locked(key)
+                .map(|locked| f64::from(u8::from(locked))),
+            _ => self.holds_op(HoldOp::Count, hold, key, "", 0.0, shared::count),
+        }
+    }
+
+    fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
+        match hold {
+            Hold::Write => self.holds_op(HoldOp::Withdraw, hold, key, "", 0.0, shared::nothing),
+            _ => Op::Ready(Ok(())),
+        }
+    }
+
+    fn watch(&self, hold: Hold, key: &str, on: bool) -> Option<Task> {
+        self.follow(hold, key, on)
+            .map(|subscriber| -> Task { Box::pin(subscriber) })
+    }
+
+    fn close(&self) {
+        self.shut();
     }
 }
 
@@ -363,7 +320,11 @@ mod tests {
         )
         .expect("valid url");
         store.close();
-        let err = store.is_locked("k").settle().await.expect_err("closed");
+        let err = store
+            .would_wait(Hold::Lock, "k")
+            .settle()
+            .await
+            .expect_err("closed");
         assert!(err.to_string().contains("closed"), "{err}");
     }
 }

@@ -22,18 +22,18 @@ use super::scripts::channel;
 use super::shared::heard;
 use super::RedisStore;
 use crate::store::follow::{pause_taking, OnReleased};
-use crate::store::Mode;
+use crate::store::Hold;
 
 /// A request to the subscriber task: follow (or stop following) a channel.
 pub type Watch = (String, bool);
 
 impl RedisStore {
-    /// Follow (or stop following) announced releases of `key` (a plain lock's,
-    /// or in `mode` a semaphore's or read-write key's). The first call
-    /// returns the subscriber task for the caller to spawn on Tokio.
-    pub fn watch(
+    /// Follow (or stop following) announced releases of `key`'s holds in
+    /// `hold`. The first call returns the subscriber task for the caller to
+    /// spawn on Tokio.
+    pub(super) fn follow(
         &self,
-        mode: Option<Mode>,
+        hold: Hold,
         key: &str,
         on: bool,
     ) -> Option<impl Future<Output = ()> + Send + 'static> {
@@ -61,9 +61,9 @@ impl RedisStore {
             ));
             sender
         });
-        let full_key = match mode {
-            Some(mode) => self.holds_key(mode, key),
-            None => self.key(key),
+        let full_key = match hold {
+            Hold::Lock => self.key(key),
+            _ => self.holds_key(hold, key),
         };
         let _ = sender.send((channel(&full_key), on));
         task

@@ -17,7 +17,7 @@ use super::scripts::channel;
 use super::{fencing, RedisStore};
 use crate::store::follow::Released;
 use crate::store::options::whole_ms;
-use crate::store::{HoldOp, Mode, Op, StoreError};
+use crate::store::{Acquired, Hold, HoldOp, Op, StoreError};
 
 const SEMAPHORE: &str = "keel:semaphore:{k:";
 const READ_WRITE: &str = "keel:rw:{k:";
@@ -48,8 +48,8 @@ pub struct HoldsCall {
 
 impl RedisStore {
     /// The sorted set of `key`'s holds in `mode` (prefix included).
-    pub(super) fn holds_key(&self, mode: Mode, key: &str) -> String {
-        let form = if mode.is_semaphore() {
+    pub(super) fn holds_key(&self, hold: Hold, key: &str) -> String {
+        let form = if hold.is_permit() {
             SEMAPHORE
         } else {
             READ_WRITE
@@ -57,26 +57,15 @@ impl RedisStore {
         self.key(&format!("{form}{key}}}"))
     }
 
-    /// The script's keys and arguments for `op` on `key` in `mode`.
-    pub(super) fn holds_call(
-        &self,
-        op: HoldOp,
-        mode: Mode,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
-    ) -> HoldsCall {
-        let holds = self.holds_key(mode, key);
+    /// The script's keys and arguments for `op` on `key` in `hold`.
+    fn holds_call(&self, op: HoldOp, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> HoldsCall {
+        let holds = self.holds_key(hold, key);
         let counter = if self.shared.cluster.is_some() {
             fencing::cluster_counter(&self.shared.options.prefix, &holds)
         } else {
             self.key(fencing::COUNTER)
         };
-        let (mode_name, limit) = match mode {
-            Mode::Permit { limit } => ("permit", limit),
-            Mode::Read => ("read", 0),
-            Mode::Write => ("write", 0),
-        };
+        let (mode_name, limit) = hold.name_and_limit();
         let args = [
             op.name().to_owned(),
             mode_name.to_owned(),
@@ -97,12 +86,17 @@ impl RedisStore {
         }
     }
 
-    /// Run `op` and read its reply with `read`.
+    /// Run `op` on `key`'s holds in `hold` and read its reply with `read`.
     pub(super) fn holds_op<T: Send + 'static>(
         &self,
-        call: HoldsCall,
+        op: HoldOp,
+        hold: Hold,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
         read: fn(Value) -> Result<T, &'static str>,
     ) -> Op<T> {
+        let call = self.holds_call(op, hold, key, owner, ttl_ms);
         // A prefix whose first hash tag is empty (`{}`) makes a Cluster hash
         // each whole key, which would part a key's data across slots.
         if self.shared.cluster.is_some()
@@ -130,10 +124,10 @@ fn int(value: Value) -> Result<i64, &'static str> {
 }
 
 /// The replies, by operation.
-pub fn token(value: Value) -> Result<Option<u64>, &'static str> {
+pub fn token(value: Value) -> Result<Acquired, &'static str> {
     match value {
-        Value::Nil => Ok(None),
-        Value::Int(token) => Ok(Some(u64::try_from(token).unwrap_or(0))),
+        Value::Nil => Ok(Acquired::Refused),
+        Value::Int(token) => Ok(Acquired::Fenced(u64::try_from(token).unwrap_or(0))),
         _ => Err("something other than a fencing token or nil"),
     }
 }

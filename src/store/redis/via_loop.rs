@@ -11,7 +11,7 @@ use super::wire::connect::Target;
 use super::wire::{scripts, send, Direct, Request};
 use super::RedisStore;
 use crate::store::tls::client_config;
-use crate::store::Op;
+use crate::store::{Acquired, Op};
 
 impl RedisStore {
     /// Drive a single server's connection on the loop of `env` (the JS thread
@@ -66,7 +66,7 @@ pub fn acquire(
     counter: String,
     owner: &str,
     ttl: u64,
-) -> Op<Option<u64>> {
+) -> Op<Acquired> {
     let lua = &scripts()[0];
     let request = Request::script(
         "acquire",
@@ -74,11 +74,7 @@ pub fn acquire(
         vec![full_key, counter],
         vec![owner.as_bytes().to_vec(), ttl.to_string().into_bytes()],
     );
-    send(direct, request, |value| match value {
-        Value::Nil => Ok(None),
-        Value::Int(token) => Ok(Some(u64::try_from(token).unwrap_or(0))),
-        _ => Err("something other than a fencing token or nil"),
-    })
+    send(direct, request, super::shared::token)
 }
 
 pub fn release(direct: &Direct, key: String, owner: &str) -> Op<bool> {

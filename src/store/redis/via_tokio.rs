@@ -9,7 +9,7 @@ use super::errors::{found_dead, RESENDS};
 use super::scripts::channel;
 use super::shared::HoldsCall;
 use super::{RedisStore, Shared};
-use crate::store::{BackendError, Code, Op, StoreError};
+use crate::store::{Acquired, BackendError, Code, Op, StoreError};
 
 impl RedisStore {
     /// Run one operation against the connection, within the store's time
@@ -56,18 +56,19 @@ impl RedisStore {
         counter: String,
         owner: String,
         ttl: u64,
-    ) -> Op<Option<u64>> {
+    ) -> Op<Acquired> {
         self.op("acquire", move |mut conn, shared| {
             let (full_key, counter, owner) = (full_key.clone(), counter.clone(), owner.clone());
             async move {
-                shared
+                let token: Option<u64> = shared
                     .acquire
                     .key(&full_key)
                     .key(&counter)
                     .arg(&owner)
                     .arg(ttl)
                     .invoke_async(&mut conn)
-                    .await
+                    .await?;
+                Ok(Acquired::from_token(token))
             }
         })
     }

@@ -1,0 +1,109 @@
+//! The kinds of hold a store keeps, and what an acquire answers.
+//!
+//! A plain lock has one owner at a time. A semaphore admits up to `limit`
+//! permits, each with its own owner and expiry. A read-write key admits any
+//! number of readers while no writer holds it, or one writer alone; a writer
+//! that has to wait marks the key so that new readers wait too (the mark
+//! lapses at the writer's TTL, so a writer that dies while waiting holds
+//! nobody back for longer). Each kind's data lives apart: a plain lock, a
+//! semaphore and a read-write key of the same name never see each other.
+
+/// Which kind of hold an operation is about. Every store operation names one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// A plain lock: one owner.
+    Lock,
+    /// A semaphore permit; the caller's own limit decides whether it is admitted.
+    Permit {
+        limit: u64,
+    },
+    Read,
+    Write,
+}
+
+impl Hold {
+    /// Semaphores and read-write keys keep their data apart: whether this
+    /// is a semaphore's.
+    pub fn is_permit(self) -> bool {
+        matches!(self, Hold::Permit { .. })
+    }
+
+    /// Its name in the server stores' scripts and functions, and its limit
+    /// (0 for all but a permit).
+    pub fn name_and_limit(self) -> (&'static str, u64) {
+        match self {
+            Hold::Lock => ("lock", 0),
+            Hold::Permit { limit } => ("permit", limit),
+            Hold::Read => ("read", 0),
+            Hold::Write => ("write", 0),
+        }
+    }
+}
+
+/// What an acquire answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acquired {
+    /// The hold does not admit this owner now.
+    Refused,
+    /// Taken. A fencing token, if the store makes them, stays with the hold:
+    /// [`super::LockStore::fencing_token`] answers it (the memory store's
+    /// plain lock, which so hands JS a bare owner token, the cheaper value).
+    Taken,
+    /// Taken, with the fencing token the store gave it in the same step.
+    Fenced(u64),
+}
+
+impl Acquired {
+    /// A server's reply to a fenced acquire: the token when taken.
+    pub fn from_token(token: Option<u64>) -> Self {
+        token.map_or(Acquired::Refused, Acquired::Fenced)
+    }
+
+    pub fn is_taken(self) -> bool {
+        !matches!(self, Acquired::Refused)
+    }
+}
+
+/// An operation on a semaphore's or read-write key's holds, as the server
+/// stores name it in their script or function.
+#[derive(Clone, Copy, Debug)]
+pub enum HoldOp {
+    Acquire,
+    Release,
+    Extend,
+    /// Milliseconds left on one owner's hold.
+    Left,
+    /// Whether an acquire in a mode would be refused now.
+    Waits,
+    /// How many hold the key.
+    Count,
+    /// A waiting writer gave up.
+    Withdraw,
+}
+
+impl HoldOp {
+    /// Its name in the server's script or function.
+    pub fn name(self) -> &'static str {
+        match self {
+            HoldOp::Acquire => "acquire",
+            HoldOp::Release => "release",
+            HoldOp::Extend => "extend",
+            HoldOp::Left => "left",
+            HoldOp::Waits => "waits",
+            HoldOp::Count => "count",
+            HoldOp::Withdraw => "withdraw",
+        }
+    }
+
+    /// The JS method it serves, for error messages.
+    pub fn method(self) -> &'static str {
+        match self {
+            HoldOp::Acquire | HoldOp::Withdraw => "acquire",
+            HoldOp::Release => "release",
+            HoldOp::Extend => "extend",
+            HoldOp::Left => "getRemainingTime",
+            HoldOp::Waits => "isLocked",
+            HoldOp::Count => "holders",
+        }
+    }
+}
