@@ -99,23 +99,29 @@ const kindOf = (handle) => (kOps in handle ? StoreKind.Js : native.storeKind(han
  *   of the store (its `fencingToken(key, owner)`) after the acquire, not handed over with it
  */
 
-/** @type {Map<number, Readonly<Capabilities>>} StoreKind -> what such a store can do */
-const capabilitiesByKind = new Map(
-  [StoreKind.Memory, StoreKind.Redis, StoreKind.Postgres, StoreKind.Js].map((kind) => {
-    const js = kind === StoreKind.Js
-    /** @type {Capabilities} */
-    const capabilities = {
-      saysWhenLapsed: kind === StoreKind.Memory,
-      announcesReleases: kind === StoreKind.Redis || kind === StoreKind.Postgres,
-      answersInOrder: kind === StoreKind.Redis,
-      writtenInJs: js,
-      throwsOwnErrors: js,
-      mayNeverAnswer: js,
-      fencesAfterAcquire: js,
-    }
-    return [kind, Object.freeze(capabilities)]
-  }),
-)
+/**
+ * @param {Partial<Capabilities>} can what a kind of store can do, of what no store does by default
+ * @returns {Readonly<Capabilities>}
+ */
+const capabilities = (can) =>
+  Object.freeze({
+    saysWhenLapsed: false,
+    announcesReleases: false,
+    answersInOrder: false,
+    writtenInJs: false,
+    throwsOwnErrors: false,
+    mayNeverAnswer: false,
+    fencesAfterAcquire: false,
+    ...can,
+  })
+
+/** What each kind of store can do: a new kind of store is a new row. */
+const CAPABILITIES = new Map([
+  [StoreKind.Memory, capabilities({ saysWhenLapsed: true })],
+  [StoreKind.Redis, capabilities({ announcesReleases: true, answersInOrder: true })],
+  [StoreKind.Postgres, capabilities({ announcesReleases: true })],
+  [StoreKind.Js, capabilities({ writtenInJs: true, throwsOwnErrors: true, mayNeverAnswer: true, fencesAfterAcquire: true })],
+])
 
 /**
  * What the store of `handle` can do (one shared record per kind of store).
@@ -125,9 +131,9 @@ const capabilitiesByKind = new Map(
  */
 function capabilitiesOf(handle) {
   const kind = kindOf(handle)
-  const capabilities = capabilitiesByKind.get(kind)
-  if (capabilities === undefined) throw new TypeError(`a store of unknown kind ${kind}`)
-  return capabilities
+  const can = CAPABILITIES.get(kind)
+  if (can === undefined) throw new TypeError(`a store of unknown kind ${kind}`)
+  return can
 }
 
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } = native.limits()
