@@ -13,12 +13,14 @@ const { timer, cancel } = require('./timers.js')
  * A writer stopped trying (it gave up, or was refused with no wait): it holds
  * back no new readers any more (a writer still waiting marks the key again at
  * its next attempt). A promise, never rejected, when the store answers later;
- * errors are dropped, as the mark lapses at the writer's TTL anyway. A store
- * that may never answer (one written in JS) settles it after `waitAtMost` ms
- * regardless (a native store's is bounded by its command timeout).
+ * errors are dropped, as the mark lapses at the writer's TTL anyway. On a
+ * store that may never answer (one written in JS) the promise settles after
+ * `waitAtMost` ms regardless (a native store's is bounded by its command
+ * timeout).
  *
  * @param {{ ops: import('./protocol.js').StoreOps, handle: object, key: string, capabilities?: import('./protocol.js').Capabilities }} want
- *   a write hold's target
+ *   a write hold's target (what only gives a mark back, and waits for no answer, may leave out
+ *   its capabilities)
  * @param {number} [waitAtMost]
  * @returns {Promise<void> | undefined}
  */
