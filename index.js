@@ -9,7 +9,7 @@
  */
 
 const native = require('./lib/native.js')
-const { DEFAULT_TTL_MS, opsOf, kindOf } = require('./lib/protocol.js')
+const { DEFAULT_TTL_MS, opsOf, capabilitiesOf } = require('./lib/protocol.js')
 const { describe, checkKey, checkMs, checkStore } = require('./lib/check.js')
 const { LockNotHeldError, LockStoreError } = require('./lib/errors.js')
 const { MemoryLockStore, RedisLockStore, PostgresLockStore } = require('./lib/stores.js')
@@ -25,7 +25,7 @@ const { verifyLockStore } = require('./lib/verify.js')
  */
 function use(store) {
   const handle = handleFor(store)
-  return { store, handle, kind: kindOf(handle), ops: opsOf(handle) }
+  return { store, handle, capabilities: capabilitiesOf(handle), ops: opsOf(handle) }
 }
 let current = use(new MemoryLockStore())
 
@@ -36,8 +36,8 @@ let current = use(new MemoryLockStore())
 function lock(key, ttlMs) {
   checkKey('lock', key)
   const ttl = ttlMs === undefined ? DEFAULT_TTL_MS : checkMs('lock', ttlMs, 'ttlMs', false)
-  const { store, handle, kind, ops } = current
-  return newLock({ key, lane: key, ttlMs: ttl, store, handle, kind, ops }, null)
+  const { store, handle, capabilities, ops } = current
+  return newLock({ key, lane: key, ttlMs: ttl, store, handle, capabilities, ops }, null)
 }
 
 /**
@@ -48,8 +48,8 @@ function lock(key, ttlMs) {
  * @param {import('./lib/kinds.js').Kind} holdKind
  */
 function kindTarget(key, ttlMs, holdKind) {
-  const { store, handle, kind } = current
-  return { key, ttlMs, store, handle, kind, ...kindFields(holdKind, key, current) }
+  const { store, handle, capabilities } = current
+  return { key, ttlMs, store, handle, capabilities, ...kindFields(holdKind, key, current) }
 }
 
 /**
@@ -117,8 +117,8 @@ function restoreLock(serialized) {
   if (owner != null) checkKey('restoreLock', owner, 'serialized owner')
   if (holdKind === 'semaphore') return newLock(kindTarget(key, ttlMs, semaphoreKind(/** @type {number} */ (limit))), owner ?? null)
   if (holdKind === 'read' || holdKind === 'write') return newLock(kindTarget(key, ttlMs, holdKind === 'read' ? READ : WRITE), owner ?? null)
-  const { store, handle, kind, ops } = current
-  const target = { key, lane: key, ttlMs, store, handle, kind, ops }
+  const { store, handle, capabilities, ops } = current
+  const target = { key, lane: key, ttlMs, store, handle, capabilities, ops }
   return newLock(target, owner ?? null)
 }
 

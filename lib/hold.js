@@ -10,11 +10,10 @@
  */
 
 const { inspect } = require('node:util')
-const { StoreKind } = require('./protocol.js')
 const { describe, isThenable, noop } = require('./check.js')
 const { LockNotHeldError } = require('./errors.js')
 const { realTimer, cancel, realNow } = require('./timers.js')
-const { wake, giveBackWanted } = require('./waiting.js')
+const { wake, giveBack } = require('./waiting.js')
 
 /**
  * What a lock is on, shared by a handle, the handles run() makes from it and
@@ -25,7 +24,7 @@ const { wake, giveBackWanted } = require('./waiting.js')
  * @property {number} ttlMs
  * @property {import('../index').LockStore} store
  * @property {object} handle the store's native handle
- * @property {number} kind the store's StoreKind
+ * @property {Readonly<import('./protocol.js').Capabilities>} capabilities what its store can do
  * @property {import('./protocol.js').StoreOps} ops what to do with `handle` (for this kind of hold)
  * @property {string} lane the queue its waiters wait in: the key for a plain lock
  * @property {boolean} [shared] more than one may hold it at once (a permit, a reader)
@@ -56,7 +55,7 @@ class Hold {
     this.held = true
     /** We held it and know we lost it (a release is not a loss). */
     this.lost = false
-    // Outside memory (where the store answers "until when?" at once), a hold
+    // Unless the store says at once when it lapses (memory), a hold
     // lasts heldFor (default: the TTL) from `since`: the real clock's time
     // (realNow, as the store counts the TTL in real time, whatever a test
     // fakes) when its acquire or last extension was sent, never later than
@@ -121,8 +120,8 @@ class Hold {
 
   /** ms this hold has left by what we know; <= 0 once it lapsed (or was found gone). */
   left() {
-    const { kind, handle, key, ttlMs, ops } = this.target
-    if (kind === StoreKind.Memory) {
+    const { capabilities, handle, key, ttlMs, ops } = this.target
+    if (capabilities.saysWhenLapsed) {
       if (!ops.holds(handle, key, this.owner)) return 0
       return /** @type {number | null} */ (ops.remainingTime(handle, key, this.owner)) ?? 0
     }
@@ -172,8 +171,8 @@ class Hold {
     // Woken after the hold ran out (a stalled event loop): it may have been
     // someone else's meanwhile, even if an extension would still succeed.
     if (this.left() <= 0) return this.markLost()
-    const { kind, handle, key, ttlMs, ops } = this.target
-    const sent = kind === StoreKind.Memory ? 0 : realNow()
+    const { capabilities, handle, key, ttlMs, ops } = this.target
+    const sent = capabilities.saysWhenLapsed ? 0 : realNow()
     const after = (/** @type {boolean} */ extended) => {
       if (!this.held) return
       if (!extended) return this.markLost()
@@ -211,10 +210,10 @@ class Hold {
       throw error
     }
     if (!isThenable(released)) return this.released(/** @type {boolean} */ (released), true)
-    // Redis answers one connection's commands in the order they were sent
-    // (one per server, one per Cluster node): the next waiter's attempt can
-    // go right behind the release instead of a round trip after it.
-    const inOrder = this.target.kind === StoreKind.Redis
+    // A store that answers a connection's commands in the order they were
+    // sent (Redis): the next waiter's attempt can go right behind the release
+    // instead of a round trip after it.
+    const inOrder = this.target.capabilities.answersInOrder
     if (inOrder) wake(handle, this.target.lane)
     return /** @type {Promise<boolean>} */ (released).then(
       (r) => this.released(r, !inOrder),
@@ -297,7 +296,7 @@ class Hold {
     const { store, key } = this.target
     const fail = (/** @type {unknown} */ error) => {
       this.markLost()
-      giveBackWanted(this.target, this.owner)
+      giveBack(this.target, this.owner)
       throw error
     }
     const accept = (/** @type {unknown} */ token) => {

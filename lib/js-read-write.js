@@ -11,7 +11,7 @@
 const { READ_WRITE_METHODS, LANES } = require('./protocol.js')
 const { call, answer, boolean, milliseconds, wrongAnswer, acquireThrough } = require('./js-store.js')
 const { withdraw } = require('./marks.js')
-const { giveBackWanted } = require('./waiting.js')
+const { giveBack } = require('./waiting.js')
 
 /**
  * The read-write methods `store` does not have.
@@ -46,8 +46,8 @@ function readWriteOps(write) {
     // An acquire that failed gives back what it may have taken: the hold, and a writer's mark.
     acquire: (handle, key, ttlMs) =>
       acquireThrough(storeOf(handle), write ? 'acquireWrite' : 'acquireRead', key, ttlMs, (owner) => {
-        const want = { handle, key, lane: LANES.r + key, ttlMs: 0, ops }
-        giveBackWanted(want, owner)
+        const want = { handle, key, lane: LANES.r + key, ops }
+        giveBack(want, owner)
         withdraw(want)
       }),
     release: (handle, key, owner) => answer(call(storeOf(handle), 'releaseHold', key, owner), released),

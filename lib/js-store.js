@@ -13,10 +13,10 @@
 
 const { randomUUID } = require('node:crypto')
 const { types: { isPromise } } = require('node:util')
-const { STORE_METHODS, kOps } = require('./protocol.js')
+const { STORE_METHODS, kOps, opsOf } = require('./protocol.js')
 const { describe, isThenable } = require('./check.js')
 const { NativeLockStore, handleOf } = require('./stores.js')
-const { giveBackUnwanted } = require('./waiting.js')
+const { giveBack } = require('./waiting.js')
 
 /**
  * The handle that runs a store's operations. One of our stores whose methods
@@ -127,23 +127,23 @@ const [released, extended, locked, left] = [boolean('release'), boolean('extend'
 /**
  * A new owner token's acquire through `store[method]`: the token when the
  * store answered true, null when false. An acquire that failed may still have
- * taken the hold: `giveBack(owner)` returns the token before the error goes on.
+ * taken the hold: `giveBackOwner(owner)` returns the token before the error goes on.
  *
  * @param {Record<string, any>} store
  * @param {string} method
  * @param {string} key
  * @param {number} ttlMs
- * @param {(owner: string) => void} giveBack
+ * @param {(owner: string) => void} giveBackOwner
  * @returns {string | null | Promise<string | null>}
  */
-function acquireThrough(store, method, key, ttlMs, giveBack) {
+function acquireThrough(store, method, key, ttlMs, giveBackOwner) {
   const owner = randomUUID()
   const took = (/** @type {unknown} */ value) => {
     if (typeof value === 'boolean') return value ? owner : null
     throw wrongAnswer(method, 'a boolean', value)
   }
   const failed = (/** @type {unknown} */ error) => {
-    giveBack(owner)
+    giveBackOwner(owner)
     throw error
   }
   const returned = call(store, method, key, owner, Math.ceil(ttlMs))
@@ -165,7 +165,9 @@ function acquireThrough(store, method, key, ttlMs, giveBack) {
  */
 const jsOps = {
   acquire: (handle, key, ttlMs, lane = key) =>
-    acquireThrough(/** @type {JsHandle} */ (handle).store, 'acquire', key, ttlMs, (owner) => giveBackUnwanted(handle, key, owner, lane)),
+    acquireThrough(/** @type {JsHandle} */ (handle).store, 'acquire', key, ttlMs, (owner) =>
+      giveBack({ handle, key, lane, ops: opsOf(handle) }, owner),
+    ),
   release: (handle, key, owner) => answer(call(/** @type {JsHandle} */ (handle).store, 'release', key, owner), released),
   extend: (handle, key, owner, ttlMs) =>
     answer(call(/** @type {JsHandle} */ (handle).store, 'extend', key, owner, Math.ceil(ttlMs)), extended),

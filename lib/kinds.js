@@ -10,7 +10,7 @@
  * data they never touch.
  */
 
-const { StoreKind, HoldKind, nativeOps, opsOf, LANES } = require('./protocol.js')
+const { HoldKind, nativeOps, opsOf, LANES } = require('./protocol.js')
 const { jsReadWriteOps, missingReadWrite } = require('./js-read-write.js')
 
 /**
@@ -119,11 +119,11 @@ function withoutReadWrite(store) {
  * The operations a target of `kind` uses on a store.
  *
  * @param {Kind} kind
- * @param {number} storeKind
+ * @param {Readonly<import('./protocol.js').Capabilities>} capabilities the store's
  * @param {object} store
  */
-function opsFor(kind, storeKind, store) {
-  if (storeKind === StoreKind.Js) {
+function opsFor(kind, capabilities, store) {
+  if (capabilities.writtenInJs) {
     const ops = kind.name === 'semaphore' ? slotOps(kind.limit) : jsReadWriteOps(kind.name === 'write', /** @type {any} */ (store))
     return ops ?? withoutReadWrite(store)
   }
@@ -151,11 +151,11 @@ const WRITE = { name: 'write', hold: HoldKind.Write, limit: 0 }
  *
  * @param {Kind} kind
  * @param {string} key
- * @param {{ store: object, kind: number }} current
+ * @param {{ store: object, capabilities: Readonly<import('./protocol.js').Capabilities> }} current
  */
 function kindFields(kind, key, current) {
   return {
-    ops: opsFor(kind, current.kind, current.store),
+    ops: opsFor(kind, current.capabilities, current.store),
     lane: LANE[kind.name] + key,
     shared: kind.name !== 'write',
     together: kind.name === 'read',

@@ -17,18 +17,15 @@
  * handle of its own, bound to that run's acquisition alone. The decisions
  * that make the lock correct (owner tokens, the compare-and-act store
  * operations, expiry) live in the addon and the store; this file keeps what
- * is cheapest in JS: the handle, run()'s try/finally, and the first attempt
- * of an acquire, which hands over to lib/waiting.js when it must wait.
+ * is cheapest in JS: the handle and run()'s try/finally. An acquire is
+ * lib/acquire.js's; the handle turns its grant into a Hold.
  */
 
-const { StoreKind, DEFAULT_RETRY_DELAY_MS } = require('./protocol.js')
 const { describe, checkMs, readOptions, isThenable } = require('./check.js')
-const { LockNotHeldError, fromStore, isUnreachable } = require('./errors.js')
-const { timer, cancel, realNow } = require('./timers.js')
-const { attemptStarted, attemptEnded } = require('./attempts.js')
-const { withdraw } = require('./marks.js')
-const { waitersOf, takeTicket, enqueue, giveBackWanted } = require('./waiting.js')
+const { LockNotHeldError, fromStore } = require('./errors.js')
+const { realNow } = require('./timers.js')
 const { Hold } = require('./hold.js')
+const { acquire, kTook } = require('./acquire.js')
 
 const kCreate = Symbol('Lock.create')
 
@@ -176,11 +173,11 @@ class Lock {
 
   /** @param {number} [ttlMs] */
   async extend(ttlMs) {
-    const { key, handle, kind } = this.#target
+    const { key, handle, capabilities } = this.#target
     const ttl = ttlMs === undefined ? this.#target.ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
     const hold = this.#hold
     if (hold === null || !hold.held) throw new LockNotHeldError(key)
-    const sent = kind === StoreKind.Memory ? 0 : realNow()
+    const sent = capabilities.saysWhenLapsed ? 0 : realNow()
     let extended
     try {
       extended = this.#target.ops.extend(handle, key, hold.owner, ttl)
@@ -272,7 +269,7 @@ class Lock {
    * @param {unknown} error
    */
   #failed(error) {
-    return this.#target.kind === StoreKind.Js ? error : fromStore(error, this.#failed)
+    return this.#target.capabilities.throwsOwnErrors ? error : fromStore(error, this.#failed)
   }
 
   /**
@@ -285,94 +282,24 @@ class Lock {
    */
   #take(where, options) {
     const [timeout, retryDelay] = readOptions(where, options)
-    const target = this.#target
-    const { handle, key, lane, ttlMs, kind, ops } = target
-    const ticket = takeTicket()
-    // With waiters queued in this thread, a newcomer queues behind them.
-    if (waitersOf(handle, lane) !== undefined) return this.#wait(timeout, retryDelay, ticket)
-    const grant = ops.acquire(handle, key, ttlMs)
-    if (!isThenable(grant)) {
-      if (grant === null) return timeout === 0 ? this.#refused() : this.#wait(timeout, retryDelay, ticket)
-      return this.#took(/** @type {NonNullable<Grant>} */ (grant), kind === StoreKind.Memory ? 0 : realNow())
-    }
-    const answer = /** @type {Promise<Grant>} */ (grant)
-    // The hold's time runs on the real clock (the store's TTL does); the
-    // timeout on performance.now, which, like setTimeout, follows fake timers
-    // when a test installs them.
-    const sent = realNow()
-    if (timeout === 0) return answer.then((g) => (g === null ? this.#refused() : this.#took(g, sent)))
-    // The first attempt counts against the timeout too, even if the store never answers it.
-    const asked = performance.now()
-    const attempt = attemptStarted(handle, lane)
-    return new Promise((resolve, reject) => {
-      let gaveUp = false
-      const deadline = timer(() => {
-        gaveUp = true
-        attemptEnded(handle, lane, attempt)
-        resolve(null)
-      }, timeout)
-      const settled = () => {
-        attemptEnded(handle, lane, attempt)
-        cancel(deadline)
-        return Math.max(0, timeout - (performance.now() - asked))
-      }
-      answer.then(
-        (g) => {
-          if (gaveUp) return g === null ? this.#refused() : giveBackWanted(target, g)
-          const left = settled()
-          if (g !== null) return resolve(this.#took(g, sent))
-          resolve(left > 0 ? this.#wait(left, retryDelay, ticket, attempt.again, undefined, true) : this.#refused())
-        },
-        (error) => {
-          if (gaveUp) return
-          const left = settled()
-          // The store could not be reached: with time left, that is "not yet".
-          if (left > 0 && isUnreachable(error)) return resolve(this.#wait(left, retryDelay, ticket, false, error))
-          reject(error)
-        },
-      )
-    })
+    return acquire(this, this.#target, timeout, retryDelay)
   }
 
   /**
-   * An attempt was refused and no wait follows: a writer stops holding new
-   * readers back for it (and answers once it has).
-   *
-   * @returns {null | Promise<null>}
-   */
-  #refused() {
-    const withdrawn = withdraw(this.#target, DEFAULT_RETRY_DELAY_MS)
-    return withdrawn === undefined ? null : withdrawn.then(() => null)
-  }
-
-  /**
-   * @param {number} timeout
-   * @param {number} retryDelay
-   * @param {number} ticket
-   * @param {unknown} [failed]
-   * @param {boolean} [crossed] its first attempt was answered "held" while others of this thread queued
-   * @returns {null | Promise<Hold | null>}
-   */
-  #wait(timeout, retryDelay, ticket, tryNow = false, failed = undefined, crossed = false) {
-    if (timeout === 0) return null
-    const attempt = { since: 0 }
-    const waiting = enqueue(this.#target, timeout, retryDelay, ticket, tryNow, attempt, failed, crossed)
-    return waiting.then((g) => (g === null ? null : this.#took(g, attempt.since)))
-  }
-
-  /**
-   * A grant the store gave: the owner token, or [owner, fencing token] from a native server store.
+   * A grant the store gave (the owner token, or [owner, fencing token] from a
+   * native server store) made this handle's latest Hold (lib/acquire.js calls it).
    *
    * @param {NonNullable<Grant>} grant
-   * @param {number} since
+   * @param {number} since when the attempt that took it was sent
+   * @returns {Hold | Promise<Hold>}
    */
-  #took(grant, since) {
+  [kTook](grant, since) {
     const target = this.#target
     if (typeof grant !== 'string') return (this.#hold = new Hold(target, grant[0], since, grant[1]))
     const hold = new Hold(target, grant, since, undefined)
     this.#hold = hold
     // (A JS store's fencingToken speaks for its plain locks only.)
-    const fenced = target.kind === StoreKind.Js && target.holdKind === undefined
+    const fenced = target.capabilities.fencesAfterAcquire && target.holdKind === undefined
     if (fenced && typeof target.store.fencingToken === 'function') return hold.fetchToken()
     return hold
   }

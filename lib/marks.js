@@ -6,7 +6,6 @@
  * one case where a writer of this thread withdraws it while still waiting.
  */
 
-const { StoreKind, kindOf } = require('./protocol.js')
 const { isThenable, noop } = require('./check.js')
 const { timer, cancel } = require('./timers.js')
 
@@ -14,21 +13,24 @@ const { timer, cancel } = require('./timers.js')
  * A writer stopped trying (it gave up, or was refused with no wait): it holds
  * back no new readers any more (a writer still waiting marks the key again at
  * its next attempt). A promise, never rejected, when the store answers later;
- * errors are dropped, as the mark lapses at the writer's TTL anyway. A store
- * written in JS may never answer: its promise settles after `waitAtMost` ms
- * regardless (a native store's is bounded by its command timeout).
+ * errors are dropped, as the mark lapses at the writer's TTL anyway. On a
+ * store that may never answer (one written in JS) the promise settles after
+ * `waitAtMost` ms regardless (a native store's is bounded by its command
+ * timeout).
  *
- * @param {{ ops: import('./protocol.js').StoreOps, handle: object, key: string }} want a write hold's target
+ * @param {{ ops: import('./protocol.js').StoreOps, handle: object, key: string, capabilities?: import('./protocol.js').Capabilities }} want
+ *   a write hold's target (what only gives a mark back, and waits for no answer, may leave out
+ *   its capabilities)
  * @param {number} [waitAtMost]
  * @returns {Promise<void> | undefined}
  */
-function withdraw({ ops, handle, key }, waitAtMost = Infinity) {
+function withdraw({ ops, handle, key, capabilities }, waitAtMost = Infinity) {
   if (ops.withdraw === undefined) return undefined
   try {
     const done = ops.withdraw(handle, key)
     if (!isThenable(done)) return undefined
     const answered = /** @type {Promise<unknown>} */ (done).then(noop, noop)
-    if (waitAtMost === Infinity || kindOf(handle) !== StoreKind.Js) return answered
+    if (waitAtMost === Infinity || capabilities?.mayNeverAnswer !== true) return answered
     return new Promise((resolve) => {
       const bound = timer(resolve, waitAtMost)
       answered.then(() => {

@@ -1,7 +1,8 @@
 'use strict'
 /**
  * What the lock and its stores agree on, in one place: the five LockStore
- * methods, the kinds of store (`StoreKind`, the addon's), the limits and
+ * methods, the kinds of store (`StoreKind`, the addon's, which no other file
+ * compares: they read what a store can do, its Capabilities), the limits and
  * defaults (checked against the same numbers in Rust), and the operations a
  * store handle offers: the addon's functions for a native store's handle,
  * the JS-store bridge's (lib/js-store.js) for a store written in JS, which
@@ -103,6 +104,68 @@ const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
 /** @param {object} handle @returns {number} a StoreKind */
 const kindOf = (handle) => (kOps in handle ? StoreKind.Js : native.storeKind(handle))
 
+/**
+ * What a store can do, as the acquire, the waiting and a hold need to know
+ * it: read once per store, when lock() starts using it, so the algorithm
+ * asks what its store does, never which store it is. (The names follow the
+ * capabilities the store contract tests name, where they mean the same.)
+ *
+ * @typedef {object} Capabilities
+ * @property {boolean} saysWhenLapsed the store answers at once, in this thread, how long a
+ *   hold has left (the in-memory store, which so expires exactly): a hold asks it instead of
+ *   counting from when its acquire was sent, and a waiter looks again as the lock lapses
+ * @property {boolean} announcesReleases releases in other processes are announced and heard
+ *   (Redis, PostgreSQL): a lane's waiters follow them while they wait
+ * @property {boolean} answersInOrder a connection answers its commands in the order they were
+ *   sent (Redis, one per server or Cluster node): the next waiter's attempt can go right behind
+ *   a release instead of a round trip after it
+ * @property {boolean} writtenInJs a LockStore written in JS, reached through lib/js-store.js:
+ *   semaphores over permit slots, read-write locks through its own methods
+ * @property {boolean} throwsOwnErrors its errors reach the caller as it threw them (not remade
+ *   as a LockStoreError whose stack names the caller, as a native store's failures are)
+ * @property {boolean} mayNeverAnswer a call may never settle (no command timeout bounds it):
+ *   what is only waited for as a courtesy (a writer's withdrawn mark) is waited for a bounded time
+ * @property {boolean} fencesAfterAcquire a plain lock's fencing token, if it gives one, is asked
+ *   of the store (its `fencingToken(key, owner)`) after the acquire, not handed over with it
+ */
+
+/**
+ * @param {Partial<Capabilities>} can what a kind of store can do, of what no store does by default
+ * @returns {Readonly<Capabilities>}
+ */
+const capabilities = (can) =>
+  Object.freeze({
+    saysWhenLapsed: false,
+    announcesReleases: false,
+    answersInOrder: false,
+    writtenInJs: false,
+    throwsOwnErrors: false,
+    mayNeverAnswer: false,
+    fencesAfterAcquire: false,
+    ...can,
+  })
+
+/** What each kind of store can do: a new kind of store is a new row. */
+const CAPABILITIES = new Map([
+  [StoreKind.Memory, capabilities({ saysWhenLapsed: true })],
+  [StoreKind.Redis, capabilities({ announcesReleases: true, answersInOrder: true })],
+  [StoreKind.Postgres, capabilities({ announcesReleases: true })],
+  [StoreKind.Js, capabilities({ writtenInJs: true, throwsOwnErrors: true, mayNeverAnswer: true, fencesAfterAcquire: true })],
+])
+
+/**
+ * What the store of `handle` can do (one shared record per kind of store).
+ *
+ * @param {object} handle
+ * @returns {Readonly<Capabilities>}
+ */
+function capabilitiesOf(handle) {
+  const kind = kindOf(handle)
+  const can = CAPABILITIES.get(kind)
+  if (can === undefined) throw new TypeError(`a store of unknown kind ${kind}`)
+  return can
+}
+
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } = native.limits()
 
-module.exports = { STORE_METHODS, READ_WRITE_METHODS, StoreKind, HoldKind, nativeOps, kOps, opsOf, kindOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }
+module.exports = { STORE_METHODS, READ_WRITE_METHODS, StoreKind, HoldKind, nativeOps, kOps, opsOf, capabilitiesOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }

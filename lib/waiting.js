@@ -1,31 +1,29 @@
 'use strict'
 /**
- * Waiting for a held lock, on the JS thread: waiters queue per store handle
- * and lane (a plain lock's lane is its key; a semaphore and a read-write key
- * each have one of their own) in arrival order, and only the head asks the
- * store; when a permit or a reader at the head gets in, the next tries at
- * once, and a writer at the head holds back the readers behind it. A release
- * through the same store wakes the head at once (MemoryLockStore hands the
- * lock straight over); so does one another process announces (RedisLockStore,
- * PostgresLockStore). Polling every retryDelay is only the fallback, for
- * releases nobody announced and locks that lapse at their TTL. A newcomer
- * never jumps the queue, so a worker looping back to the lock it released
- * queues behind the others instead of starving them. A store that cannot be
- * reached is "not yet".
+ * Waiting for a held lock, on the JS thread: the queues and the wake-ups.
+ * Waiters queue per store handle and lane (a plain lock's lane is its key; a
+ * semaphore and a read-write key each have one of their own) in arrival
+ * order, and only the head asks the store; when a permit or a reader at the
+ * head gets in, the next tries at once, and a writer at the head holds back
+ * the readers behind it. A release through the same store wakes the head at
+ * once (MemoryLockStore hands the lock straight over); so does one another
+ * process announces (RedisLockStore, PostgresLockStore). Polling every
+ * retryDelay is only the fallback, for releases nobody announced and locks
+ * that lapse at their TTL. A newcomer never jumps the queue, so a worker
+ * looping back to the lock it released queues behind the others instead of
+ * starving them. What one attempt does and how an acquire ends is
+ * lib/acquire.js's.
  *
  * Waiting is timers, promises and wake-ups, which JS has for nanoseconds and
  * napi does not have at all: a hop to Rust per wait step would cost more than
  * the step.
  */
 
-const native = require('./native.js')
-const { StoreKind, opsOf, kindOf, laneOf } = require('./protocol.js')
+const { laneOf } = require('./protocol.js')
 const { isThenable, noop } = require('./check.js')
-const { isUnreachable } = require('./errors.js')
 const { onAnnouncedRelease, onClosed } = require('./stores.js')
-const { timer, cancel, realNow } = require('./timers.js')
-const { releasedDuringAttempts } = require('./attempts.js')
-const { withdraw, dropCrossedMarks } = require('./marks.js')
+const { timer, cancel } = require('./timers.js')
+const { dropCrossedMarks } = require('./marks.js')
 
 /**
  * An acquisition attempt's answer: the owner token, `[owner, fencing token]`
@@ -33,17 +31,6 @@ const { withdraw, dropCrossedMarks } = require('./marks.js')
  *
  * @typedef {string | [string, number] | null} Grant
  */
-
-/**
- * Whether releases through this store in other processes are announced and
- * heard (the waiters of a key then follow them while they wait).
- *
- * @param {object} handle
- */
-const hearsReleases = (handle) => {
-  const kind = kindOf(handle)
-  return kind === StoreKind.Redis || kind === StoreKind.Postgres
-}
 
 /**
  * What a waiter waits for: a Target (lib/hold.js), of which waiting needs this.
@@ -54,32 +41,42 @@ const hearsReleases = (handle) => {
  * @property {string} lane the queue it waits in
  * @property {number} ttlMs
  * @property {import('./protocol.js').StoreOps} ops
+ * @property {Readonly<import('./protocol.js').Capabilities>} capabilities what its store can do
  * @property {boolean} [shared] more may hold it at once: the next waiter tries when this one gets in
  * @property {boolean} [together] any number may hold it (a reader): when one gets in, every one
  *   right behind it tries at once, together, not one round trip after another
  */
 
 /**
+ * A caller waiting for a hold (lib/acquire.js makes them), as its lane's
+ * queue sees it.
+ *
  * @typedef {object} Waiter
  * @property {Want} want
  * @property {number} ticket when acquire was called, for arrival order
- * @property {{ since: number }} attempt realNow() when the attempt that took the lock was sent
  * @property {number} retryDelay
- * @property {(grant: Grant) => void} resolve
- * @property {(error: unknown) => void} reject
  * @property {boolean} trying an attempt is in flight
  * @property {boolean} again a release came while it was: look again at once
- * @property {boolean} late it gave up while an attempt was in flight
- * @property {boolean} gone it left the queue (settled)
- * @property {import('./timers.js').Timer | undefined} poll
- * @property {import('./timers.js').Timer | undefined} deadline
- * @property {unknown} failed the error of the last attempt, if the store could not be reached
+ * @property {boolean} gone it left (settled)
  * @property {boolean} crossed a writer whose refused first attempt (which marked the key) was
  *   sent before this thread's queue formed, and which has not tried since
+ * @property {Waiter[] | undefined} queue its lane's queue, once it queued
+ * @property {import('./timers.js').Timer | undefined} poll
+ * @property {import('./timers.js').Timer | undefined} deadline
+ * @property {() => void} attempt one attempt now (or, while one is in flight, another right after it)
  */
 
 /** @type {WeakMap<object, Map<string, Waiter[]>>} store handle -> lane -> waiters */
 const queues = new WeakMap()
+
+/**
+ * First attempts in flight, per handle and lane, of callers not queued yet: a
+ * release that lands meanwhile may come after the store looked, so they look
+ * again (lib/acquire.js).
+ *
+ * @type {WeakMap<object, Map<string, Set<Waiter>>>}
+ */
+const firstTries = new WeakMap()
 
 /**
  * @param {object} handle
@@ -89,88 +86,86 @@ function waitersOf(handle, lane) {
   return queues.get(handle)?.get(lane)
 }
 
-/**
- * Follow (or stop following) releases of `want` announced elsewhere, on the
- * stores that hear them.
- *
- * @param {Want} want
- * @param {boolean} on
- */
-const follow = (want, on) => hearsReleases(want.handle) && want.ops.watchReleases?.(want.handle, want.key, on)
-
 /** Arrival order: taken when acquire is called, before any store round trip. */
 let tickets = 0
 const takeTicket = () => tickets++
 
 /**
- * Wait in the queue of `want`'s lane. Resolves to the grant, or null at the
- * timeout (rejects with the last error if the store could not be reached by then).
+ * Follow (or stop following) releases of `want` announced elsewhere, on the
+ * stores that announce them.
  *
  * @param {Want} want
- * @param {number} timeout
- * @param {number} retryDelay
- * @param {number} ticket
- * @param {boolean} tryNow a release came while the first attempt was out
- * @param {{ since: number }} attempt
- * @param {unknown} failed the first attempt's error, if the store could not be reached
- * @param {boolean} crossed the first attempt was sent before this thread's queue formed, and refused
- * @returns {Promise<Grant>}
+ * @param {boolean} on
  */
-function enqueue(want, timeout, retryDelay, ticket, tryNow, attempt, failed, crossed) {
-  const { handle, lane: key } = want
-  let byKey = queues.get(handle)
-  if (byKey === undefined) queues.set(handle, (byKey = new Map()))
-  let queue = byKey.get(key)
-  if (queue === undefined) {
-    byKey.set(key, (queue = []))
-    follow(want, true)
+const follow = (want, on) => want.capabilities.announcesReleases && want.ops.watchReleases?.(want.handle, want.key, on)
+
+/**
+ * @param {Waiter} waiter its first attempt was sent before it queued
+ * @param {boolean} inFlight
+ */
+function firstTryInFlight(waiter, inFlight) {
+  const { handle, lane } = waiter.want
+  let byLane = firstTries.get(handle)
+  if (byLane === undefined) {
+    if (!inFlight) return
+    firstTries.set(handle, (byLane = new Map()))
   }
-  const waiting = queue
-  return new Promise((resolve, reject) => {
-    /** @type {Waiter} */
-    const waiter = {
-      want,
-      ticket,
-      attempt,
-      retryDelay,
-      resolve,
-      reject,
-      trying: false,
-      again: false,
-      late: false,
-      gone: false,
-      poll: undefined,
-      deadline: undefined,
-      failed,
-      crossed: crossed && want.ops.withdraw !== undefined,
-    }
-    waiter.deadline = timer(() => giveUp(handle, key, waiting, waiter), timeout)
-    // Callers whose first attempts were answered out of order still queue in
-    // the order they called (behind a head that is already trying).
-    let at = waiting.length
-    while (at > 0 && waiting[at - 1].ticket > ticket && !(at === 1 && waiting[0].trying)) at--
-    waiting.splice(at, 0, waiter)
-    if (crossed || (want.together === true && at < waiting.length - 1)) dropCrossedMarks(waiting)
-    // The attempt just made found the lock held: the first poll can wait.
-    if (waiting[0] === waiter) {
-      cancel(waiting[1]?.poll)
-      // A release came while the first attempt was out: look again now.
-      const delay = tryNow ? 0 : pollDelay(waiter)
-      waiter.poll = timer(() => tryHead(handle, key, waiting), delay)
-    }
-  })
+  let set = byLane.get(lane)
+  if (inFlight) {
+    if (set === undefined) byLane.set(lane, (set = new Set()))
+    set.add(waiter)
+  } else if (set !== undefined) {
+    set.delete(waiter)
+    if (set.size === 0) byLane.delete(lane)
+  }
 }
 
 /**
- * A release of `key` through `handle` happened: its first waiter tries now.
+ * Queue `waiter` in its lane, in arrival order; at the head, it polls (or,
+ * with `lookNow`, tries at once: a release came while its first attempt was out).
+ *
+ * @param {Waiter} waiter
+ * @param {{ lookNow?: boolean, crossed?: boolean }} how `crossed`: its first attempt was
+ *   sent before this thread's queue formed, and refused
+ */
+function enqueue(waiter, { lookNow = false, crossed = false }) {
+  const { want, ticket } = waiter
+  const { handle, lane } = want
+  let byLane = queues.get(handle)
+  if (byLane === undefined) queues.set(handle, (byLane = new Map()))
+  let queue = byLane.get(lane)
+  if (queue === undefined) {
+    byLane.set(lane, (queue = []))
+    follow(want, true)
+  }
+  const waiting = queue
+  waiter.queue = waiting
+  waiter.crossed = crossed && want.ops.withdraw !== undefined
+  // Callers whose first attempts were answered out of order still queue in
+  // the order they called (behind a head that is already trying).
+  let at = waiting.length
+  while (at > 0 && waiting[at - 1].ticket > ticket && !(at === 1 && waiting[0].trying)) at--
+  waiting.splice(at, 0, waiter)
+  if (crossed || (want.together === true && at < waiting.length - 1)) dropCrossedMarks(waiting)
+  // The attempt just made found the lock held: the first poll can wait.
+  if (waiting[0] === waiter) {
+    cancel(waiting[1]?.poll)
+    waiter.poll = timer(() => tryHead(waiting), lookNow ? 0 : pollDelay(waiter))
+  }
+}
+
+/**
+ * A release of `lane` through `handle` happened: its first attempts in flight
+ * look again, and its first waiter tries now.
  *
  * @param {object} handle
- * @param {string} key
+ * @param {string} lane
  */
-function wake(handle, key) {
-  releasedDuringAttempts(handle, key)
-  const queue = waitersOf(handle, key)
-  if (queue !== undefined) tryHead(handle, key, queue)
+function wake(handle, lane) {
+  const inFlight = firstTries.get(handle)?.get(lane)
+  if (inFlight !== undefined) for (const waiter of inFlight) waiter.again = true
+  const queue = waitersOf(handle, lane)
+  if (queue !== undefined) tryHead(queue)
 }
 
 // Releases other processes announce through a native server store wake this thread's waiters.
@@ -179,101 +174,23 @@ onAnnouncedRelease((handle, tagged) => wake(handle, laneOf(tagged)))
 // A store closed: every queue's head tries now, is refused as closed, and
 // leaves; the next then tries, and so on, so no waiter sleeps to its next poll.
 onClosed((handle) => {
-  for (const [lane, queue] of queues.get(handle) ?? []) tryHead(handle, lane, queue)
+  for (const [, queue] of queues.get(handle) ?? []) tryHead(queue)
 })
 
-/**
- * @param {object} handle
- * @param {string} key
- * @param {Waiter[]} queue
- */
-function tryHead(handle, key, queue) {
+/** @param {Waiter[]} queue */
+function tryHead(queue) {
   const waiter = queue[0]
-  if (waiter !== undefined) tryWaiter(handle, key, queue, waiter)
+  if (waiter !== undefined) waiter.attempt()
 }
 
 /**
- * One attempt for `waiter`: the head of its queue, or a reader in the run of
- * readers at the head (see Want.together).
+ * Look again after `delay` ms.
  *
- * @param {object} handle
- * @param {string} key
- * @param {Waiter[]} queue
  * @param {Waiter} waiter
+ * @param {number} [delay]
  */
-function tryWaiter(handle, key, queue, waiter) {
-  if (waiter.gone) return
-  // A wake during an attempt in flight must not be lost: that attempt may
-  // have been answered "held" just before the release.
-  if (waiter.trying) {
-    waiter.again = true
-    return
-  }
-  cancel(waiter.poll)
-  waiter.trying = true
-  waiter.again = false
-  waiter.crossed = false
-  // When the attempt that may take the lock started: its TTL runs from no later.
-  waiter.attempt.since = realNow()
-  const want = waiter.want
-  let grant
-  try {
-    grant = want.ops.acquire(handle, want.key, want.ttlMs)
-  } catch (error) {
-    return failedTry(handle, key, queue, waiter, error)
-  }
-  if (isThenable(grant)) {
-    grant.then(
-      (g) => afterTry(handle, key, queue, waiter, g),
-      (error) => waiter.late || failedTry(handle, key, queue, waiter, error),
-    )
-  } else {
-    afterTry(handle, key, queue, waiter, grant)
-  }
-}
-
-/**
- * @param {object} handle
- * @param {string} key
- * @param {Waiter[]} queue
- * @param {Waiter} waiter
- * @param {Grant} grant
- */
-function afterTry(handle, key, queue, waiter, grant) {
-  waiter.trying = false
-  // It gave up while this attempt was in flight: whatever it took goes back.
-  // (A writer's refused attempt marked the key again: that mark goes too.)
-  if (waiter.late) return grant === null ? void withdraw(waiter.want) : giveBackWanted(waiter.want, grant)
-  waiter.failed = undefined
-  // Taken: the next waiter polls later, as the lock has just been taken again
-  // (unless more may hold it at once: then it tries now, and readers together).
-  if (grant !== null) {
-    const next = waiter.want.together === true ? NEXT.readers : waiter.want.shared === true ? NEXT.now : NEXT.later
-    return leave(handle, key, queue, waiter, () => waiter.resolve(grant), next)
-  }
-  // A reader that tried with the one ahead of it waits for its turn at the head.
-  if (queue[0] !== waiter) return
-  if (waiter.again) return tryWaiter(handle, key, queue, waiter)
-  waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), pollDelay(waiter))
-}
-
-/**
- * The attempt failed. A store that could not be reached is "not yet": the
- * waiter tries again after retryDelay until its timeout (then rejects with
- * this error). Any other failure rejects it now.
- *
- * @param {object} handle
- * @param {string} key
- * @param {Waiter[]} queue
- * @param {Waiter} waiter
- * @param {unknown} error
- */
-function failedTry(handle, key, queue, waiter, error) {
-  waiter.trying = false
-  if (!isUnreachable(error)) return leave(handle, key, queue, waiter, () => waiter.reject(error), NEXT.now)
-  waiter.failed = error
-  // (A release that came meanwhile, such as its own failed attempt's give-back, is looked at now.)
-  if (queue[0] === waiter) waiter.poll = timer(() => tryWaiter(handle, key, queue, waiter), waiter.again ? 0 : waiter.retryDelay)
+function pollLater(waiter, delay = pollDelay(waiter)) {
+  waiter.poll = timer(() => waiter.attempt(), delay)
 }
 
 /**
@@ -284,52 +201,22 @@ function failedTry(handle, key, queue, waiter, error) {
  * @param {Waiter} waiter
  */
 function pollDelay({ want, retryDelay }) {
-  const { handle, key } = want
-  if (kindOf(handle) !== StoreKind.Memory || want.lane !== key) return retryDelay
-  const left = /** @type {number | null} */ (native.remainingTime(handle, key, native.HoldKind.Lock))
+  const { handle, key, ops } = want
+  if (!want.capabilities.saysWhenLapsed || want.lane !== key) return retryDelay
+  const left = /** @type {number | null} */ (ops.remainingTime(handle, key))
   return left === null ? 0 : Math.min(retryDelay, Math.ceil(left))
 }
 
 /**
- * @param {object} handle
- * @param {string} key
- * @param {Waiter[]} queue
- * @param {Waiter} waiter
- */
-function giveUp(handle, key, queue, waiter) {
-  // On time even if the store has not answered an attempt in flight (it may
-  // never): that attempt's result is dealt with when it comes.
-  waiter.late = true
-  const settle = waiter.failed === undefined ? () => waiter.resolve(null) : () => waiter.reject(waiter.failed)
-  // A writer's acquire answers once readers are let in again (one round
-  // trip), unless the store could not be reached: then at once.
-  const withdrawn = withdraw(waiter.want, waiter.retryDelay)
-  const after = withdrawn === undefined || waiter.failed !== undefined ? settle : () => withdrawn.then(settle)
-  leave(handle, key, queue, waiter, after, NEXT.now)
-}
-
-/**
- * A token nobody will use (an attempt that answered after its caller gave up,
- * or an acquire that failed midway and may have left it): released at once
- * (only that token is deleted), and the next waiter woken. Errors are dropped.
+ * A grant nobody will use (an attempt answered after its caller gave up, an
+ * acquire that failed midway and may have left it, a hold whose fencing token
+ * could not be read): released at once (only that token is deleted), and the
+ * lane's next waiter woken. Errors are dropped.
  *
- * @param {object} handle
- * @param {string} key
- * @param {NonNullable<Grant>} grant
- * @param {string} [lane] whose waiters the release wakes (a semaphore's, for its permit slot)
- */
-function giveBackUnwanted(handle, key, grant, lane = key) {
-  giveBackWanted({ handle, key, lane, ttlMs: 0, ops: opsOf(handle) }, grant)
-}
-
-/**
- * giveBackUnwanted, for a hold of any kind.
- *
- * @param {Want} want
+ * @param {Pick<Want, 'handle' | 'key' | 'lane' | 'ops'>} want
  * @param {NonNullable<Grant>} grant
  */
-function giveBackWanted(want, grant) {
-  const { handle, key, lane, ops } = want
+function giveBack({ handle, key, lane, ops }, grant) {
   const after = (/** @type {boolean} */ released) => released && wake(handle, lane)
   try {
     const released = ops.release(handle, key, typeof grant === 'string' ? grant : grant[0])
@@ -344,38 +231,36 @@ const NEXT = /** @type {const} */ ({ later: 0, now: 1, readers: 2 })
 /**
  * Take `waiter` out of its queue and settle it; `next`: what the new head does.
  *
- * @param {object} handle
- * @param {string} key
- * @param {Waiter[]} queue
  * @param {Waiter} waiter
  * @param {() => void} settle
  * @param {number} next one of NEXT
  */
-function leave(handle, key, queue, waiter, settle, next) {
+function leave(waiter, settle, next) {
   waiter.gone = true
   cancel(waiter.poll)
   cancel(waiter.deadline)
+  const queue = /** @type {Waiter[]} */ (waiter.queue)
   const at = queue.indexOf(waiter)
   if (at !== -1) queue.splice(at, 1)
   settle()
   if (queue.length === 0) {
-    queues.get(handle)?.delete(key)
+    queues.get(waiter.want.handle)?.delete(waiter.want.lane)
     follow(waiter.want, false)
   } else if (at === 0) {
     const head = queue[0]
     if (next === NEXT.later) {
       cancel(head.poll)
-      head.poll = timer(() => tryHead(handle, key, queue), pollDelay(head))
+      head.poll = timer(() => tryHead(queue), pollDelay(head))
     } else if (next === NEXT.now || head.want.together !== true) {
-      tryHead(handle, key, queue)
+      tryHead(queue)
     } else {
       // A reader got in: the readers right behind it try now, together.
       for (const behind of queue.slice()) {
         if (behind.want.together !== true) break
-        tryWaiter(handle, key, queue, behind)
+        behind.attempt()
       }
     }
   }
 }
 
-module.exports = { waitersOf, takeTicket, enqueue, wake, giveBackUnwanted, giveBackWanted }
+module.exports = { waitersOf, takeTicket, firstTryInFlight, enqueue, wake, pollLater, giveBack, NEXT, leave }

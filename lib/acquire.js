@@ -1,0 +1,281 @@
+'use strict'
+/**
+ * An acquire, whole: one state machine for a caller that wants a hold. Its
+ * first attempt goes to the store before it queues (with waiters of its lane
+ * already queued in this thread, it queues at once, behind them); a first
+ * attempt answered at once (always, on the in-memory store) settles without a
+ * waiter being made at all. Otherwise the caller is a Waiter: first one whose
+ * attempt is in flight and which has not queued yet, then, refused with time
+ * left, one in its lane's queue (lib/waiting.js) that tries again when woken
+ * or polled, until it gets in or its timeout passes. The timeout counts the
+ * first attempt too, even if the store never answers it; a grant that arrives
+ * after the caller gave up goes back at once; a store that cannot be reached
+ * is "not yet" while time is left.
+ */
+
+const { DEFAULT_RETRY_DELAY_MS } = require('./protocol.js')
+const { isThenable, noop } = require('./check.js')
+const { isUnreachable } = require('./errors.js')
+const { timer, cancel, realNow } = require('./timers.js')
+const { withdraw } = require('./marks.js')
+const { waitersOf, takeTicket, firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave } = require('./waiting.js')
+
+/** @typedef {import('./waiting.js').Grant} Grant */
+/** @typedef {import('./hold.js').Target} Target */
+/** @typedef {import('./hold.js').Hold} Hold */
+
+/** The method of what an acquire is for (a Lock) that turns a grant into its Hold. */
+const kTook = Symbol('Lock.took')
+
+/**
+ * What an acquire is for: a Lock, which makes the store's grant a Hold (given
+ * `since`, when the attempt that took it was sent) and keeps it as its latest.
+ *
+ * @typedef {{ [kTook](grant: NonNullable<Grant>, since: number): Hold | Promise<Hold> }} Taker
+ */
+
+/**
+ * Acquire `target` for a fresh owner, for `taker`: its Hold, or null if the
+ * lock stayed held for `timeout` ms; or a promise of that when the store (or
+ * the wait) has to be awaited.
+ *
+ * @param {Taker} taker
+ * @param {Target} target
+ * @param {number} timeout
+ * @param {number} retryDelay
+ * @returns {Hold | null | Promise<Hold | null>}
+ */
+function acquire(taker, target, timeout, retryDelay) {
+  const { handle, key, lane, ttlMs, ops } = target
+  const ticket = takeTicket()
+  // With waiters queued in this thread, a newcomer queues behind them.
+  if (waitersOf(handle, lane) !== undefined) return timeout === 0 ? null : queued(new Waiter(taker, target, ticket, timeout, retryDelay))
+  const grant = ops.acquire(handle, key, ttlMs)
+  if (!isThenable(grant)) {
+    // Answered at once: no waiter is made unless it has to wait.
+    if (grant !== null) return taker[kTook](/** @type {NonNullable<Grant>} */ (grant), target.capabilities.saysWhenLapsed ? 0 : realNow())
+    return timeout === 0 ? refused(target) : queued(new Waiter(taker, target, ticket, timeout, retryDelay))
+  }
+  const answer = /** @type {Promise<Grant>} */ (grant)
+  // The hold's time runs on the real clock (the store's TTL does); the
+  // timeout on performance.now, which, like setTimeout, follows fake timers
+  // when a test installs them.
+  const sent = realNow()
+  if (timeout === 0) return answer.then((g) => (g === null ? refused(target) : taker[kTook](g, sent)))
+  return new Waiter(taker, target, ticket, timeout, retryDelay).firstTry(answer, sent)
+}
+
+/**
+ * An attempt was refused and no wait follows: a writer stops holding new
+ * readers back for it (and answers once it has).
+ *
+ * @param {Target} target
+ * @returns {null | Promise<null>}
+ */
+function refused(target) {
+  const withdrawn = withdraw(target, DEFAULT_RETRY_DELAY_MS)
+  return withdrawn === undefined ? null : withdrawn.then(() => null)
+}
+
+/**
+ * A waiter that queues from the start.
+ *
+ * @param {Waiter} waiter
+ */
+function queued(waiter) {
+  enqueue(waiter, {})
+  return waiter.settled
+}
+
+/** @typedef {import('./waiting.js').Waiter} QueuedWaiter */
+
+/** @implements {QueuedWaiter} */
+class Waiter {
+  /**
+   * @param {Taker} taker
+   * @param {Target} want
+   * @param {number} ticket when acquire was called, for arrival order
+   * @param {number} timeout ms from now
+   * @param {number} retryDelay
+   */
+  constructor(taker, want, ticket, timeout, retryDelay) {
+    this.taker = taker
+    this.want = want
+    this.ticket = ticket
+    this.retryDelay = retryDelay
+    /** performance.now() when its time is up */
+    this.until = performance.now() + timeout
+    /** realNow() when the attempt that may take the lock was sent: its TTL runs from no later */
+    this.since = 0
+    this.trying = false
+    this.again = false
+    /** it gave up while an attempt was in flight */
+    this.gaveUp = false
+    this.gone = false
+    this.crossed = false
+    /** @type {unknown} the error of the last attempt, if the store could not be reached */
+    this.failed = undefined
+    /** @type {import('./waiting.js').Waiter[] | undefined} */
+    this.queue = undefined
+    /** @type {import('./timers.js').Timer | undefined} */
+    this.poll = undefined
+    /** @type {(hold: Hold | null | Promise<Hold | null>) => void} */
+    this.resolve = noop
+    /** @type {(error: unknown) => void} */
+    this.reject = noop
+    /** @type {Promise<Hold | null>} */
+    this.settled = new Promise((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+    this.deadline = timer(() => this.giveUp(), timeout)
+  }
+
+  /**
+   * Its first attempt, sent before it queued: while it is in flight, a release
+   * of the same lane may land after the store looked, so it is marked to look
+   * again (lib/waiting.js's wake).
+   *
+   * @param {Promise<Grant>} answer
+   * @param {number} sent
+   */
+  firstTry(answer, sent) {
+    this.trying = true
+    this.since = sent
+    firstTryInFlight(this, true)
+    answer.then(
+      (grant) => this.answered(grant),
+      (error) => this.failedTry(error),
+    )
+    return this.settled
+  }
+
+  /** One attempt, for the head of its queue or a reader in the run of readers at the head. */
+  attempt() {
+    if (this.gone) return
+    // A wake during an attempt in flight must not be lost: that attempt may
+    // have been answered "held" just before the release.
+    if (this.trying) {
+      this.again = true
+      return
+    }
+    cancel(this.poll)
+    this.trying = true
+    this.again = false
+    this.crossed = false
+    this.since = realNow()
+    const { ops, handle, key, ttlMs } = this.want
+    let grant
+    try {
+      grant = ops.acquire(handle, key, ttlMs)
+    } catch (error) {
+      return this.failedTry(error)
+    }
+    if (isThenable(grant)) {
+      /** @type {Promise<Grant>} */ (grant).then(
+        (g) => this.answered(g),
+        (error) => this.failedTry(error),
+      )
+    } else {
+      this.answered(/** @type {Grant} */ (grant))
+    }
+  }
+
+  /** @param {Grant} grant */
+  answered(grant) {
+    this.trying = false
+    const first = this.queue === undefined
+    if (first) firstTryInFlight(this, false)
+    // It gave up while this attempt was in flight: whatever it took goes back.
+    // (A writer's refused attempt marked the key again: that mark goes too.)
+    if (this.gaveUp) return grant === null ? void withdraw(this.want) : giveBack(this.want, grant)
+    this.failed = undefined
+    if (first) {
+      if (grant !== null) return this.leaveBeforeQueueing(() => this.took(grant))
+      // Refused: it queues with the time it has left (having crossed any
+      // queue formed meanwhile), and looks again at once if a release came.
+      if (this.timeLeft() > 0) return enqueue(this, { lookNow: this.again, crossed: true })
+      return this.leaveBeforeQueueing(() => this.resolve(refused(this.want)))
+    }
+    // Taken: the next waiter polls later, as the lock has just been taken again
+    // (unless more may hold it at once: then it tries now, and readers together).
+    if (grant !== null) {
+      const next = this.want.together === true ? NEXT.readers : this.want.shared === true ? NEXT.now : NEXT.later
+      return leave(this, () => this.took(grant), next)
+    }
+    // A reader that tried with the one ahead of it waits for its turn at the head.
+    if (this.queue?.[0] !== this) return
+    if (this.again) return this.attempt()
+    pollLater(this)
+  }
+
+  /**
+   * The attempt failed. A store that could not be reached is "not yet": the
+   * waiter tries again after retryDelay until its timeout (then rejects with
+   * this error). Any other failure rejects it now.
+   *
+   * @param {unknown} error
+   */
+  failedTry(error) {
+    this.trying = false
+    if (this.gaveUp) return
+    if (this.queue === undefined) {
+      firstTryInFlight(this, false)
+      if (this.timeLeft() <= 0 || !isUnreachable(error)) return this.leaveBeforeQueueing(() => this.reject(error))
+      this.failed = error
+      return enqueue(this, {})
+    }
+    if (!isUnreachable(error)) return leave(this, () => this.reject(error), NEXT.now)
+    this.failed = error
+    // (A release that came meanwhile, such as its own failed attempt's give-back, is looked at now.)
+    if (this.queue[0] === this) pollLater(this, this.again ? 0 : this.retryDelay)
+  }
+
+  giveUp() {
+    // On time even if the store has not answered an attempt in flight (it may
+    // never): that attempt's result is dealt with when it comes.
+    this.gaveUp = true
+    if (this.queue === undefined) {
+      firstTryInFlight(this, false)
+      return this.leaveBeforeQueueing(() => this.resolve(null))
+    }
+    const failed = this.failed
+    const settle = failed === undefined ? () => this.resolve(null) : () => this.reject(failed)
+    // A writer's acquire answers once readers are let in again (one round
+    // trip), unless the store could not be reached: then at once.
+    const withdrawn = withdraw(this.want, this.retryDelay)
+    const after = withdrawn === undefined || failed !== undefined ? settle : () => withdrawn.then(settle)
+    leave(this, after, NEXT.now)
+  }
+
+  /**
+   * Settle before it ever queued.
+   *
+   * @param {() => void} settle
+   */
+  leaveBeforeQueueing(settle) {
+    this.gone = true
+    cancel(this.deadline)
+    settle()
+  }
+
+  /** ms of its timeout left. */
+  timeLeft() {
+    return this.until - performance.now()
+  }
+
+  /**
+   * Settle with the Hold the grant is for its taker.
+   *
+   * @param {NonNullable<Grant>} grant
+   */
+  took(grant) {
+    try {
+      this.resolve(this.taker[kTook](grant, this.since))
+    } catch (error) {
+      this.reject(error)
+    }
+  }
+}
+
+module.exports = { acquire, kTook }
