@@ -26,6 +26,54 @@ export declare function createPostgresStore(config: PostgresConfig, onReleased: 
  */
 export declare function createRedisStore(config: RedisConfig, onReleased: (tagged: string) => void): object
 
+/**
+ * Which failure a store error is: a stable `code` on the JS error,
+ * one of `index.d.ts`'s `LockStoreErrorCode`. Exported to JS as the
+ * string enum `ErrorCode`, whose values are these codes.
+ */
+export declare enum ErrorCode {
+  /**
+   * The server could not be reached, dropped the connection, did not
+   * answer as the server it should be, or its TLS certificate was refused.
+   * A waiter with time left tries again.
+   */
+  StoreConnection = 'ERR_LOCK_STORE_CONNECTION',
+  /**
+   * No answer within the command timeout (plus the connect timeout when it
+   * had to connect); the outcome is unknown. A waiter with time left tries
+   * again.
+   */
+  StoreTimeout = 'ERR_LOCK_STORE_TIMEOUT',
+  /**
+   * The server answered "not now" (loading, busy, out of connection slots,
+   * a cluster re-forming, starting up): nothing ran. A waiter with time
+   * left tries again.
+   */
+  StoreUnavailable = 'ERR_LOCK_STORE_UNAVAILABLE',
+  /**
+   * The server refused the credentials or the rights (a wrong password,
+   * `NOAUTH`, an unknown PostgreSQL user or database).
+   */
+  StoreAuth = 'ERR_LOCK_STORE_AUTH',
+  /** Redis answered with another error (`WRONGTYPE`, `READONLY`, ...). */
+  StoreRedis = 'ERR_LOCK_STORE_REDIS',
+  /**
+   * PostgreSQL answered with another error (the lock table missing and not
+   * creatable, a read-only database, ...).
+   */
+  StorePostgres = 'ERR_LOCK_STORE_POSTGRES',
+  /**
+   * `close()` was called: operations after it, and acquires waiting on the
+   * store, fail at once.
+   */
+  StoreClosed = 'ERR_LOCK_STORE_CLOSED',
+  /**
+   * A bug: a panic while an operation ran, or an operation abandoned
+   * before it settled (also `LockStoreError`'s default code in `lib/`).
+   */
+  Internal = 'ERR_LOCK_INTERNAL',
+}
+
 export declare function extend(handle: object, key: string, hold: HoldKind, owner: string, ttlMs: number): boolean | Promise<boolean>
 
 /**
