@@ -11,6 +11,7 @@ use napi_derive::napi;
 use super::errors::new_error;
 use super::handle::{NewHandle, StoreHandle, StoreKind};
 use super::pump::Pump;
+use crate::store::event_loop::node_hosts;
 use crate::store::follow::{OnReleased, OnWarning, Released};
 use crate::store::{
     MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TlsOptions,
@@ -71,8 +72,7 @@ pub fn create_redis_store(
         command_timeout: ms(command_timeout),
         tls: tls.map(tls_options),
     };
-    let redis = RedisStore::new(options, Some(on_released))
-        .and_then(|redis| redis.on_event_loop(env.raw()))
+    let redis = RedisStore::new(options, Some(on_released), Some(&node_hosts(env)))
         .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;
     let pump = Pump::new(env)?;
     Ok(NewHandle(StoreHandle::new(
@@ -123,11 +123,13 @@ pub fn create_postgres_store(
         listen_url: config.listen_url,
         tls: config.tls.map(tls_options),
     };
-    let postgres = PostgresStore::new(options, Some(on_released), Some(on_warning))
-        .and_then(|postgres| postgres.on_event_loop(env.raw()))
-        .map_err(|reason| {
-            new_error(env, true, None, &format!("new PostgresLockStore: {reason}"))
-        })?;
+    let postgres = PostgresStore::new(
+        options,
+        Some(on_released),
+        Some(on_warning),
+        Some(&node_hosts(env)),
+    )
+    .map_err(|reason| new_error(env, true, None, &format!("new PostgresLockStore: {reason}")))?;
     let pump = Pump::new(env)?;
     Ok(NewHandle(StoreHandle::new(
         Arc::new(postgres),

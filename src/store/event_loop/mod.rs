@@ -33,6 +33,8 @@ mod engine;
 pub mod host;
 #[cfg(not(test))]
 mod napi_host;
+#[cfg(not(test))]
+pub use self::napi_host::node_hosts;
 mod socket;
 #[cfg(test)]
 mod tests;
@@ -50,7 +52,7 @@ use bytes::BytesMut;
 
 pub use self::conn::Reply;
 use self::engine::Engine;
-use self::host::Host;
+use self::host::MakeHost;
 use super::{route, BackendError, Code, StoreError};
 
 /// A connected, greeted socket, in non-blocking mode, ready for the event loop.
@@ -219,16 +221,22 @@ unsafe impl<W: Wire> Sync for Direct<W> {}
 
 impl<W: Wire> Direct<W> {
     /// `connections` connections to `target`, each on the loop of a host
-    /// `host` makes (each opened on first use); on the thread of that loop.
-    pub fn with_host(
-        host: impl Fn() -> Result<Box<dyn Host>, String>,
+    /// `make_host` makes (each opened on first use); on the thread of that loop.
+    pub fn new(
+        make_host: MakeHost<'_>,
         target: W::Target,
         connections: usize,
         command_timeout_ms: u64,
     ) -> Result<Direct<W>, String> {
         let target = Arc::new(target);
         let engines = (0..connections.max(1))
-            .map(|_| callbacks::engine(host()?, Arc::clone(&target), command_timeout_ms))
+            .map(|_| {
+                callbacks::engine(
+                    make_host(W::RESOURCE)?,
+                    Arc::clone(&target),
+                    command_timeout_ms,
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Direct {
             thread: thread::current().id(),

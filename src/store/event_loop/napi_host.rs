@@ -9,7 +9,7 @@ use std::ptr;
 use napi::sys;
 
 use super::host::{Host, Task};
-use super::{uv, Direct, Wire};
+use super::uv;
 
 /// One connection's hold on its Node environment.
 pub struct NapiHost {
@@ -161,28 +161,15 @@ impl Host for NapiHost {
     }
 }
 
-impl<W: Wire> Direct<W> {
-    /// `connections` connections to `target` on `env`'s loop (each opened on
-    /// first use). Called on the JS thread of `env`, from a napi call.
-    pub fn new(
-        env: sys::napi_env,
-        target: W::Target,
-        connections: usize,
-        command_timeout_ms: u64,
-    ) -> Result<Direct<W>, String> {
-        Direct::with_host(
-            || host_of(env, W::RESOURCE),
-            target,
-            connections,
-            command_timeout_ms,
-        )
+/// The hosts of connections on `env`'s loop ([`super::host::MakeHost`]).
+/// An `Env` is only ever lent to a napi call, on its JS thread, which is
+/// where a store is made and these hosts with it.
+pub fn node_hosts(
+    env: &napi::Env,
+) -> impl Fn(&'static std::ffi::CStr) -> Result<Box<dyn Host>, String> + '_ {
+    move |resource| {
+        // SAFETY: on the JS thread of `env`, inside the napi call it was lent to.
+        let host = unsafe { NapiHost::new(env.raw(), resource) }?;
+        Ok(Box::new(host) as Box<dyn Host>)
     }
-}
-
-/// A host on `env`'s loop: only ever called as a store is made, on the JS
-/// thread of `env`, from a napi call.
-fn host_of(env: sys::napi_env, resource: &std::ffi::CStr) -> Result<Box<dyn Host>, String> {
-    // SAFETY: as said above: on the JS thread of `env`, from a napi call.
-    let host = unsafe { NapiHost::new(env, resource) }?;
-    Ok(Box::new(host))
 }

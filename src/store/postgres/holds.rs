@@ -31,7 +31,6 @@ impl PostgresStore {
         let (mode_name, limit) = hold.name_and_limit();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let ttl = ttl_of(ttl_ms);
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             let params = vec![
                 op.name().to_owned(),

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-#[cfg(not(test))]
 use super::via_loop;
 use super::{storable, ttl_of, unstorable, PostgresStore, INT8, TEXT};
 use crate::store::{Acquired, Op};
@@ -15,7 +14,6 @@ impl PostgresStore {
         if let Some(refused) = unstorable("acquire", key, owner) {
             return Op::Ready(Err(refused));
         }
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::acquire(direct, &self.shared, key, owner, ttl_of(ttl_ms));
         }
@@ -45,7 +43,6 @@ impl PostgresStore {
         if !storable(&[key, owner]) {
             return Op::Ready(Ok(false));
         }
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::release(direct, key, owner);
         }
@@ -66,7 +63,6 @@ impl PostgresStore {
         if !storable(&[key, owner]) {
             return Op::Ready(Ok(false));
         }
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::extend(direct, key, owner, ttl_of(ttl_ms));
         }
@@ -92,7 +88,6 @@ impl PostgresStore {
         if !storable(&[key, owner]) {
             return Op::Ready(Ok(false));
         }
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::holds(direct, key, owner);
         }
@@ -113,7 +108,6 @@ impl PostgresStore {
         if !storable(&[key]) {
             return Op::Ready(Ok(None));
         }
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::remaining_time(direct, key);
         }
@@ -138,7 +132,6 @@ impl PostgresStore {
         if !storable(&[key]) {
             return Op::Ready(Ok(false));
         }
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::is_locked(direct, key);
         }

@@ -29,9 +29,7 @@ mod options;
 mod pool;
 mod sql;
 mod sweep;
-#[cfg(not(test))]
 mod via_loop;
-#[cfg(not(test))]
 mod wire;
 
 use std::sync::{Arc, Mutex};
@@ -52,6 +50,7 @@ pub fn schema(table: &str) -> String {
 }
 use self::pool::{Conn, Opener, Pool};
 use self::sql::Sql;
+use super::event_loop::host::MakeHost;
 use super::follow::{OnReleased, OnWarning};
 use super::options::whole_ms;
 use super::tls::client_config;
@@ -86,7 +85,6 @@ pub struct PostgresStore {
     shared: Arc<Shared>,
     /// The connections, driven by the JS thread's own event loop (one
     /// server over TCP); otherwise they live on Tokio (`pool`).
-    #[cfg(not(test))]
     direct: Option<wire::Direct>,
 }
 
@@ -97,6 +95,7 @@ impl PostgresStore {
         options: PostgresOptions,
         on_released: Option<OnReleased>,
         on_warning: Option<OnWarning>,
+        make_host: Option<MakeHost<'_>>,
     ) -> Result<Self, String> {
         let target = options::target(&options)?;
         let listen_target = options::listen_target(&options)?;
@@ -124,7 +123,7 @@ impl PostgresStore {
             }),
             None => Arc::clone(&opener),
         };
-        Ok(PostgresStore {
+        let store = PostgresStore {
             shared: Arc::new(Shared {
                 pool: Pool::new(options.pool_size),
                 options,
@@ -135,16 +134,18 @@ impl PostgresStore {
                 on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
             }),
-            #[cfg(not(test))]
             direct: None,
-        })
+        };
+        match make_host {
+            Some(make_host) => store.on_event_loop(make_host),
+            None => Ok(store),
+        }
     }
 
     /// Drop the connections. Operations after this fail with a "closed"
     /// error; ones already sent finish on the connection they hold.
     fn shut(&self) {
         self.shared.pool.close();
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             direct.close();
         }

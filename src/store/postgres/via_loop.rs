@@ -15,12 +15,13 @@ use super::errors::code_and_verb;
 use super::wire::connect::Target;
 use super::wire::{Direct, Local, Rows, Statement};
 use super::{PostgresStore, Shared, SWEEP_BATCH, SWEEP_BATCHES};
+use crate::store::event_loop::host::MakeHost;
 use crate::store::{Acquired, BackendError, Code, Done, LocalOp, Op, StoreError};
 
 impl PostgresStore {
-    /// Drive the store's connections on the loop of `env` (the JS thread
-    /// making the store), when the URL names one server over TCP.
-    pub fn on_event_loop(mut self, env: napi::sys::napi_env) -> Result<Self, String> {
+    /// Drive the store's connections on the loop `make_host` gives (the
+    /// JS thread making the store), when the URL names one server over TCP.
+    pub(super) fn on_event_loop(mut self, make_host: MakeHost<'_>) -> Result<Self, String> {
         let shared = &self.shared;
         let opener = &shared.opener;
         let config = &opener.target.config;
@@ -64,7 +65,7 @@ impl PostgresStore {
         let command_timeout =
             u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
         self.direct = Some(Direct::new(
-            env,
+            make_host,
             target,
             shared.options.pool_size,
             command_timeout,

@@ -3,7 +3,6 @@
 //! the scripts (`scripts.rs`), read with plain commands. Each operation runs
 //! on the event loop's connection (`via_loop`) or on Tokio's (`via_tokio`).
 
-#[cfg(not(test))]
 use super::via_loop;
 use super::{fencing, RedisStore};
 use crate::store::options::whole_ms;
@@ -19,7 +18,6 @@ impl RedisStore {
             self.key(fencing::COUNTER)
         };
         let ttl = whole_ms(ttl_ms);
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::acquire(direct, full_key, counter, owner, ttl);
         }
@@ -28,7 +26,6 @@ impl RedisStore {
 
     pub(super) fn release_lock(&self, key: &str, owner: &str) -> Op<bool> {
         let key = self.key(key);
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::release(direct, key, owner);
         }
@@ -37,7 +34,6 @@ impl RedisStore {
 
     pub(super) fn extend_lock(&self, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let (key, ttl) = (self.key(key), whole_ms(ttl_ms));
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::extend(direct, key, owner, ttl);
         }
@@ -48,7 +44,6 @@ impl RedisStore {
     pub(super) fn lock_held_by(&self, key: &str, owner: &str) -> Op<bool> {
         let mut get = redis::cmd("GET");
         get.arg(self.key(key));
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::holds(direct, &get, owner.to_owned());
         }
@@ -59,7 +54,6 @@ impl RedisStore {
     pub(super) fn lock_remaining(&self, key: &str) -> Op<Option<f64>> {
         let mut pttl = redis::cmd("PTTL");
         pttl.arg(self.key(key));
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::remaining_time(direct, &pttl);
         }
@@ -70,7 +64,6 @@ impl RedisStore {
     pub(super) fn is_locked(&self, key: &str) -> Op<bool> {
         let mut exists = redis::cmd("EXISTS");
         exists.arg(self.key(key));
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return via_loop::is_locked(direct, &exists);
         }

@@ -34,10 +34,8 @@ mod options;
 mod pubsub;
 mod scripts;
 mod shared;
-#[cfg(not(test))]
 mod via_loop;
 mod via_tokio;
-#[cfg(not(test))]
 mod wire;
 
 use std::sync::{Arc, Mutex};
@@ -51,6 +49,7 @@ pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
 use self::pubsub::Watch;
 use self::scripts::{ACQUIRE, EXTEND, HOLDS, RELEASE};
+use super::event_loop::host::MakeHost;
 use super::follow::OnReleased;
 use super::options::{redacted, TlsOptions};
 use super::{Acquired, Hold, HoldOp, LockStore, Op, Task};
@@ -78,14 +77,17 @@ struct Shared {
 pub struct RedisStore {
     shared: Arc<Shared>,
     /// A single server's connection, driven by the JS thread's own event loop.
-    #[cfg(not(test))]
     direct: Option<wire::Direct>,
 }
 
 impl RedisStore {
     /// Parse the URL now (a bad one is the caller's mistake, reported at once);
     /// the connection itself opens on the first operation.
-    pub fn new(options: RedisOptions, on_released: Option<OnReleased>) -> Result<Self, String> {
+    pub fn new(
+        options: RedisOptions,
+        on_released: Option<OnReleased>,
+        make_host: Option<MakeHost<'_>>,
+    ) -> Result<Self, String> {
         let certificates = options
             .tls
             .as_ref()
@@ -128,7 +130,7 @@ impl RedisStore {
             let nodes: Vec<String> = options.cluster.iter().map(|u| redacted(u)).collect();
             format!("the Redis Cluster at {}", nodes.join(", "))
         };
-        Ok(Self {
+        let store = Self {
             shared: Arc::new(Shared {
                 options,
                 display,
@@ -143,9 +145,12 @@ impl RedisStore {
                 on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
             }),
-            #[cfg(not(test))]
             direct: None,
-        })
+        };
+        match make_host {
+            Some(make_host) => store.on_event_loop(make_host),
+            None => Ok(store),
+        }
     }
 
     /// Drop the connection. Operations after this fail with a "closed" error;
@@ -153,7 +158,6 @@ impl RedisStore {
     /// callback goes too: it refers to the JS store, which can then be
     /// collected with everything it holds.
     fn shut(&self) {
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             direct.close();
         }
@@ -266,7 +270,7 @@ mod tests {
             tls: None,
             cluster: Vec::new(),
         };
-        let err = RedisStore::new(options, None).err().expect("refused");
+        let err = RedisStore::new(options, None, None).err().expect("refused");
         assert!(err.contains("not a Redis URL"), "{err}");
     }
 
@@ -282,6 +286,7 @@ mod tests {
                     tls: Some(tls),
                     cluster: Vec::new(),
                 },
+                None,
                 None,
             )
             .err()
@@ -316,6 +321,7 @@ mod tests {
                 tls: None,
                 cluster: Vec::new(),
             },
+            None,
             None,
         )
         .expect("valid url");

@@ -108,7 +108,6 @@ impl RedisStore {
                 self.shared.options.prefix
             ))));
         }
-        #[cfg(not(test))]
         if let Some(direct) = &self.direct {
             return super::via_loop::shared_holds(direct, call, read);
         }

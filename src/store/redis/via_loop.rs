@@ -10,6 +10,7 @@ use super::shared::HoldsCall;
 use super::wire::connect::Target;
 use super::wire::{scripts, send, Direct, Request};
 use super::RedisStore;
+use crate::store::event_loop::host::MakeHost;
 use crate::store::tls::client_config;
 use crate::store::{Acquired, Op};
 
@@ -17,7 +18,7 @@ impl RedisStore {
     /// Drive a single server's connection on the loop of `env` (the JS thread
     /// making the store); a Cluster, or a server behind a unix socket, stays
     /// on Tokio.
-    pub fn on_event_loop(mut self, env: napi::sys::napi_env) -> Result<Self, String> {
+    pub(super) fn on_event_loop(mut self, make_host: MakeHost<'_>) -> Result<Self, String> {
         let shared = &self.shared;
         if shared.cluster.is_some() {
             return Ok(self);
@@ -46,7 +47,7 @@ impl RedisStore {
         };
         let command_timeout =
             u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
-        self.direct = Some(Direct::new(env, target, 1, command_timeout)?);
+        self.direct = Some(Direct::new(make_host, target, 1, command_timeout)?);
         Ok(self)
     }
 }

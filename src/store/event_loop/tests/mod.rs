@@ -265,8 +265,8 @@ impl World {
             .expect("a Tokio runtime");
         let seen = Rc::new(Seen::default());
         let (loop_, handle, host_seen) = (lp.raw, tokio.handle().clone(), Rc::clone(&seen));
-        let direct = Direct::<Lines>::with_host(
-            move || {
+        let direct = Direct::<Lines>::new(
+            &move |_resource| {
                 Ok(Box::new(TestHost {
                     loop_,
                     tokio: handle.clone(),
