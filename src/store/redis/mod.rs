@@ -6,18 +6,21 @@
 //! lock's TTL. Redis owns the clock that decides expiry.
 //!
 //! Read in this order: this file (the store and its one dispatch on the
-//! kind of hold), `lock` (a plain lock's operations) and `shared` (the other
-//! kinds'), each operation bounded by the command timeout, plus the connect
-//! timeout when it has to connect first, so a dead or frozen server fails
-//! operations instead of hanging them; `scripts` (the Lua that compares before it acts, and
-//! answers "taken" when an acquire sent again finds its own owner),
-//! [`fencing`] (the counter an acquire's token comes from: one per server,
-//! one per Cluster hash slot), `connection` (one multiplexed connection, or
-//! a Cluster's, opened on first use), `errors` (a command that finds the
-//! connection dead is sent again, which every operation here allows: acquire
-//! and extend repeat safely, a release sent twice deletes nothing that is not
-//! ours, and reads are reads; what else becomes which error code),
-//! `pubsub` (releases announced and heard), `options` (URLs, TLS).
+//! kind of hold), `ops` (every operation once: its request and the reader of
+//! its reply), `layout` (where each key lives, and the release channel),
+//! `scripts` (the Lua that compares before it acts, and answers "taken"
+//! when an acquire sent again finds its own owner), `request` (a command as
+//! kept, to send again), `transport` (chosen when the store is made: the
+//! event loop's connection, `wire`, or Tokio's, `connection`; each
+//! operation bounded by the command timeout, plus the connect timeout when
+//! it has to connect first, so a dead or frozen server fails operations
+//! instead of hanging them), [`fencing`] (the counter an acquire's token
+//! comes from: one per server, one per Cluster hash slot), `errors` (a
+//! command that finds the connection dead is sent again, which every
+//! operation here allows: acquire and extend repeat safely, a release sent
+//! twice deletes nothing that is not ours, and reads are reads; what else
+//! becomes which error code), `pubsub` (releases announced and heard),
+//! `options` (URLs, TLS).
 //!
 //! A Redis Cluster is given as its node URLs (any of them: the rest are found
 //! from the cluster). Commands go to the master of their key's slot (the
@@ -29,26 +32,29 @@
 mod connection;
 mod errors;
 pub mod fencing;
-mod lock;
+mod layout;
+mod ops;
 mod options;
 mod pubsub;
+mod request;
 mod scripts;
-mod shared;
-mod via_loop;
-mod via_tokio;
+mod transport;
 mod wire;
 
 use std::sync::{Arc, Mutex};
 
 use redis::cluster::ClusterClient;
-use redis::{Client, Script};
+use redis::Client;
 use tokio::sync::mpsc;
 
 use self::connection::Connection;
+use self::layout::Layout;
+use self::ops::Misread;
 pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
 use self::pubsub::Watch;
-use self::scripts::{ACQUIRE, EXTEND, HOLDS, RELEASE};
+use self::request::Request;
+use self::transport::Transport;
 use super::event_loop::host::MakeHost;
 use super::follow::OnReleased;
 use super::options::{redacted, TlsOptions};
@@ -64,10 +70,7 @@ struct Shared {
     /// Held while a cluster connection is being made, so only one is.
     connecting: tokio::sync::Mutex<()>,
     connection: Mutex<Connection>,
-    acquire: Script,
-    release: Script,
-    extend: Script,
-    holds: Script,
+    layout: Layout,
     /// Taken by `close()`: it holds the JS callback, which holds the store.
     on_released: Mutex<Option<OnReleased>>,
     /// The subscriber task's inbox, once it runs; dropping it ends the task.
@@ -76,8 +79,7 @@ struct Shared {
 
 pub struct RedisStore {
     shared: Arc<Shared>,
-    /// A single server's connection, driven by the JS thread's own event loop.
-    direct: Option<wire::Direct>,
+    transport: Transport,
 }
 
 impl RedisStore {
@@ -130,27 +132,25 @@ impl RedisStore {
             let nodes: Vec<String> = options.cluster.iter().map(|u| redacted(u)).collect();
             format!("the Redis Cluster at {}", nodes.join(", "))
         };
-        let store = Self {
-            shared: Arc::new(Shared {
-                options,
-                display,
-                clients,
-                cluster,
-                connecting: tokio::sync::Mutex::new(()),
-                connection: Mutex::new(Connection::Idle),
-                acquire: Script::new(ACQUIRE),
-                release: Script::new(RELEASE),
-                extend: Script::new(EXTEND),
-                holds: Script::new(HOLDS),
-                on_released: Mutex::new(on_released),
-                watcher: Mutex::new(None),
-            }),
-            direct: None,
+        let layout = Layout {
+            prefix: options.prefix.clone(),
+            cluster: cluster.is_some(),
         };
-        match make_host {
-            Some(make_host) => store.on_event_loop(make_host),
-            None => Ok(store),
-        }
+        let shared = Shared {
+            options,
+            display,
+            clients,
+            cluster,
+            connecting: tokio::sync::Mutex::new(()),
+            connection: Mutex::new(Connection::Idle),
+            layout,
+            on_released: Mutex::new(on_released),
+            watcher: Mutex::new(None),
+        };
+        Ok(Self {
+            transport: Transport::choose(&shared, make_host)?,
+            shared: Arc::new(shared),
+        })
     }
 
     /// Drop the connection. Operations after this fail with a "closed" error;
@@ -158,9 +158,7 @@ impl RedisStore {
     /// callback goes too: it refers to the JS store, which can then be
     /// collected with everything it holds.
     fn shut(&self) {
-        if let Some(direct) = &self.direct {
-            direct.close();
-        }
+        self.transport.close();
         if let Ok(mut connection) = self.shared.connection.lock() {
             *connection = Connection::Closed;
         }
@@ -172,74 +170,96 @@ impl RedisStore {
         }
     }
 
-    fn key(&self, key: &str) -> String {
-        let prefix = &self.shared.options.prefix;
-        let mut full = String::with_capacity(prefix.len() + key.len());
-        full.push_str(prefix);
-        full.push_str(key);
-        full
+    /// Send `request`, its reply read by `read`.
+    fn run<T, R>(&self, request: Request, read: R) -> Op<T>
+    where
+        T: Send + 'static,
+        R: FnOnce(redis::Value) -> Result<T, Misread> + Send + 'static,
+    {
+        self.transport.run(&self.shared, request, read)
+    }
+
+    /// `op` on a semaphore's or read-write key's holds.
+    fn holds_op<T: Send + 'static>(
+        &self,
+        op: HoldOp,
+        hold: Hold,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+        read: fn(redis::Value) -> Result<T, Misread>,
+    ) -> Op<T> {
+        match ops::holds(&self.shared.layout, op, hold, key, owner, ttl_ms) {
+            Ok(request) => self.run(request, read),
+            Err(refused) => Op::Ready(Err(refused)),
+        }
     }
 }
 
 /// One dispatch on the kind of hold: a plain lock is a Redis string and its
-/// own scripts and commands (`lock`); the other kinds are one call each of
-/// the `HOLDS` script (`shared`).
+/// own scripts and commands; the other kinds are one call each of the
+/// `HOLDS` script (`ops`).
 impl LockStore for RedisStore {
     fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
+        let layout = &self.shared.layout;
         match hold {
-            Hold::Lock => self.acquire_lock(key, owner, ttl_ms),
-            _ => self.holds_op(HoldOp::Acquire, hold, key, owner, ttl_ms, shared::token),
+            Hold::Lock => self.run(ops::acquire_lock(layout, key, owner, ttl_ms), ops::token),
+            _ => self.holds_op(HoldOp::Acquire, hold, key, owner, ttl_ms, ops::token),
         }
     }
 
     fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.release_lock(key, owner),
-            _ => self.holds_op(HoldOp::Release, hold, key, owner, 0.0, shared::done),
+            Hold::Lock => self.run(ops::release_lock(&self.shared.layout, key, owner), ops::one),
+            _ => self.holds_op(HoldOp::Release, hold, key, owner, 0.0, ops::one),
         }
     }
 
     fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        let layout = &self.shared.layout;
         match hold {
-            Hold::Lock => self.extend_lock(key, owner, ttl_ms),
-            _ => self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, shared::done),
+            Hold::Lock => self.run(ops::extend_lock(layout, key, owner, ttl_ms), ops::one),
+            _ => self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, ops::one),
         }
     }
 
     fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.lock_held_by(key, owner),
-            _ => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, shared::live),
+            Hold::Lock => self.run(
+                ops::lock_owner(&self.shared.layout, key),
+                ops::owned_by(owner),
+            ),
+            _ => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, ops::live),
         }
     }
 
     fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         match (hold, owner) {
-            (Hold::Lock, _) => self.lock_remaining(key),
-            (_, Some(owner)) => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, shared::left),
+            (Hold::Lock, _) => self.run(ops::lock_remaining(&self.shared.layout, key), ops::pttl),
+            (_, Some(owner)) => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, ops::left),
             (_, None) => Op::Ready(Ok(None)),
         }
     }
 
     fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.is_locked(key),
-            _ => self.holds_op(HoldOp::Waits, hold, key, "", 0.0, shared::done),
+            Hold::Lock => self.run(ops::is_locked(&self.shared.layout, key), ops::one),
+            _ => self.holds_op(HoldOp::Waits, hold, key, "", 0.0, ops::one),
         }
     }
 
     fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
         match hold {
             Hold::Lock => self
-                .is_locked(key)
+                .would_wait(hold, key)
                 .map(|locked| f64::from(u8::from(locked))),
-            _ => self.holds_op(HoldOp::Count, hold, key, "", 0.0, shared::count),
+            _ => self.holds_op(HoldOp::Count, hold, key, "", 0.0, ops::count),
         }
     }
 
     fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
         match hold {
-            Hold::Write => self.holds_op(HoldOp::Withdraw, hold, key, "", 0.0, shared::nothing),
+            Hold::Write => self.holds_op(HoldOp::Withdraw, hold, key, "", 0.0, ops::nothing),
             _ => Op::Ready(Ok(())),
         }
     }

@@ -18,8 +18,7 @@ use redis::Client;
 use tokio::sync::mpsc;
 
 use super::connection::Connection;
-use super::scripts::channel;
-use super::shared::heard;
+use super::layout::{channel, heard};
 use super::RedisStore;
 use crate::store::follow::{pause_taking, OnReleased};
 use crate::store::Hold;
@@ -61,10 +60,7 @@ impl RedisStore {
             ));
             sender
         });
-        let full_key = match hold {
-            Hold::Lock => self.key(key),
-            _ => self.holds_key(hold, key),
-        };
+        let full_key = self.shared.layout.of(hold, key);
         let _ = sender.send((channel(&full_key), on));
         task
     }

@@ -35,11 +35,6 @@ end
 return 0
 "#;
 
-/// Where releases of `key` (prefix included) are announced.
-pub fn channel(full_key: &str) -> String {
-    format!("keel:released:{full_key}")
-}
-
 /// Every operation on a semaphore or a read-write key, one script so each is
 /// one atomic round trip. KEYS: [1] the holds (a semaphore's permits or a
 /// read-write key's readers: a sorted set of owner -> expiry, in ms on the

@@ -1,10 +1,9 @@
-//! Redis on the JS thread's event loop ([`crate::store::event_loop`]): how a
-//! command is written ([`request`]: the redis crate's own encoder), how a
-//! reply is read (its `ValueCodec`), and how a connection is opened and
-//! greeted ([`connect`]).
+//! Redis's protocol for the event-loop connection
+//! ([`crate::store::event_loop`]): how a request is written (`request`: the
+//! redis crate's own encoder), how a reply is read (its `ValueCodec`), and
+//! how a connection is opened and greeted ([`connect`]).
 
 pub mod connect;
-mod request;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,11 +14,9 @@ use redis::{Value, ValueCodec};
 use tokio_util::codec::Decoder;
 
 use self::connect::Target;
-use self::request::SCRIPTS;
-pub use self::request::{scripts, Request};
+use super::errors::RESENDS;
+use super::request::{Request, SCRIPTS};
 use crate::store::event_loop::{self, Failure, Opened, Verdict, Wire};
-use crate::store::redis::errors::{server_error, RESENDS};
-use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
 
 pub struct Redis;
 
@@ -82,40 +79,3 @@ impl Wire for Redis {
 }
 
 pub type Direct = event_loop::Direct<Redis>;
-
-/// Send `request` on `direct`; its reply becomes the operation's answer
-/// through `read`.
-pub fn send<T: 'static>(
-    direct: &Direct,
-    request: Request,
-    read: impl FnOnce(Value) -> Result<T, &'static str> + 'static,
-) -> Op<T> {
-    let Some(direct) = direct.local() else {
-        return Op::Ready(Err(StoreError::Backend(BackendError {
-            code: Code::StoreRedis,
-            message: format!(
-                "RedisLockStore.{}: used from a thread other than the one it was made on",
-                request.name
-            ),
-        })));
-    };
-    Op::Local(LocalOp::new(move |done: Done<T>| {
-        let name = request.name;
-        let connections = direct.clone();
-        direct.submit(
-            request,
-            Box::new(move |outcome| {
-                done(outcome.and_then(|value| match value {
-                    Value::ServerError(e) => Err(server_error(name, connections.display(), &e)),
-                    value => read(value).map_err(|what| {
-                        let display = connections.display();
-                        StoreError::Backend(BackendError {
-                            code: Code::StoreRedis,
-                            message: format!("RedisLockStore.{name}: {display} answered {what}"),
-                        })
-                    }),
-                }))
-            }),
-        );
-    }))
-}

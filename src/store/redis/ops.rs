@@ -1,0 +1,258 @@
+//! Every operation, written once: the request it sends ([`Request`]) and the
+//! reader of its reply, whichever transport carries them (`transport`).
+//!
+//! A plain lock's operations are the scripts that compare before they act
+//! (acquire, release, extend: `scripts.rs`) and plain reads (`GET`, `PTTL`,
+//! `EXISTS`); every operation on a semaphore or a read-write key is one call
+//! of the `HOLDS` script. Where each key lives: `layout`.
+
+use redis::Value;
+
+use super::fencing;
+use super::layout::{channel, Layout};
+use super::request::{scripts, Request};
+use crate::store::options::whole_ms;
+use crate::store::{Acquired, Hold, HoldOp, StoreError};
+
+/// What a reply that is not the operation's answer was instead.
+pub type Misread = &'static str;
+
+/// Set-if-absent on `key`, and the next fencing token.
+pub fn acquire_lock(layout: &Layout, key: &str, owner: &str, ttl_ms: f64) -> Request {
+    let full_key = layout.lock(key);
+    let counter = layout.counter(&full_key);
+    Request::script(
+        "acquire",
+        &scripts().acquire,
+        vec![full_key, counter],
+        vec![owner.into(), whole_ms(ttl_ms).to_string().into_bytes()],
+    )
+}
+
+/// Delete `key` if `owner` holds it, announcing the release.
+pub fn release_lock(layout: &Layout, key: &str, owner: &str) -> Request {
+    let full_key = layout.lock(key);
+    let announce = channel(&full_key).into_bytes();
+    Request::script(
+        "release",
+        &scripts().release,
+        vec![full_key],
+        vec![owner.into(), announce],
+    )
+}
+
+/// Set `key`'s TTL if `owner` holds it.
+pub fn extend_lock(layout: &Layout, key: &str, owner: &str, ttl_ms: f64) -> Request {
+    Request::script(
+        "extend",
+        &scripts().extend,
+        vec![layout.lock(key)],
+        vec![owner.into(), whole_ms(ttl_ms).to_string().into_bytes()],
+    )
+}
+
+/// Who holds `key` (read by [`owned_by`]).
+pub fn lock_owner(layout: &Layout, key: &str) -> Request {
+    Request::plain("isExpired", "GET", layout.lock(key))
+}
+
+/// Milliseconds until `key` expires, whoever holds it (read by [`pttl`]).
+pub fn lock_remaining(layout: &Layout, key: &str) -> Request {
+    Request::plain("remainingTime", "PTTL", layout.lock(key))
+}
+
+/// Whether anyone holds `key` (read by [`one`]).
+pub fn is_locked(layout: &Layout, key: &str) -> Request {
+    Request::plain("isLocked", "EXISTS", layout.lock(key))
+}
+
+/// `op` on the holds of `key` in `hold` (a semaphore's permits, or a
+/// read-write key's readers and writer): one call of the `HOLDS` script.
+pub fn holds(
+    layout: &Layout,
+    op: HoldOp,
+    hold: Hold,
+    key: &str,
+    owner: &str,
+    ttl_ms: f64,
+) -> Result<Request, StoreError> {
+    let holds = layout.holds(hold, key);
+    let writer = format!("{holds}:writer");
+    // A prefix whose first hash tag is empty (`{}`) makes a Cluster hash
+    // each whole key, which would part a key's data across slots.
+    if layout.cluster && fencing::slot(holds.as_bytes()) != fencing::slot(writer.as_bytes()) {
+        return Err(StoreError::Type(format!(
+            "RedisLockStore.{}: on a Redis Cluster, the prefix {:?} (its first hash tag is empty) would put a semaphore's or read-write key's data in different slots; use a prefix without \"{{}}\"",
+            op.method(),
+            layout.prefix
+        )));
+    }
+    let (mode_name, limit) = hold.name_and_limit();
+    let args = [
+        op.name().to_owned(),
+        mode_name.to_owned(),
+        owner.to_owned(),
+        whole_ms(ttl_ms).to_string(),
+        limit.to_string(),
+        channel(&holds),
+    ];
+    // The script's KEYS: the holds, the writer, a waiting writer's mark, the counter.
+    let waiting = format!("{holds}:waiting");
+    let counter = layout.counter(&holds);
+    let keys = vec![holds, writer, waiting, counter];
+    Ok(Request::script(
+        op.method(),
+        &scripts().holds,
+        keys,
+        args.into_iter().map(String::into_bytes).collect(),
+    ))
+}
+
+fn int(value: Value) -> Result<i64, Misread> {
+    match value {
+        Value::Int(n) => Ok(n),
+        _ => Err("something other than a count"),
+    }
+}
+
+/// The readers of the replies.
+///
+/// A fencing token, or nil: not taken.
+pub fn token(value: Value) -> Result<Acquired, Misread> {
+    match value {
+        Value::Nil => Ok(Acquired::Refused),
+        Value::Int(token) => Ok(Acquired::Fenced(u64::try_from(token).unwrap_or(0))),
+        _ => Err("something other than a fencing token or nil"),
+    }
+}
+
+/// 1: done (deleted, extended, a key that exists).
+pub fn one(value: Value) -> Result<bool, Misread> {
+    Ok(int(value)? == 1)
+}
+
+/// `PTTL`: -2 no such key; -1 a key without expiry, which no lock writes.
+pub fn pttl(value: Value) -> Result<Option<f64>, Misread> {
+    let ms = int(value)?;
+    Ok((ms >= 0).then_some(ms as f64))
+}
+
+/// The value of a plain lock: whether it is `owner`'s token.
+pub fn owned_by(owner: &str) -> impl FnOnce(Value) -> Result<bool, Misread> + Send + 'static {
+    let owner = owner.to_owned();
+    move |value| match value {
+        Value::Nil => Ok(false),
+        Value::BulkString(bytes) => Ok(bytes == owner.as_bytes()),
+        _ => Err("something other than a string or nil"),
+    }
+}
+
+/// A hold's milliseconds left (0 or less: none).
+pub fn left(value: Value) -> Result<Option<f64>, Misread> {
+    let ms = int(value)?;
+    Ok((ms > 0).then_some(ms as f64))
+}
+
+/// A hold's milliseconds left, as whether it is live.
+pub fn live(value: Value) -> Result<bool, Misread> {
+    Ok(int(value)? > 0)
+}
+
+/// How many hold a key.
+pub fn count(value: Value) -> Result<f64, Misread> {
+    Ok(int(value)?.max(0) as f64)
+}
+
+/// An answer that only says the script ran.
+pub fn nothing(value: Value) -> Result<(), Misread> {
+    int(value).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::redis::request::Body;
+
+    fn layout(cluster: bool) -> Layout {
+        Layout {
+            prefix: "p:".into(),
+            cluster,
+        }
+    }
+
+    #[test]
+    fn the_holds_script_gets_its_four_keys_in_order_and_its_arguments() {
+        let request = holds(
+            &layout(false),
+            HoldOp::Acquire,
+            Hold::Permit { limit: 3 },
+            "k",
+            "me",
+            1500.2,
+        )
+        .expect("a request");
+        let Body::Script { keys, args, .. } = &request.body else {
+            panic!("a script");
+        };
+        let set = "p:keel:semaphore:{k:k}";
+        assert_eq!(
+            keys,
+            &[
+                set.to_owned(),
+                format!("{set}:writer"),
+                format!("{set}:waiting"),
+                "p:keel:fencing-counter".to_owned()
+            ]
+        );
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "acquire",
+                "permit",
+                "me",
+                "1501",
+                "3",
+                &format!("keel:released:{set}")
+            ]
+        );
+    }
+
+    #[test]
+    fn on_a_cluster_a_prefix_with_an_empty_hash_tag_is_refused() {
+        let bad = Layout {
+            prefix: "{}".into(),
+            cluster: true,
+        };
+        let refused = holds(&bad, HoldOp::Acquire, Hold::Read, "k", "me", 10.0);
+        assert!(matches!(refused, Err(StoreError::Type(m)) if m.contains("prefix")));
+        assert!(holds(&layout(true), HoldOp::Acquire, Hold::Read, "k", "me", 10.0).is_ok());
+    }
+
+    #[test]
+    fn each_reader_takes_its_answers_and_names_what_it_got_instead() {
+        assert!(matches!(token(Value::Nil), Ok(Acquired::Refused)));
+        assert!(matches!(token(Value::Int(7)), Ok(Acquired::Fenced(7))));
+        assert!(token(Value::Okay).is_err());
+        assert_eq!(one(Value::Int(1)), Ok(true));
+        assert_eq!(one(Value::Int(0)), Ok(false));
+        assert_eq!(pttl(Value::Int(-2)), Ok(None));
+        assert_eq!(pttl(Value::Int(0)), Ok(Some(0.0)));
+        assert_eq!(left(Value::Int(0)), Ok(None));
+        assert_eq!(left(Value::Int(12)), Ok(Some(12.0)));
+        assert_eq!(live(Value::Int(12)), Ok(true));
+        assert_eq!(count(Value::Int(-1)), Ok(0.0));
+        assert_eq!(nothing(Value::Int(0)), Ok(()));
+        assert_eq!(owned_by("me")(Value::BulkString(b"me".to_vec())), Ok(true));
+        assert_eq!(
+            owned_by("me")(Value::BulkString(b"you".to_vec())),
+            Ok(false)
+        );
+        assert_eq!(owned_by("me")(Value::Nil), Ok(false));
+        assert!(owned_by("me")(Value::Int(1)).is_err());
+        assert!(one(Value::Nil).is_err());
+    }
+}
