@@ -37,7 +37,7 @@ mod napi_host;
 pub use self::napi_host::node_hosts;
 mod socket;
 #[cfg(test)]
-mod tests;
+pub mod tests;
 pub mod uv;
 
 use std::ffi::CStr;

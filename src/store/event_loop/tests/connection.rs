@@ -25,7 +25,7 @@ fn echo(reader: &mut std::io::BufReader<std::net::TcpStream>, stream: &mut std::
 fn opens_on_first_use_and_answers_in_order() {
     let (port, accepted) = server(|_, mut stream, reader| echo(reader, &mut stream));
     let world = World::new(port, 2_000);
-    world.lp.run_for(20);
+    world.harness.lp.run_for(20);
     assert_eq!(
         accepted.load(Ordering::SeqCst),
         0,
@@ -39,7 +39,7 @@ fn opens_on_first_use_and_answers_in_order() {
     assert_eq!(world.outcomes(4)[3], ok("re:d"));
     assert_eq!(accepted.load(Ordering::SeqCst), 1, "one connection for all");
     assert!(
-        world.seen.scopes.get() > 0,
+        world.harness.seen.scopes.get() > 0,
         "answers delivered inside a callback scope"
     );
 }
@@ -77,12 +77,15 @@ fn a_request_larger_than_the_socket_takes_waits_for_room_to_write() {
     let world = World::new(port, 5_000);
     world.submit(&"x".repeat(SIZE));
     let engine = std::rc::Rc::clone(&world.direct().local().expect("local").0.engines[0]);
-    world.lp.run_until("the socket full, watched for room", || {
-        match &engine.conn.borrow().state {
-            State::Open(socket) => socket.watching & uv::WRITABLE != 0,
-            _ => false,
-        }
-    });
+    world
+        .harness
+        .lp
+        .run_until("the socket full, watched for room", || {
+            match &engine.conn.borrow().state {
+                State::Open(socket) => socket.watching & uv::WRITABLE != 0,
+                _ => false,
+            }
+        });
     assert!(
         !engine.conn.borrow().out.is_empty(),
         "the rest waits for room"
@@ -248,6 +251,7 @@ fn closing_fails_what_waits_and_what_comes_later_and_closes_every_handle() {
     let world = World::new(port, 5_000);
     world.submit("a");
     world
+        .harness
         .lp
         .run_until("the connection", || accepted.load(Ordering::SeqCst) == 1);
     world.direct().close();
@@ -260,9 +264,9 @@ fn closing_fails_what_waits_and_what_comes_later_and_closes_every_handle() {
         assert_eq!(code, "ERR_LOCK_STORE_CLOSED");
         assert_eq!(message, "TestStore.op: the store is closed");
     }
-    world
-        .lp
-        .run_until("the handles closed", || world.seen.released.get() == 1);
+    world.harness.lp.run_until("the handles closed", || {
+        world.harness.seen.released.get() == 1
+    });
 }
 
 #[test]
@@ -271,9 +275,10 @@ fn a_collected_store_closes_at_the_end_of_the_turn_inside_a_callback_scope() {
     let mut world = World::new(port, 5_000);
     world.submit("a");
     world
+        .harness
         .lp
         .run_until("the connection", || accepted.load(Ordering::SeqCst) == 1);
-    let scopes = world.seen.scopes.get();
+    let scopes = world.harness.seen.scopes.get();
     world.direct = None;
     assert!(
         world.answers.borrow().is_empty(),
@@ -281,8 +286,8 @@ fn a_collected_store_closes_at_the_end_of_the_turn_inside_a_callback_scope() {
     );
     let outcomes = world.outcomes(1);
     assert!(matches!(&outcomes[0], Err((code, _)) if code == "ERR_LOCK_STORE_CLOSED"));
-    assert_eq!(world.seen.scopes.get(), scopes + 1);
-    world
-        .lp
-        .run_until("the handles closed", || world.seen.released.get() == 1);
+    assert_eq!(world.harness.seen.scopes.get(), scopes + 1);
+    world.harness.lp.run_until("the handles closed", || {
+        world.harness.seen.released.get() == 1
+    });
 }

@@ -21,7 +21,7 @@ use bytes::BytesMut;
 
 use super::host::{Host, Task};
 use super::{connect_tcp, uv, Direct, Failure, Opened, Verdict, Wire};
-use crate::store::StoreError;
+use crate::store::{Op, StoreError, StoreResult};
 
 /// The parts of libuv only a loop's owner uses: Node owns the addon's.
 mod ffi {
@@ -243,36 +243,76 @@ pub fn outcome(result: &Result<String, StoreError>) -> Result<String, (String, S
     }
 }
 
+/// A loop of the test's own and Tokio beside it: what a store's event-loop
+/// connections need, without Node. Stores made with its hosts are dropped
+/// before it (declared after it), so their handles close on its loop.
+pub struct Harness {
+    pub seen: Rc<Seen>,
+    tokio: tokio::runtime::Runtime,
+    pub lp: TestLoop,
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        Harness {
+            seen: Rc::new(Seen::default()),
+            tokio: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("a Tokio runtime"),
+            lp: TestLoop::new(),
+        }
+    }
+
+    /// The hosts of connections on this loop ([`super::host::MakeHost`]).
+    pub fn make_host(&self) -> impl Fn(&'static CStr) -> Result<Box<dyn Host>, String> {
+        let (loop_, handle, seen) = (
+            self.lp.raw,
+            self.tokio.handle().clone(),
+            Rc::clone(&self.seen),
+        );
+        move |_resource| {
+            Ok(Box::new(TestHost {
+                loop_,
+                tokio: handle.clone(),
+                seen: Rc::clone(&seen),
+            }) as Box<dyn Host>)
+        }
+    }
+
+    /// Run `op` to its outcome: on this loop, or on Tokio.
+    pub fn settle<T: 'static>(&self, op: Op<T>) -> StoreResult<T> {
+        match op {
+            Op::Ready(outcome) => outcome,
+            Op::Pending(future) => self.tokio.block_on(future),
+            Op::Local(op) => {
+                let outcome = Rc::new(RefCell::new(None));
+                let into = Rc::clone(&outcome);
+                op.start(Box::new(move |result| *into.borrow_mut() = Some(result)));
+                self.lp
+                    .run_until("an operation's outcome", || outcome.borrow().is_some());
+                let result = outcome.borrow_mut().take();
+                result.expect("an outcome")
+            }
+        }
+    }
+}
+
 /// A test's world: a loop, Tokio, a server on a free port, and the store's
 /// side of one connection to it.
 pub struct World {
     pub direct: Option<Direct<Lines>>,
-    pub seen: Rc<Seen>,
     pub answers: Rc<RefCell<Vec<Result<String, StoreError>>>>,
-    // Dropped last: the connection's handles close on the loop.
-    _tokio: tokio::runtime::Runtime,
-    pub lp: TestLoop,
+    pub harness: Harness,
 }
 
 impl World {
     /// Connections to `port` with commands timing out after `timeout_ms`.
     pub fn new(port: u16, timeout_ms: u64) -> World {
-        let lp = TestLoop::new();
-        let tokio = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("a Tokio runtime");
-        let seen = Rc::new(Seen::default());
-        let (loop_, handle, host_seen) = (lp.raw, tokio.handle().clone(), Rc::clone(&seen));
+        let harness = Harness::new();
         let direct = Direct::<Lines>::new(
-            &move |_resource| {
-                Ok(Box::new(TestHost {
-                    loop_,
-                    tokio: handle.clone(),
-                    seen: Rc::clone(&host_seen),
-                }) as Box<dyn Host>)
-            },
+            &harness.make_host(),
             Target {
                 port,
                 display: format!("the test server on port {port}"),
@@ -283,10 +323,8 @@ impl World {
         .expect("the connection's handles");
         World {
             direct: Some(direct),
-            seen,
             answers: Rc::default(),
-            _tokio: tokio,
-            lp,
+            harness,
         }
     }
 
@@ -306,7 +344,7 @@ impl World {
 
     /// Run the loop until `count` outcomes are in; they are returned.
     pub fn outcomes(&self, count: usize) -> Vec<Result<String, (String, String)>> {
-        self.lp.run_until(&format!("{count} outcomes"), || {
+        self.harness.lp.run_until(&format!("{count} outcomes"), || {
             self.answers.borrow().len() >= count
         });
         self.answers.borrow().iter().map(outcome).collect()
