@@ -5,19 +5,15 @@
 //! loop of their own through the same seam, without Node.
 
 use std::ffi::CStr;
-use std::future::Future;
-use std::pin::Pin;
 
 use super::uv;
+pub use crate::store::Task;
 
 /// Makes the host of each connection a store drives on an event loop:
 /// called on the thread making the store, once per connection, with the
 /// async resource name its callbacks into JS run under. A store given one
 /// puts its connections on that loop; a store given none stays on Tokio.
 pub type MakeHost<'a> = &'a dyn Fn(&'static CStr) -> Result<Box<dyn Host>, String>;
-
-/// A task run on Tokio (opening a connection).
-pub type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// The runtime one connection lives in, used only on its loop's thread.
 pub trait Host {

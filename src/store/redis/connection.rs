@@ -13,22 +13,22 @@ use crate::store::{BackendError, Code, StoreError, StoreResult};
 pub(super) enum Connection {
     /// Not connected yet: the connection is made on first use, inside Tokio.
     Idle,
-    Open(Conn),
+    Open(OpenConnection),
     Closed,
 }
 
 /// One server's reconnecting multiplexed connection, or a cluster's.
 #[derive(Clone)]
-pub enum Conn {
+pub enum OpenConnection {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
 }
 
-impl ConnectionLike for Conn {
+impl ConnectionLike for OpenConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
+            OpenConnection::Single(c) => c.req_packed_command(cmd),
+            OpenConnection::Cluster(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -39,15 +39,15 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            OpenConnection::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            OpenConnection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
-            Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
+            OpenConnection::Single(c) => c.get_db(),
+            OpenConnection::Cluster(c) => c.get_db(),
         }
     }
 }
@@ -63,7 +63,7 @@ impl Shared {
     /// The open connection, made on first use. A single server's opens lazily
     /// and reconnects by itself; a cluster's is made here (the slot map read)
     /// and, should that fail, tried again by the next operation.
-    pub(super) async fn connection(&self, name: &'static str) -> StoreResult<Conn> {
+    pub(super) async fn connection(&self, name: &'static str) -> StoreResult<OpenConnection> {
         if let Some(open) = self.open_or_single(name)? {
             return Ok(open);
         }
@@ -82,15 +82,15 @@ impl Shared {
         match &*connection {
             Connection::Closed => Err(Self::closed(name)),
             _ => {
-                *connection = Connection::Open(Conn::Cluster(conn.clone()));
-                Ok(Conn::Cluster(conn))
+                *connection = Connection::Open(OpenConnection::Cluster(conn.clone()));
+                Ok(OpenConnection::Cluster(conn))
             }
         }
     }
 
     /// The connection if open; a single server's made now (lazily). None: a
     /// cluster's still to be made.
-    fn open_or_single(&self, name: &'static str) -> StoreResult<Option<Conn>> {
+    fn open_or_single(&self, name: &'static str) -> StoreResult<Option<OpenConnection>> {
         let mut connection = self.connection.lock().map_err(|_| Self::closed(name))?;
         match &*connection {
             Connection::Open(conn) => Ok(Some(conn.clone())),
@@ -108,7 +108,7 @@ impl Shared {
                 let manager =
                     ConnectionManager::new_lazy_with_config(self.clients[0].clone(), config)
                         .map_err(|e| self.failure(name, &e))?;
-                let conn = Conn::Single(manager);
+                let conn = OpenConnection::Single(manager);
                 *connection = Connection::Open(conn.clone());
                 Ok(Some(conn))
             }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use redis::{RedisResult, Value};
 use rustls::pki_types::ServerName;
 
-use super::connection::Conn;
+use super::connection::OpenConnection;
 use super::errors::{found_dead, server_error, RESENDS};
 use super::ops::Misread;
 use super::request::{Body, Request};
@@ -166,7 +166,7 @@ where
 
 /// One request on a Tokio connection; a script the server does not know is
 /// loaded and run again (the redis crate's `Script` does it).
-async fn send(conn: &mut Conn, request: &Request) -> RedisResult<Value> {
+async fn send(conn: &mut OpenConnection, request: &Request) -> RedisResult<Value> {
     let value: Value = match &request.body {
         Body::Plain(cmd) => cmd.query_async(conn).await?,
         Body::Script { lua, keys, args } => {

@@ -98,6 +98,12 @@ impl TestLoop {
     }
 }
 
+impl Default for TestLoop {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Drop for TestLoop {
     fn drop(&mut self) {
         // What the test left to do at the end of a turn (a store dropped
@@ -296,6 +302,12 @@ impl Harness {
                 result.expect("an outcome")
             }
         }
+    }
+}
+
+impl Default for Harness {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
