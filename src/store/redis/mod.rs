@@ -198,7 +198,7 @@ impl RedisStore {
 
 /// One dispatch on the kind of hold: a plain lock is a Redis string and its
 /// own scripts and commands; the other kinds are one call each of the
-/// `HOLDS` script (`ops`).
+/// operation's script (`ops`, `scripts`).
 impl LockStore for RedisStore {
     fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
         let layout = &self.shared.layout;

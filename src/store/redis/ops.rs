@@ -4,7 +4,7 @@
 //! A plain lock's operations are the scripts that compare before they act
 //! (acquire, release, extend: `scripts.rs`) and plain reads (`GET`, `PTTL`,
 //! `EXISTS`); every operation on a semaphore or a read-write key is one call
-//! of the `HOLDS` script. Where each key lives: `layout`.
+//! of that operation's script. Where each key lives: `layout`.
 
 use redis::Value;
 
@@ -67,7 +67,7 @@ pub fn is_locked(layout: &Layout, key: &str) -> Request {
 }
 
 /// `op` on the holds of `key` in `hold` (a semaphore's permits, or a
-/// read-write key's readers and writer): one call of the `HOLDS` script.
+/// read-write key's readers and writer): one call of its script.
 pub fn holds(
     layout: &Layout,
     op: HoldOp,
@@ -89,7 +89,6 @@ pub fn holds(
     }
     let (mode_name, limit) = hold.name_and_limit();
     let args = [
-        op.name().to_owned(),
         mode_name.to_owned(),
         owner.to_owned(),
         whole_ms(ttl_ms).to_string(),
@@ -102,7 +101,7 @@ pub fn holds(
     let keys = vec![holds, writer, waiting, counter];
     Ok(Request::script(
         op.method(),
-        &scripts().holds,
+        scripts().holds(op),
         keys,
         args.into_iter().map(String::into_bytes).collect(),
     ))
@@ -210,14 +209,7 @@ mod tests {
             .collect();
         assert_eq!(
             args,
-            [
-                "acquire",
-                "permit",
-                "me",
-                "1501",
-                "3",
-                &format!("keel:released:{set}")
-            ]
+            ["permit", "me", "1501", "3", &format!("keel:released:{set}")]
         );
     }
 

@@ -6,10 +6,14 @@
 
 use redis::{Cmd, Script};
 
-use super::scripts::{ACQUIRE, EXTEND, HOLDS, RELEASE};
+use super::scripts::{
+    ACQUIRE, EXTEND, HOLD_ACQUIRE, HOLD_COUNT, HOLD_EXTEND, HOLD_LEFT, HOLD_RELEASE, HOLD_WAITS,
+    HOLD_WITHDRAW, RELEASE,
+};
+use crate::store::HoldOp;
 
 /// The scripts a connection may have loaded, by index.
-pub const SCRIPTS: usize = 4;
+pub const SCRIPTS: usize = 10;
 
 /// A script: its text, the redis crate's handle on it (with its SHA1,
 /// made once), and its index among [`SCRIPTS`].
@@ -19,12 +23,28 @@ pub struct Lua {
     pub script: Script,
 }
 
-/// The scripts the store runs.
+/// The scripts the store runs: a plain lock's three, and one per operation
+/// on the other kinds of hold.
 pub struct Scripts {
     pub acquire: Lua,
     pub release: Lua,
     pub extend: Lua,
-    pub holds: Lua,
+    holds: [Lua; 7],
+}
+
+impl Scripts {
+    /// The script of `op` on a semaphore or a read-write key.
+    pub fn holds(&self, op: HoldOp) -> &Lua {
+        &self.holds[match op {
+            HoldOp::Acquire => 0,
+            HoldOp::Release => 1,
+            HoldOp::Extend => 2,
+            HoldOp::Left => 3,
+            HoldOp::Waits => 4,
+            HoldOp::Count => 5,
+            HoldOp::Withdraw => 6,
+        }]
+    }
 }
 
 /// The scripts, made once per process.
@@ -40,7 +60,15 @@ pub fn scripts() -> &'static Scripts {
             acquire: lua(0, ACQUIRE),
             release: lua(1, RELEASE),
             extend: lua(2, EXTEND),
-            holds: lua(3, HOLDS),
+            holds: [
+                lua(3, HOLD_ACQUIRE),
+                lua(4, HOLD_RELEASE),
+                lua(5, HOLD_EXTEND),
+                lua(6, HOLD_LEFT),
+                lua(7, HOLD_WAITS),
+                lua(8, HOLD_COUNT),
+                lua(9, HOLD_WITHDRAW),
+            ],
         }
     })
 }
@@ -145,7 +173,8 @@ mod tests {
     #[test]
     fn a_plain_command_is_its_name_and_key() {
         let mut out = Vec::new();
-        Request::plain("isLocked", "EXISTS", "app:k".into()).encode(&mut out, &mut [false; 4]);
+        Request::plain("isLocked", "EXISTS", "app:k".into())
+            .encode(&mut out, &mut [false; SCRIPTS]);
         assert_eq!(out, b"*2\r\n$6\r\nEXISTS\r\n$5\r\napp:k\r\n");
     }
 }
