@@ -76,6 +76,11 @@ impl Drop for Server {
     }
 }
 
+/// A store on `harness`'s event loop.
+fn on_loop(harness: &Harness, options: RedisOptions) -> RedisStore {
+    RedisStore::new(options, None, Some(&harness.make_host())).expect("a store")
+}
+
 /// Every operation of every kind of hold, with the answers a store owes.
 fn every_operation_answers(harness: &Harness, store: &RedisStore) {
     let (lock, permit, read, write) = (
@@ -189,10 +194,8 @@ fn every_operation_answers(harness: &Harness, store: &RedisStore) {
 
 #[test]
 fn on_the_event_loop_every_operation_answers_as_the_server_decides() {
-    let server = Server::start();
-    let harness = Harness::new();
-    let store =
-        RedisStore::new(server.options(), None, Some(&harness.make_host())).expect("a store");
+    let (server, harness) = (Server::start(), Harness::new());
+    let store = on_loop(&harness, server.options());
     assert!(matches!(store.transport, Transport::EventLoop(_)));
     every_operation_answers(&harness, &store);
 }
@@ -208,10 +211,8 @@ fn on_tokio_every_operation_answers_the_same() {
 
 #[test]
 fn on_the_event_loop_scripts_the_server_forgot_are_loaded_again() {
-    let server = Server::start();
-    let harness = Harness::new();
-    let store =
-        RedisStore::new(server.options(), None, Some(&harness.make_host())).expect("a store");
+    let (server, harness) = (Server::start(), Harness::new());
+    let store = on_loop(&harness, server.options());
     let acquired = harness.settle(store.acquire(Hold::Lock, "k", "a", 10_000.0));
     assert!(matches!(acquired, Ok(Acquired::Fenced(_))));
     assert_eq!(
@@ -227,10 +228,8 @@ fn on_the_event_loop_scripts_the_server_forgot_are_loaded_again() {
 
 #[test]
 fn on_the_event_loop_a_connection_the_server_killed_is_made_again() {
-    let server = Server::start();
-    let harness = Harness::new();
-    let store =
-        RedisStore::new(server.options(), None, Some(&harness.make_host())).expect("a store");
+    let (server, harness) = (Server::start(), Harness::new());
+    let store = on_loop(&harness, server.options());
     assert_eq!(
         harness.settle(store.would_wait(Hold::Lock, "k")).ok(),
         Some(false)
@@ -250,7 +249,7 @@ fn on_the_event_loop_a_stopped_server_is_a_connection_error_not_a_hang() {
     let options = server.options();
     drop(server);
     let harness = Harness::new();
-    let store = RedisStore::new(options, None, Some(&harness.make_host())).expect("a store");
+    let store = on_loop(&harness, options);
     let Err(StoreError::Backend(e)) = harness.settle(store.would_wait(Hold::Lock, "k")) else {
         panic!("an error");
     };
