@@ -16,19 +16,53 @@
 //!
 //! And one property of every store: `acquire` is an atomic set-if-absent.
 //!
-//! Layout, in reading order (the README's "How it is built" walks the same
-//! tree, the JS side included): [`lock`] is the algorithm (one acquisition
-//! attempt for a fresh owner, the serialized form), [`owner`] the tokens,
-//! [`text`] short strings kept inline, [`error`] what an operation fails
-//! with (the one list of error codes JS sees); [`store`] the seam, one trait with a
-//! file or folder per backend (`memory.rs`, `redis/`, `postgres/`) and
-//! what the server stores share (`event_loop/`, a server connection on the JS
-//! thread's event loop for any protocol that describes itself, with the
-//! libuv handles that loop needs; `options.rs`, `tls.rs`, `follow.rs`); and
-//! `napi/` the surface JavaScript calls
-//! (the `#[napi]` functions alone in its `mod.rs`, beside the handle, the
-//! conversions, the errors and the promise pump). A store written in JS
-//! never reaches this crate: `lib/js-store.js` calls it.
+//! ## Layout
+//!
+//! Modules depend one way, top down: the napi surface on the algorithm and
+//! the stores, each store on what the stores share, nothing on the napi
+//! surface. `docs/how-it-is-built.md` walks the same tree, the JS side
+//! included. Every file is named below, in reading order (a test holds the
+//! list to the tree):
+//!
+//! - `src/`: `lib.rs` (this page), `lock.rs` (the algorithm: one acquisition
+//!   attempt for a fresh owner, the serialized form), `owner.rs` (the tokens),
+//!   `text.rs` (short strings kept inline), `error.rs` (what an operation
+//!   fails with: the one list of error codes JS sees), `store/`, `napi/`.
+//! - `src/store/`: `mod.rs` (the seam: one `LockStore` trait), `hold.rs` (the
+//!   kinds of hold and what an acquire answers), `options.rs`, `tls.rs`,
+//!   `follow.rs` (announced releases), `memory/`, `redis/`, `postgres/`, and
+//!   `event_loop/` (what the server stores share: a connection on the JS
+//!   thread's event loop for any protocol that describes itself).
+//! - `src/store/memory/`: `mod.rs` (the store), `shared.rs` (semaphores and
+//!   read-write keys), `tests.rs`.
+//! - `src/store/redis/`: `mod.rs` (the store, one dispatch on the kind of
+//!   hold), `ops.rs` (each operation once: request and reply reader),
+//!   `layout.rs`, `scripts.rs`, `request.rs`, `transport.rs` (event loop or
+//!   Tokio, chosen once), `connection.rs`, `fencing.rs`, `errors.rs`,
+//!   `pubsub.rs`, `options.rs`, `wire/`, `tests.rs`.
+//! - `src/store/redis/wire/`: `mod.rs` (Redis's protocol on the event loop),
+//!   `connect.rs` (opening and greeting a connection).
+//! - `src/store/postgres/`: `mod.rs` (the store, one dispatch on the kind of
+//!   hold), `lock.rs`, `holds.rs`, `sql.rs`, `sweep.rs`, `via_loop.rs`,
+//!   `pool.rs`, `listen.rs`, `errors.rs`, `options.rs`, `wire/`.
+//! - `src/store/postgres/wire/`: `mod.rs` (PostgreSQL's protocol on the event
+//!   loop), `connect.rs` (TCP and TLS), `session.rs` (logging in, preparing).
+//! - `src/store/event_loop/`: `mod.rs` (the protocol seam, `Wire`, and the
+//!   store's side of its connections), `conn.rs` (one connection's state),
+//!   `socket.rs` (bytes in and out, plain or TLS), `callbacks.rs` (the libuv
+//!   callbacks), `engine.rs` (what they drive), `host.rs` (the runtime whose
+//!   loop it is), `napi_host.rs` (that runtime on Node), `uv/`, `tests/`.
+//! - `src/store/event_loop/uv/`: `mod.rs`, `ffi.rs` (libuv's functions as
+//!   Node exports them), `handle.rs` (what every handle shares), `poll.rs`,
+//!   `timer.rs`, `turn.rs` (the end of a loop turn), `wake.rs` (woken from
+//!   another thread).
+//! - `src/store/event_loop/tests/`: `mod.rs` (a libuv loop of the test's own
+//!   and a line protocol), `connection.rs` (the connection's behaviour).
+//! - `src/napi/`: `mod.rs` (the `#[napi]` functions alone), `create.rs` (the
+//!   stores made from JS), `handle.rs`, `convert.rs`, `errors.rs`, `pump.rs`
+//!   (promises settled from other threads), `test_hooks.rs`.
+//!
+//! A store written in JS never reaches this crate: `lib/js-store.js` calls it.
 
 pub mod error;
 pub mod lock;
@@ -37,3 +71,59 @@ mod napi;
 pub mod owner;
 pub mod store;
 pub mod text;
+
+#[cfg(test)]
+mod layout_tests {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// The files and folders the layout list above names under `folder`.
+    fn listed(folder: &str) -> Option<BTreeSet<String>> {
+        let doc: String = include_str!("lib.rs")
+            .lines()
+            .filter_map(|line| line.strip_prefix("//!"))
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let bullet = doc
+            .split(" - ")
+            .find(|bullet| bullet.starts_with(&format!("`{folder}`:")))?;
+        let names = bullet
+            .split('`')
+            .skip(3)
+            .step_by(2)
+            .filter(|name| name.ends_with(".rs") || name.ends_with('/'))
+            .map(str::to_owned)
+            .collect();
+        Some(names)
+    }
+
+    fn check(root: &Path, folder: &str, missing: &mut Vec<String>) {
+        let mut present = BTreeSet::new();
+        let entries = std::fs::read_dir(root.join(folder)).expect("a source folder");
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.path().is_dir() {
+                check(root, &format!("{folder}{name}/"), missing);
+                present.insert(format!("{name}/"));
+            } else if name.ends_with(".rs") {
+                present.insert(name);
+            }
+        }
+        match listed(folder) {
+            None => missing.push(format!("no bullet for `{folder}`")),
+            Some(named) if named != present => missing.push(format!(
+                "`{folder}`: listed {named:?}, in the tree {present:?}"
+            )),
+            Some(_) => {}
+        }
+    }
+
+    #[test]
+    fn the_layout_list_names_every_file_and_folder_of_the_tree() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut missing = Vec::new();
+        check(root, "src/", &mut missing);
+        assert!(missing.is_empty(), "{missing:#?}");
+    }
+}
