@@ -173,21 +173,13 @@ export interface Restored {
 /** The store's own `acquire(key, owner, ttlMs)`, for a store used directly. */
 export declare function storeAcquire(handle: object, key: string, hold: HoldKind, limit: number, owner: string, ttlMs: number): boolean | Promise<boolean>
 
-/** What a handle's store is. */
-export declare function storeKind(handle: object): StoreKind
+export declare function storeCapabilities(handle: object): StoreCapabilities
 
-/**
- * What a handle's store is, as JS learns it (`storeKind(handle)`): what it
- * can do for waiting (memory hands a lock straight over and says when one
- * lapses; Redis and PostgreSQL hear releases elsewhere) and for fencing
- * tokens. `Js` is a
- * store written in JS, whose handle is made in JS (`lib/js-store.js`).
- */
-export declare enum StoreKind {
-  Memory = 0,
-  Redis = 1,
-  Js = 2,
-  Postgres = 3,
+/** What a handle's store can do beyond its operations (read once per store). */
+export interface StoreCapabilities {
+  saysWhenLapsed: boolean
+  announcesReleases: boolean
+  answersInOrder: boolean
 }
 
 /** PEM bytes for `rediss://`, already checked and converted by the JS layer. */

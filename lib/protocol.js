@@ -1,8 +1,9 @@
 'use strict'
 /**
  * What the lock and its stores agree on, in one place: the five LockStore
- * methods, the kinds of store (`StoreKind`, the addon's, which no other file
- * compares: they read what a store can do, its Capabilities), the limits and
+ * methods, what a store can do (its Capabilities: a native store declares
+ * them, every store written in JS shares one record; the algorithm reads
+ * them, never which store it has), the limits and
  * defaults (checked against the same numbers in Rust), and the operations a
  * store handle offers: the addon's functions for a native store's handle,
  * the JS-store bridge's (lib/js-store.js) for a store written in JS, which
@@ -29,7 +30,7 @@ const READ_WRITE_METHODS = /** @type {const} */ ([
   'withdrawWriter',
 ])
 
-const { StoreKind, HoldKind } = native
+const { HoldKind } = native
 
 /**
  * What a lock does with a store, by its handle: a native store's handle is
@@ -101,8 +102,6 @@ const kOps = Symbol('LockStore.ops')
 /** @param {object} handle @returns {StoreOps} */
 const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
 
-/** @param {object} handle @returns {number} a StoreKind */
-const kindOf = (handle) => (kOps in handle ? StoreKind.Js : native.storeKind(handle))
 
 /**
  * What a store can do, as the acquire, the waiting and a hold need to know
@@ -145,27 +144,18 @@ const capabilities = (can) =>
     ...can,
   })
 
-/** What each kind of store can do: a new kind of store is a new row. */
-const CAPABILITIES = new Map([
-  [StoreKind.Memory, capabilities({ saysWhenLapsed: true })],
-  [StoreKind.Redis, capabilities({ announcesReleases: true, answersInOrder: true })],
-  [StoreKind.Postgres, capabilities({ announcesReleases: true })],
-  [StoreKind.Js, capabilities({ writtenInJs: true, throwsOwnErrors: true, mayNeverAnswer: true, fencesAfterAcquire: true })],
-])
+/** What every store written in JS can do (a native store says itself). */
+const WRITTEN_IN_JS = capabilities({ writtenInJs: true, throwsOwnErrors: true, mayNeverAnswer: true, fencesAfterAcquire: true })
 
 /**
- * What the store of `handle` can do (one shared record per kind of store).
+ * What the store of `handle` can do: a native store's as it declares them
+ * (`LockStore::capabilities` in the addon), read when lock() starts using it.
  *
  * @param {object} handle
  * @returns {Readonly<Capabilities>}
  */
-function capabilitiesOf(handle) {
-  const kind = kindOf(handle)
-  const can = CAPABILITIES.get(kind)
-  if (can === undefined) throw new TypeError(`a store of unknown kind ${kind}`)
-  return can
-}
+const capabilitiesOf = (handle) => (kOps in handle ? WRITTEN_IN_JS : capabilities(native.storeCapabilities(handle)))
 
 const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } = native.limits()
 
-module.exports = { STORE_METHODS, READ_WRITE_METHODS, StoreKind, HoldKind, nativeOps, kOps, opsOf, capabilitiesOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }
+module.exports = { STORE_METHODS, READ_WRITE_METHODS, HoldKind, nativeOps, kOps, opsOf, capabilitiesOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }

@@ -232,6 +232,9 @@ mod tests {
     struct TakesThenFails(MemoryStore);
 
     impl LockStore for TakesThenFails {
+        fn capabilities(&self) -> crate::store::Capabilities {
+            self.0.capabilities()
+        }
         fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
             let _ = self.0.acquire(hold, key, owner, ttl_ms);
             Op::Ready(Err(crate::store::StoreError::Type("garbled reply".into())))

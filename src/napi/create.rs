@@ -9,7 +9,7 @@ use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 
 use super::errors::new_error;
-use super::handle::{NewHandle, StoreHandle, StoreKind};
+use super::handle::{NewHandle, StoreHandle};
 use super::pump::Pump;
 use crate::store::event_loop::node_hosts;
 use crate::store::follow::{OnReleased, OnWarning, Released};
@@ -20,7 +20,7 @@ use crate::store::{
 #[napi(catch_unwind, ts_return_type = "object")]
 pub fn create_memory_store() -> NewHandle {
     let memory = Arc::new(MemoryStore::new());
-    NewHandle(StoreHandle::new(memory, StoreKind::Memory, None))
+    NewHandle(StoreHandle::new(memory, None))
 }
 
 /// PEM bytes for `rediss://`, already checked and converted by the JS layer.
@@ -75,11 +75,7 @@ pub fn create_redis_store(
     let redis = RedisStore::new(options, Some(on_released), Some(&node_hosts(env)))
         .map_err(|reason| new_error(env, true, None, &format!("new RedisLockStore: {reason}")))?;
     let pump = Pump::new(env)?;
-    Ok(NewHandle(StoreHandle::new(
-        Arc::new(redis),
-        StoreKind::Redis,
-        Some(pump),
-    )))
+    Ok(NewHandle(StoreHandle::new(Arc::new(redis), Some(pump))))
 }
 
 /// PostgresLockStore's options, already checked by the JS layer (times in ms).
@@ -131,11 +127,7 @@ pub fn create_postgres_store(
     )
     .map_err(|reason| new_error(env, true, None, &format!("new PostgresLockStore: {reason}")))?;
     let pump = Pump::new(env)?;
-    Ok(NewHandle(StoreHandle::new(
-        Arc::new(postgres),
-        StoreKind::Postgres,
-        Some(pump),
-    )))
+    Ok(NewHandle(StoreHandle::new(Arc::new(postgres), Some(pump))))
 }
 
 /// The JS callback for announced releases, callable from Tokio. Weak:

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi::sys;
-use napi_derive::napi;
 
 use super::pump::Pump;
 use crate::store::LockStore;
@@ -20,32 +19,16 @@ pub struct StoreHandle {
     /// Always [`HANDLE_TAG`]; first, so a foreign external can be told apart.
     tag: u64,
     pub store: Arc<dyn LockStore>,
-    pub kind: StoreKind,
     /// Settles the promises of this store's Tokio-driven operations (a Redis
     /// Cluster, PostgreSQL).
     pub pump: Option<Pump>,
 }
 
-/// What a handle's store is, as JS learns it (`storeKind(handle)`): what it
-/// can do for waiting (memory hands a lock straight over and says when one
-/// lapses; Redis and PostgreSQL hear releases elsewhere) and for fencing
-/// tokens. `Js` is a
-/// store written in JS, whose handle is made in JS (`lib/js-store.js`).
-#[napi]
-#[derive(Clone, Copy)]
-pub enum StoreKind {
-    Memory,
-    Redis,
-    Js,
-    Postgres,
-}
-
 impl StoreHandle {
-    pub fn new(store: Arc<dyn LockStore>, kind: StoreKind, pump: Option<Pump>) -> Self {
+    pub fn new(store: Arc<dyn LockStore>, pump: Option<Pump>) -> Self {
         StoreHandle {
             tag: HANDLE_TAG,
             store,
-            kind,
             pump,
         }
     }

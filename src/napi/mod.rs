@@ -25,7 +25,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use self::convert::{to_js, HoldArg, Settled};
-use self::handle::{Handle, StoreKind};
+use self::handle::Handle;
 use crate::lock;
 use crate::store::{Acquired, Hold};
 use crate::text::SmallStr;
@@ -244,10 +244,22 @@ pub fn close_store(handle: Handle) {
     handle.store.close();
 }
 
-/// What a handle's store is.
+/// What a handle's store can do beyond its operations (read once per store).
+#[napi(object)]
+pub struct StoreCapabilities {
+    pub says_when_lapsed: bool,
+    pub announces_releases: bool,
+    pub answers_in_order: bool,
+}
+
 #[napi(catch_unwind, ts_args_type = "handle: object")]
-pub fn store_kind(handle: Handle) -> StoreKind {
-    handle.kind
+pub fn store_capabilities(handle: Handle) -> StoreCapabilities {
+    let can = handle.store.capabilities();
+    StoreCapabilities {
+        says_when_lapsed: can.says_when_lapsed,
+        announces_releases: can.announces_releases,
+        answers_in_order: can.answers_in_order,
+    }
 }
 
 /// Entries a memory store keeps, counting expired ones not yet swept.

@@ -97,6 +97,21 @@ impl<T: Send + 'static> Op<T> {
 /// A task a store hands back to run on Tokio (a listener for announced releases).
 pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
+/// What a store can do beyond its operations, as the JS algorithm needs to
+/// know it (read once per store): each store says so itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It answers at once, in this thread, how long a hold has left (and so
+    /// expires exactly): a hold asks it instead of counting from when its
+    /// acquire was sent, and a waiter looks again as the lock lapses.
+    pub says_when_lapsed: bool,
+    /// Releases by other processes are announced and heard ([`LockStore::watch`]).
+    pub announces_releases: bool,
+    /// A connection answers its commands in the order they were sent: the
+    /// next waiter's attempt can go right behind a release.
+    pub answers_in_order: bool,
+}
+
 /// A lock backend. Times are milliseconds; `ttl_ms` is always a positive,
 /// finite number (the API layer rejects anything else before a store sees it).
 ///
@@ -106,6 +121,8 @@ pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 /// algorithm) dispatches once; each store decides per hold where its data
 /// lives. Kinds of hold never see each other's data.
 pub trait LockStore: Send + Sync + 'static {
+    /// What it can do beyond the operations.
+    fn capabilities(&self) -> Capabilities;
     /// Take `key` in `hold` for `owner` if the hold admits it now. Atomic: a
     /// plain lock is a set-if-absent.
     fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired>;

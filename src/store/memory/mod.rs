@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use self::shared::Groups;
-use super::{Acquired, Hold, LockStore, Op};
+use super::{Acquired, Capabilities, Hold, LockStore, Op};
 
 /// Fallback when `now + ttl` does not fit an `Instant` (far beyond any TTL
 /// the API accepts, which stops at 2^53 - 1 ms): about 34 years.
@@ -324,6 +324,13 @@ impl LockStore for MemoryStore {
 
     fn entries_in_process(&self) -> usize {
         self.len()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            says_when_lapsed: true,
+            ..Capabilities::default()
+        }
     }
 }
 

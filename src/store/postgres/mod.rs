@@ -54,7 +54,7 @@ use super::event_loop::host::MakeHost;
 use super::follow::{OnReleased, OnWarning};
 use super::options::whole_ms;
 use super::tls::client_config;
-use super::{Acquired, Hold, HoldOp, LockStore, Op, StoreError, Task};
+use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, StoreError, Task};
 
 /// The parameters' types, given with each statement (nothing is prepared
 /// to ask the server for them).
@@ -303,5 +303,12 @@ impl LockStore for PostgresStore {
 
     fn close(&self) {
         self.shut();
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            announces_releases: true,
+            ..Capabilities::default()
+        }
     }
 }

@@ -58,7 +58,7 @@ use self::transport::Transport;
 use super::event_loop::host::MakeHost;
 use super::follow::OnReleased;
 use super::options::{redacted, TlsOptions};
-use super::{Acquired, Hold, HoldOp, LockStore, Op, Task};
+use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task};
 
 struct Shared {
     options: RedisOptions,
@@ -271,6 +271,15 @@ impl LockStore for RedisStore {
 
     fn close(&self) {
         self.shut();
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            announces_releases: true,
+            // One connection per server (or per Cluster node), answering in order.
+            answers_in_order: true,
+            ..Capabilities::default()
+        }
     }
 }
 

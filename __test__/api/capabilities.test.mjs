@@ -1,0 +1,53 @@
+// What each store can do, as the lock reads it once per store: a native
+// store declares its own (in Rust), every store written in JS shares one
+// record. Making a server store connects to nothing, so no server is needed.
+
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import { MemoryLockStore, RedisLockStore, PostgresLockStore } from '../../index.js'
+
+const require = createRequire(import.meta.url)
+const { capabilitiesOf } = require('../../lib/protocol.js')
+const { handleFor } = require('../../lib/js-store.js')
+
+const none = {
+  saysWhenLapsed: false,
+  announcesReleases: false,
+  answersInOrder: false,
+  writtenInJs: false,
+  throwsOwnErrors: false,
+  mayNeverAnswer: false,
+  fencesAfterAcquire: false,
+}
+
+test('each native store says what it can do; every JS store gets the same record', async () => {
+  const redis = new RedisLockStore('redis://127.0.0.1:1')
+  const postgres = new PostgresLockStore('postgres://postgres@127.0.0.1:1/postgres')
+  try {
+    const of = (store) => capabilitiesOf(handleFor(store))
+    assert.deepEqual(of(new MemoryLockStore()), { ...none, saysWhenLapsed: true })
+    assert.deepEqual(of(redis), { ...none, announcesReleases: true, answersInOrder: true })
+    assert.deepEqual(of(postgres), { ...none, announcesReleases: true })
+    const jsStore = {
+      acquire: async () => true,
+      release: async () => true,
+      extend: async () => true,
+      isLocked: async () => false,
+      getRemainingTime: async () => null,
+    }
+    const js = of(jsStore)
+    assert.deepEqual(js, {
+      ...none,
+      writtenInJs: true,
+      throwsOwnErrors: true,
+      mayNeverAnswer: true,
+      fencesAfterAcquire: true,
+    })
+    assert.equal(of({ ...jsStore }), js, 'one shared record')
+    assert.ok(Object.isFrozen(of(redis)))
+  } finally {
+    await redis.close()
+    await postgres.close()
+  }
+})
