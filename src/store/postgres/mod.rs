@@ -29,6 +29,8 @@ mod ops;
 mod options;
 mod pool;
 mod sql;
+#[cfg(test)]
+mod tests;
 mod transport;
 mod via_loop;
 mod via_tokio;
