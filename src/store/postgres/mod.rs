@@ -21,7 +21,7 @@
 //! statement that finds its connection dead is sent again, which each
 //! allows: an acquire sent again finds its own row, an extend repeats, a
 //! release deletes only its own owner's row, reads are reads), `options`
-//! (the URL).
+//! (the URL); `tests` runs both transports against a cluster of its own.
 
 mod errors;
 mod listen;
@@ -129,6 +129,8 @@ impl PostgresStore {
                 on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
             }),
+            // On Tokio, unless a loop to drive the connections is given and
+            // the URL names what it can reach (`via_loop::on_event_loop`).
             transport: Transport::Tokio(Arc::new(Pool::new(pool_size))),
         };
         match make_host {
