@@ -43,8 +43,10 @@
 //! - `src/store/redis/wire/`: `mod.rs` (Redis's protocol on the event loop),
 //!   `connect.rs` (opening and greeting a connection).
 //! - `src/store/postgres/`: `mod.rs` (the store, one dispatch on the kind of
-//!   hold), `lock.rs`, `holds.rs`, `sql.rs`, `sweep.rs`, `via_loop.rs`,
-//!   `pool.rs`, `listen.rs`, `errors.rs`, `options.rs`, `wire/`.
+//!   hold), `ops.rs` (each operation once: statement, parameters, key and
+//!   answer reader), `sql.rs`, `transport.rs` (event loop or Tokio, chosen
+//!   once), `via_loop.rs`, `wire/`, `via_tokio.rs`, `pool.rs`, `listen.rs`,
+//!   `errors.rs`, `options.rs`, `tests.rs`.
 //! - `src/store/postgres/wire/`: `mod.rs` (PostgreSQL's protocol on the event
 //!   loop), `connect.rs` (TCP and TLS), `session.rs` (logging in, preparing).
 //! - `src/store/event_loop/`: `mod.rs` (the protocol seam, `Wire`, and the

@@ -105,6 +105,15 @@ impl Failure {
     }
 }
 
+/// The error an operation fails with when the server answered something
+/// its reader cannot take (`what`, as the reader puts it).
+pub(super) fn unreadable(name: &str, server: &str, what: &str) -> StoreError {
+    StoreError::Backend(BackendError {
+        code: Code::StorePostgres,
+        message: format!("PostgresLockStore.{name}: {server} answered {what}"),
+    })
+}
+
 /// What an error says when the table of plain locks (or its sequence) is
 /// missing and this user may not make them.
 pub(super) fn missing_objects(table: &str) -> String {

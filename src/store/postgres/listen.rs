@@ -49,7 +49,7 @@ impl PostgresStore {
         key: &str,
         on: bool,
     ) -> Option<impl Future<Output = ()> + Send + 'static> {
-        if self.shared.pool.is_closed() {
+        if self.shared.closed.load(Ordering::Acquire) {
             return None;
         }
         let on_released = self.shared.on_released.lock().ok()?.clone()?;

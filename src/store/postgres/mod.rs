@@ -2,44 +2,48 @@
 //! loop, and no client's clock in the decision. A server reached over TCP
 //! is driven by the JS thread's own event loop (`via_loop`, `wire`); one
 //! behind a unix socket, or a URL naming several hosts, by tokio-postgres on
-//! Tokio (`pool`).
+//! Tokio (`via_tokio`, `pool`). Which one is chosen once, as the store is
+//! made (`transport`).
 //!
 //! The table is the docs' database store's, so processes using either
 //! exclude each other; what this store adds lives beside it (a sequence for
 //! fencing tokens, a notification channel). Each operation is one prepared
 //! statement, one round trip, and every time in it is the server's.
 //!
-//! Read in this order: this file (the store, its one dispatch on the kind
-//! of hold, and how each operation is bounded by the connect and command
-//! timeouts), `lock` (a plain lock's operations, one statement each) and
-//! `holds` (the other kinds'), `sql` (the statements),
-//! `via_loop` and `wire` (the operations on the event loop's connections,
-//! and PostgreSQL's protocol for them), `pool` (the connections on Tokio),
-//! `listen` (releases announced and heard),
-//! `errors` (what becomes which error code; a statement that finds its
-//! connection dead is sent again, which each allows: an acquire sent again
-//! finds its own row, an extend repeats, a release deletes only its own
-//! owner's row, reads are reads), `options` (the URL).
+//! Read in this order: this file (the store, and its one dispatch on the
+//! kind of hold), `ops` (every operation once, as data: its statement, its
+//! parameters, its key, and the reader of its answer), `sql` (the
+//! statements), `transport` (how statements reach the server, chosen once
+//! as the store is made) with `via_loop` and `wire` (the event loop's
+//! connections, and PostgreSQL's protocol for them) or `via_tokio` and
+//! `pool` (tokio-postgres connections on Tokio), `listen` (releases
+//! announced and heard), `errors` (what becomes which error code; a
+//! statement that finds its connection dead is sent again, which each
+//! allows: an acquire sent again finds its own row, an extend repeats, a
+//! release deletes only its own owner's row, reads are reads), `options`
+//! (the URL); `tests` runs both transports against a cluster of its own.
 
 mod errors;
-mod holds;
 mod listen;
-mod lock;
+mod ops;
 mod options;
 mod pool;
 mod sql;
-mod sweep;
+#[cfg(test)]
+mod tests;
+mod transport;
 mod via_loop;
+mod via_tokio;
 mod wire;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::mpsc;
-use tokio_postgres::types::Type;
 
-use self::errors::{Failure, RESENDS};
 use self::listen::Watch;
+use self::ops::Plan;
 pub use self::options::PostgresOptions;
 
 /// The SQL that makes every object a store on `table` uses (what it runs
@@ -48,22 +52,13 @@ pub use self::options::PostgresOptions;
 pub fn schema(table: &str) -> String {
     Sql::new(table).create
 }
-use self::pool::{Conn, Opener, Pool};
+use self::pool::{Opener, Pool};
 use self::sql::Sql;
+use self::transport::Transport;
 use super::event_loop::host::MakeHost;
 use super::follow::{OnReleased, OnWarning};
-use super::options::whole_ms;
 use super::tls::client_config;
-use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, StoreError, Task};
-
-/// The parameters' types, given with each statement (nothing is prepared
-/// to ask the server for them).
-const TEXT: Type = Type::TEXT;
-const INT8: Type = Type::INT8;
-
-/// Expired rows deleted per statement when sweeping, and statements per sweep.
-const SWEEP_BATCH: i64 = 500;
-const SWEEP_BATCHES: usize = 20;
+use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task};
 
 struct Shared {
     options: PostgresOptions,
@@ -72,7 +67,8 @@ struct Shared {
     listen_opener: Arc<Opener>,
     /// Where a warning goes (a listener that hears nothing).
     on_warning: Option<OnWarning>,
-    pool: Pool,
+    /// Set by `close()`: no listener starts after it.
+    closed: AtomicBool,
     /// When expired rows were last swept (None: not yet).
     swept: Mutex<Option<Instant>>,
     /// Taken by `close()`: it holds the JS callback, which holds the store.
@@ -83,9 +79,7 @@ struct Shared {
 
 pub struct PostgresStore {
     shared: Arc<Shared>,
-    /// The connections, driven by the JS thread's own event loop (one
-    /// server over TCP); otherwise they live on Tokio (`pool`).
-    direct: Option<wire::Direct>,
+    transport: Transport,
 }
 
 impl PostgresStore {
@@ -123,9 +117,10 @@ impl PostgresStore {
             }),
             None => Arc::clone(&opener),
         };
+        let pool_size = options.pool_size;
         let store = PostgresStore {
             shared: Arc::new(Shared {
-                pool: Pool::new(options.pool_size),
+                closed: AtomicBool::new(false),
                 options,
                 opener,
                 listen_opener,
@@ -134,7 +129,9 @@ impl PostgresStore {
                 on_released: Mutex::new(on_released),
                 watcher: Mutex::new(None),
             }),
-            direct: None,
+            // On Tokio, unless a loop to drive the connections is given and
+            // the URL names what it can reach (`via_loop::on_event_loop`).
+            transport: Transport::Tokio(Arc::new(Pool::new(pool_size))),
         };
         match make_host {
             Some(make_host) => store.on_event_loop(make_host),
@@ -145,10 +142,8 @@ impl PostgresStore {
     /// Drop the connections. Operations after this fail with a "closed"
     /// error; ones already sent finish on the connection they hold.
     fn shut(&self) {
-        self.shared.pool.close();
-        if let Some(direct) = &self.direct {
-            direct.close();
-        }
+        self.shared.closed.store(true, Ordering::Release);
+        self.transport.close();
         if let Ok(mut watcher) = self.shared.watcher.lock() {
             *watcher = None;
         }
@@ -157,141 +152,89 @@ impl PostgresStore {
         }
     }
 
-    /// Run one statement on `key`'s pooled connection, within the store's
-    /// time bounds; sent again on a fresh connection if it found its own dead.
-    fn op<T, F, Fut>(&self, name: &'static str, key: Option<&str>, run: F) -> Op<T>
-    where
-        T: Send + 'static,
-        F: Fn(Arc<Conn>) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send,
-    {
-        let shared = Arc::clone(&self.shared);
-        let key = key.map(str::to_owned);
-        Op::Pending(Box::pin(async move {
-            let options = &shared.options;
-            let mut resent = 0;
-            let failure = loop {
-                let taken = match tokio::time::timeout(
-                    options.connect_timeout,
-                    shared.pool.take(&shared.opener, key.as_deref()),
-                )
-                .await
-                {
-                    Ok(Ok(taken)) => taken,
-                    Ok(Err(failure)) => break failure,
-                    Err(_) => break Failure::Timeout(options.connect_timeout),
-                };
-                match tokio::time::timeout(options.command_timeout, run(Arc::clone(&taken.conn)))
-                    .await
-                {
-                    Ok(Ok(value)) => return Ok(value),
-                    Ok(Err(e)) => {
-                        let failure = Failure::from(e);
-                        if !failure.found_dead() {
-                            break failure;
-                        }
-                        shared.pool.discard(&taken).await;
-                        if resent == RESENDS {
-                            break failure;
-                        }
-                        resent += 1;
-                    }
-                    Err(_) => {
-                        // The connection stays, with the statement on it: a
-                        // give-back the caller sends next goes to this same
-                        // connection, so it runs after the statement, even
-                        // one held up in a stalled server process. (On a
-                        // fresh connection it could run first, and the late
-                        // acquire would take the key for nobody.)
-                        break Failure::Timeout(options.command_timeout);
-                    }
-                }
-            };
-            Err(failure.into_store_error(name, &shared.opener.target.display))
-        }))
+    /// Run `plan` on the store's transport (or answer it at once, when it
+    /// needs no round trip).
+    fn run<T: Send + 'static>(&self, plan: Plan<T>) -> Op<T> {
+        match plan {
+            Plan::Send(request, read) => self.transport.run(&self.shared, request, read),
+            Plan::Known(result) => Op::Ready(result),
+        }
     }
-}
-
-/// PostgreSQL `text` holds no NUL character: such a key or owner is refused
-/// before it is sent, with a reason, instead of as an encoding error.
-fn unstorable(name: &str, key: &str, owner: &str) -> Option<StoreError> {
-    (!storable(&[key, owner])).then(|| {
-        StoreError::Type(format!(
-            "PostgresLockStore.{name}: PostgreSQL text cannot hold a NUL character (\\u0000), and this key or owner has one"
-        ))
-    })
-}
-
-/// Whether PostgreSQL text can hold all of `texts`. A key it cannot hold
-/// is in no row: reads answer "free", release and extend `false`.
-fn storable(texts: &[&str]) -> bool {
-    texts.iter().all(|t| !t.contains('\0'))
-}
-
-fn ttl_of(ttl_ms: f64) -> i64 {
-    // `whole_ms` is at most 2^53 - 1, which fits.
-    i64::try_from(whole_ms(ttl_ms)).unwrap_or(i64::MAX)
 }
 
 /// One dispatch on the kind of hold: a plain lock is a row of the table and
-/// one statement per operation (`lock`); the other kinds are one call each
-/// of the hold function (`holds`).
+/// one statement per operation; the other kinds are one call each of the
+/// hold function (both in `ops`).
 impl LockStore for PostgresStore {
     fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
-        match hold {
-            Hold::Lock => self.acquire_lock(key, owner, ttl_ms),
-            _ => self.hold_op(HoldOp::Acquire, hold, key, owner, ttl_ms, holds::token),
-        }
+        self.run(match hold {
+            Hold::Lock => ops::acquire_lock(key, owner, ttl_ms),
+            _ => ops::hold(HoldOp::Acquire, hold, key, owner, ttl_ms, ops::hold_token),
+        })
     }
 
     fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
-        match hold {
-            Hold::Lock => self.release_lock(key, owner),
-            _ => self.hold_op(HoldOp::Release, hold, key, owner, 1.0, holds::done),
-        }
+        self.run(match hold {
+            Hold::Lock => ops::release_lock(key, owner),
+            _ => ops::hold(HoldOp::Release, hold, key, owner, 1.0, ops::hold_done),
+        })
     }
 
     fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        match hold {
-            Hold::Lock => self.extend_lock(key, owner, ttl_ms),
-            _ => self.hold_op(HoldOp::Extend, hold, key, owner, ttl_ms, holds::done),
-        }
+        self.run(match hold {
+            Hold::Lock => ops::extend_lock(key, owner, ttl_ms),
+            _ => ops::hold(HoldOp::Extend, hold, key, owner, ttl_ms, ops::hold_done),
+        })
     }
 
     fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
-        match hold {
-            Hold::Lock => self.lock_held_by(key, owner),
-            _ => self.hold_op(HoldOp::Left, hold, key, owner, 1.0, holds::done),
-        }
+        self.run(match hold {
+            Hold::Lock => ops::lock_held_by(key, owner),
+            _ => ops::hold(HoldOp::Left, hold, key, owner, 1.0, ops::hold_done),
+        })
     }
 
     fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
-        match (hold, owner) {
-            (Hold::Lock, _) => self.lock_remaining(key),
-            (_, Some(owner)) => self.hold_op(HoldOp::Left, hold, key, owner, 1.0, holds::left),
-            (_, None) => Op::Ready(Ok(None)),
-        }
+        self.run(match (hold, owner) {
+            (Hold::Lock, _) => ops::lock_remaining(key),
+            (_, Some(owner)) => ops::hold(HoldOp::Left, hold, key, owner, 1.0, ops::hold_left),
+            (_, None) => Plan::Known(Ok(None)),
+        })
     }
 
     fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
-        match hold {
-            Hold::Lock => self.is_locked(key),
-            _ => self.hold_op(HoldOp::Waits, hold, key, "", 1.0, holds::done),
-        }
+        self.run(match hold {
+            Hold::Lock => ops::is_locked(key),
+            _ => ops::hold(HoldOp::Waits, hold, key, "", 1.0, ops::hold_done),
+        })
     }
 
     fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
         match hold {
             Hold::Lock => self
-                .is_locked(key)
+                .run(ops::is_locked(key))
                 .map(|locked| f64::from(u8::from(locked))),
-            _ => self.hold_op(HoldOp::Count, hold, key, "", 1.0, holds::count),
+            _ => self.run(ops::hold(
+                HoldOp::Count,
+                hold,
+                key,
+                "",
+                1.0,
+                ops::hold_count,
+            )),
         }
     }
 
     fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
         match hold {
-            Hold::Write => self.hold_op(HoldOp::Withdraw, hold, key, "", 1.0, holds::nothing),
+            Hold::Write => self.run(ops::hold(
+                HoldOp::Withdraw,
+                hold,
+                key,
+                "",
+                1.0,
+                ops::hold_nothing,
+            )),
             _ => Op::Ready(Ok(())),
         }
     }

@@ -130,10 +130,6 @@ impl Pool {
         }
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
-    }
-
     async fn open(&self, opener: &Opener) -> Result<Conn, Failure> {
         let client = connect(opener, None).await?;
         // Looked for on every new connection (they are rare): a database

@@ -27,6 +27,35 @@ pub(super) const END_SESSION: &str =
     "SELECT pg_terminate_backend(pid, $3::bigint) FROM pg_stat_activity
    WHERE pid = $1::int AND client_port = $2::int AND application_name = 'keel-lock'";
 
+/// The statements the store sends, each one round trip; the text is the
+/// table's ([`Sql::statements`], in this order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Statement {
+    Acquire,
+    Release,
+    Extend,
+    IsLocked,
+    RemainingTime,
+    Holds,
+    Sweep,
+    Hold,
+    /// Ends a connection's server session after it went silent (the event
+    /// loop's fence: [`END_SESSION`]).
+    EndSession,
+}
+
+impl Statement {
+    /// Its text for the store's table.
+    pub fn text(self, sql: &Sql) -> &str {
+        sql.statements()[self as usize]
+    }
+
+    /// The name it is prepared under on a connection straight to the server.
+    pub fn name(self, sql: &Sql) -> &str {
+        sql.statement_name(self as usize)
+    }
+}
+
 /// The statements for one table, made once per store.
 pub(super) struct Sql {
     /// The lock table, as the store was given it.
@@ -192,7 +221,7 @@ impl Sql {
         sql
     }
 
-    /// The statements an operation sends, in the order of the wire's `Statement`.
+    /// The statements an operation sends, in the order of [`Statement`].
     pub fn statements(&self) -> [&str; 9] {
         [
             &self.acquire,
@@ -208,7 +237,6 @@ impl Sql {
     }
 
     /// The name statement `index` of [`Sql::statements`] is prepared under.
-    #[cfg_attr(test, allow(dead_code))]
     pub fn statement_name(&self, index: usize) -> &str {
         self.names.get(index).map_or("", String::as_str)
     }

@@ -1,9 +1,11 @@
-//! The operations on connections the JS thread's event loop drives (a
-//! server reached over TCP): each a statement's Parse, Bind, Execute and
-//! Sync, its answer read into the operation's on the JS thread (see
-//! `wire/` and `store/event_loop/`), sent on its key's connection so one key's
-//! operations run in the order they were made. A server behind a unix
-//! socket, or a URL naming several hosts, stays on Tokio.
+//! The event-loop transport: connections the JS thread's event loop drives
+//! (a server reached over TCP). Each request is a statement's Parse, Bind,
+//! Execute and Sync (see `wire/` and `store/event_loop/`), sent on its key's
+//! connection so one key's operations run in the order they were made, its
+//! answer read into the operation's on the JS thread. The event loop's
+//! engine bounds each by the timeouts and sends it again when its
+//! connection died. A server behind a unix socket, or a URL naming several
+//! hosts, stays on Tokio (`via_tokio`).
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -11,16 +13,19 @@ use std::sync::{Arc, Mutex};
 use rustls::pki_types::ServerName;
 use tokio_postgres::config::Host;
 
-use super::errors::code_and_verb;
+use super::errors::{code_and_verb, unreadable};
+use super::ops::{self, Reader, Request, SWEEP_BATCHES};
+use super::transport::Transport;
 use super::wire::connect::Target;
-use super::wire::{Direct, Local, Rows, Statement};
-use super::{PostgresStore, Shared, SWEEP_BATCH, SWEEP_BATCHES};
+use super::wire::{self, Direct, Local};
+use super::{PostgresStore, Shared};
 use crate::store::event_loop::host::MakeHost;
-use crate::store::{Acquired, BackendError, Code, Done, LocalOp, Op, StoreError};
+use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
 
 impl PostgresStore {
     /// Drive the store's connections on the loop `make_host` gives (the
-    /// JS thread making the store), when the URL names one server over TCP.
+    /// JS thread making the store), when the URL names one server over TCP;
+    /// otherwise they stay on Tokio.
     pub(super) fn on_event_loop(mut self, make_host: MakeHost<'_>) -> Result<Self, String> {
         let shared = &self.shared;
         let opener = &shared.opener;
@@ -64,7 +69,7 @@ impl PostgresStore {
         };
         let command_timeout =
             u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
-        self.direct = Some(Direct::new(
+        self.transport = Transport::EventLoop(Direct::new(
             make_host,
             target,
             shared.options.pool_size,
@@ -74,17 +79,15 @@ impl PostgresStore {
     }
 }
 
-/// Run `statement` with `params` on `key`'s connection; its rows become the
-/// operation's answer through `read` (which also gets the connections, to
-/// start a sweep).
+/// Send `request` on its key's connection (any, if it has none); its
+/// answer becomes the operation's through `read`, on this thread.
 pub(super) fn run<T: 'static>(
     direct: &Direct,
-    name: &'static str,
-    key: &str,
-    statement: Statement,
-    params: Vec<String>,
-    read: impl FnOnce(Rows, &Local) -> Result<T, &'static str> + 'static,
+    shared: &Arc<Shared>,
+    request: Request,
+    read: Reader<T>,
 ) -> Op<T> {
+    let name = request.name;
     let Some(local) = direct.local() else {
         return Op::Ready(Err(StoreError::Backend(BackendError {
             code: Code::StorePostgres,
@@ -93,204 +96,68 @@ pub(super) fn run<T: 'static>(
             ),
         })));
     };
-    let key = key.to_owned();
+    let shared = Arc::clone(shared);
     Op::Local(LocalOp::new(move |done: Done<T>| {
         let connections = local.clone();
-        let request = super::wire::Request {
-            name,
-            statement,
-            sql: Arc::clone(&local.target().sql),
-            params,
-        };
-        local.submit_keyed(
-            &key,
-            request,
-            Box::new(move |outcome| {
-                done(outcome.and_then(|answer| match answer {
-                    Err(e) => {
-                        let (code, verb) = code_and_verb(&e.code);
-                        let display = connections.display();
-                        Err(StoreError::Backend(BackendError {
-                            code,
-                            message: format!(
-                                "PostgresLockStore.{name}: {verb} {display}: {}: {}",
-                                e.severity, e.message
-                            ),
-                        }))
+        let starts_sweep = request.starts_sweep;
+        let reply = Box::new(move |outcome: Result<wire::ServerAnswer, StoreError>| {
+            done(outcome.and_then(|answer| match answer {
+                Err(e) => {
+                    let (code, verb) = code_and_verb(&e.code);
+                    let display = connections.display();
+                    Err(StoreError::Backend(BackendError {
+                        code,
+                        message: format!(
+                            "PostgresLockStore.{name}: {verb} {display}: {}: {}",
+                            e.severity, e.message
+                        ),
+                    }))
+                }
+                Ok(answer) => {
+                    let value = read(answer)
+                        .map_err(|what| unreadable(name, connections.display(), what))?;
+                    if starts_sweep && shared.sweep_due() {
+                        sweep_batch(connections.clone(), 1);
                     }
-                    Ok(rows) => read(rows, &connections).map_err(|what| {
-                        let display = connections.display();
-                        StoreError::Backend(BackendError {
-                            code: Code::StorePostgres,
-                            message: format!("PostgresLockStore.{name}: {display} answered {what}"),
-                        })
-                    }),
-                }))
-            }),
-        );
+                    Ok(value)
+                }
+            }))
+        });
+        let (route, request) = on_wire(&local, request);
+        match route {
+            Some(key) => local.submit_keyed(&key, request, reply),
+            None => local.submit(request, reply),
+        }
     }))
 }
 
-/// The first column of the first row as a number, if a row came back.
-pub(super) fn first_number(rows: &Rows) -> Result<Option<i64>, &'static str> {
-    match rows.first() {
-        None => Ok(None),
-        Some(Some(text)) => text
-            .parse()
-            .map(Some)
-            .map_err(|_| "something other than a number"),
-        Some(None) => Err("NULL where a number belongs"),
-    }
-}
-
-/// The first column of the first row as a boolean (`None`: no row).
-pub(super) fn first_bool(rows: &Rows) -> Result<Option<bool>, &'static str> {
-    match rows.first() {
-        None => Ok(None),
-        Some(Some("t")) => Ok(Some(true)),
-        Some(Some("f")) => Ok(Some(false)),
-        Some(_) => Err("something other than true or false"),
-    }
-}
-
-impl Shared {
-    /// Sweep expired rows, in bounded batches, if none ran within the sweep
-    /// interval: each batch sent when the one before deleted a full batch.
-    pub(super) fn sweep_on_loop_if_due(self: &Arc<Self>, local: &Local) {
-        if self.sweep_due() {
-            sweep_batch(local.clone(), 1);
-        }
-    }
-}
-
-fn sweep_batch(local: Local, batch: usize) {
-    let request = super::wire::Request {
-        name: "sweep",
-        statement: Statement::Sweep,
+/// `request` as the wire sends it (with the statements' text for the
+/// store's table), and the key it goes by.
+fn on_wire(local: &Local, request: Request) -> (Option<String>, wire::Request) {
+    let on_wire = wire::Request {
+        name: request.name,
+        statement: request.statement,
         sql: Arc::clone(&local.target().sql),
-        params: vec![SWEEP_BATCH.to_string()],
+        params: request.params,
     };
+    (request.route, on_wire)
+}
+
+/// Batch `batch` of a sweep of expired rows; the next is sent when this
+/// one deleted a full batch, up to [`SWEEP_BATCHES`].
+fn sweep_batch(local: Local, batch: usize) {
+    let (_, request) = on_wire(&local, ops::sweep());
     let next = local.clone();
     local.submit(
         request,
         Box::new(move |outcome| {
-            let full = matches!(outcome, Ok(Ok(rows)) if rows.changed == SWEEP_BATCH as u64);
+            let full = match outcome {
+                Ok(Ok(answer)) => ops::batch_full(answer) == Ok(true),
+                _ => false,
+            };
             if full && batch < SWEEP_BATCHES {
                 sweep_batch(next, batch + 1);
             }
         }),
     );
-}
-
-/// The acquire statement: fenced when taken.
-pub(super) fn acquire(
-    direct: &Direct,
-    shared: &Arc<Shared>,
-    key: &str,
-    owner: &str,
-    ttl: i64,
-) -> Op<Acquired> {
-    let shared = Arc::clone(shared);
-    let params = vec![key.to_owned(), owner.to_owned(), ttl.to_string()];
-    run(
-        direct,
-        "acquire",
-        key,
-        Statement::Acquire,
-        params,
-        move |rows, local| {
-            let token = first_number(&rows)?;
-            shared.sweep_on_loop_if_due(local);
-            Ok(Acquired::from_token(
-                token.map(|t| u64::try_from(t).unwrap_or(0)),
-            ))
-        },
-    )
-}
-
-/// A semaphore's or read-write key's operation: the hold function's answer
-/// (a number or NULL) through `read`.
-pub(super) fn hold<T: 'static>(
-    direct: &Direct,
-    name: &'static str,
-    key: &str,
-    params: Vec<String>,
-    read: fn(Option<i64>) -> T,
-) -> Op<T> {
-    run(
-        direct,
-        name,
-        key,
-        Statement::Hold,
-        params,
-        move |rows, _| {
-            let answer = match rows.first() {
-                None => return Err("no row"),
-                Some(None) => None,
-                Some(Some(text)) => {
-                    Some(text.parse().map_err(|_| "something other than a number")?)
-                }
-            };
-            Ok(read(answer))
-        },
-    )
-}
-
-pub(super) fn release(direct: &Direct, key: &str, owner: &str) -> Op<bool> {
-    let params = vec![key.to_owned(), owner.to_owned()];
-    run(
-        direct,
-        "release",
-        key,
-        Statement::Release,
-        params,
-        |rows, _| Ok(first_bool(&rows)? == Some(true)),
-    )
-}
-
-pub(super) fn extend(direct: &Direct, key: &str, owner: &str, ttl: i64) -> Op<bool> {
-    let params = vec![key.to_owned(), owner.to_owned(), ttl.to_string()];
-    run(
-        direct,
-        "extend",
-        key,
-        Statement::Extend,
-        params,
-        |rows, _| Ok(rows.changed == 1),
-    )
-}
-
-pub(super) fn is_locked(direct: &Direct, key: &str) -> Op<bool> {
-    run(
-        direct,
-        "isLocked",
-        key,
-        Statement::IsLocked,
-        vec![key.to_owned()],
-        |rows, _| first_bool(&rows)?.ok_or("no row"),
-    )
-}
-
-pub(super) fn remaining_time(direct: &Direct, key: &str) -> Op<Option<f64>> {
-    let params = vec![key.to_owned()];
-    run(
-        direct,
-        "remainingTime",
-        key,
-        Statement::RemainingTime,
-        params,
-        |rows, _| Ok(first_number(&rows)?.map(|ms| ms as f64)),
-    )
-}
-
-pub(super) fn holds(direct: &Direct, key: &str, owner: &str) -> Op<bool> {
-    let params = vec![key.to_owned(), owner.to_owned()];
-    run(
-        direct,
-        "isExpired",
-        key,
-        Statement::Holds,
-        params,
-        |rows, _| first_bool(&rows)?.ok_or("no row"),
-    )
 }

@@ -287,6 +287,11 @@ impl Harness {
         }
     }
 
+    /// The Tokio beside the loop (where connections open).
+    pub fn tokio(&self) -> &tokio::runtime::Runtime {
+        &self.tokio
+    }
+
     /// Run `op` to its outcome: on this loop, or on Tokio.
     pub fn settle<T: 'static>(&self, op: Op<T>) -> StoreResult<T> {
         match op {

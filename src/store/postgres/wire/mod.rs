@@ -21,58 +21,24 @@ use postgres_protocol::message::backend::{DataRowBody, ErrorFields, Message};
 
 use self::connect::Target;
 use super::errors::RESENDS;
-use super::sql::Sql;
+use super::ops::{Answer, Param};
+use super::sql::{Sql, Statement};
 use crate::store::event_loop::{self, Failure, Opened, Verdict, Wire};
 
-/// The statements of the store's operations (the text is the table's: [`Sql`]).
-#[derive(Clone, Copy, Debug)]
-pub enum Statement {
-    Acquire,
-    Release,
-    Extend,
-    IsLocked,
-    RemainingTime,
-    Holds,
-    Sweep,
-    Hold,
-    /// The fence after a connection went silent ([`Wire::fence`]).
-    EndSession,
-}
-
-impl Statement {
-    fn text(self, sql: &Sql) -> &str {
-        sql.statements()[self as usize]
-    }
-}
-
+/// One statement on the wire: an operation's ([`crate::store::postgres::ops`]),
+/// or the fence after a connection went silent ([`Wire::fence`]).
 pub struct Request {
     /// The store operation it serves, for error messages.
     pub name: &'static str,
     pub statement: Statement,
     /// The statements' text for the store's table.
     pub sql: Arc<Sql>,
-    pub params: Vec<String>,
+    pub params: Vec<Param>,
 }
 
-/// What the server answered a statement with.
-pub type Answer = Result<Rows, DbError>;
-
-/// The rows a statement returned (text columns; None is NULL), and how many
-/// rows it changed.
-#[derive(Default, Debug)]
-pub struct Rows {
-    pub rows: Vec<Vec<Option<String>>>,
-    pub changed: u64,
-}
-
-impl Rows {
-    /// The first column of the first row, if any row came back.
-    pub fn first(&self) -> Option<Option<&str>> {
-        self.rows
-            .first()
-            .map(|row| row.first().and_then(|v| v.as_deref()))
-    }
-}
+/// What the server answered a statement with: the operations' answer
+/// shape (what they read of it), or the error it reported.
+pub type ServerAnswer = Result<Answer, DbError>;
 
 /// An error the server reported: its severity, SQLSTATE and message.
 #[derive(Debug, Clone)]
@@ -113,13 +79,13 @@ impl DbError {
 #[derive(Default)]
 pub struct Session {
     prepared: bool,
-    answer: Partial,
+    partial: Partial,
 }
 
 /// A half-read answer.
 #[derive(Default)]
 struct Partial {
-    rows: Rows,
+    answer: Answer,
     error: Option<DbError>,
 }
 
@@ -128,7 +94,7 @@ pub struct Postgres;
 impl Wire for Postgres {
     type Target = Target;
     type Request = Request;
-    type Answer = Answer;
+    type Answer = ServerAnswer;
     type Session = Session;
 
     const STORE: &'static str = "PostgresLockStore";
@@ -154,7 +120,7 @@ impl Wire for Postgres {
     fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) {
         let name = if session.prepared {
             // Straight to the server: the statement it prepared when it opened.
-            request.sql.statement_name(request.statement as usize)
+            request.statement.name(&request.sql)
         } else {
             // Through a pooler: the unnamed statement, parsed again each time.
             // It lives until the next Parse on the same server connection, and
@@ -178,7 +144,10 @@ impl Wire for Postgres {
         put_message(out, b'S', |_| {});
     }
 
-    fn decode(session: &mut Session, inbound: &mut BytesMut) -> Result<Option<Answer>, String> {
+    fn decode(
+        session: &mut Session,
+        inbound: &mut BytesMut,
+    ) -> Result<Option<ServerAnswer>, String> {
         loop {
             let message = Message::parse(inbound)
                 .map_err(|e| format!("it sent something that is not a PostgreSQL message: {e}"))?;
@@ -186,11 +155,18 @@ impl Wire for Postgres {
                 return Ok(None);
             };
             match message {
-                Message::DataRow(row) => session.answer.rows.rows.push(row_values(&row)),
+                Message::DataRow(row) => {
+                    // An operation reads the first row's first column alone (each
+                    // statement answers one row at most).
+                    if session.partial.answer.first.is_none() {
+                        session.partial.answer.first =
+                            Some(row_values(&row).into_iter().next().flatten());
+                    }
+                }
                 Message::CommandComplete(done) => {
                     // "INSERT 0 1", "UPDATE 1", "DELETE 3", "SELECT 1": the count is last.
                     let tag = done.tag().unwrap_or("");
-                    session.answer.rows.changed = tag
+                    session.partial.answer.changed = tag
                         .rsplit(' ')
                         .next()
                         .and_then(|n| n.parse().ok())
@@ -200,16 +176,16 @@ impl Wire for Postgres {
                     let error = DbError::read(body.fields());
                     if matches!(error.severity.as_str(), "FATAL" | "PANIC") {
                         // No ReadyForQuery follows: the server closes the session.
-                        session.answer = Partial::default();
+                        session.partial = Partial::default();
                         return Ok(Some(Err(error)));
                     }
-                    session.answer.error = Some(error);
+                    session.partial.error = Some(error);
                 }
                 Message::ReadyForQuery(_) => {
-                    let done = std::mem::take(&mut session.answer);
+                    let done = std::mem::take(&mut session.partial);
                     return Ok(Some(match done.error {
                         Some(error) => Err(error),
-                        None => Ok(done.rows),
+                        None => Ok(done.answer),
                     }));
                 }
                 Message::ParseComplete
@@ -226,7 +202,7 @@ impl Wire for Postgres {
         }
     }
 
-    fn verdict(_: &mut Session, _: &Request, answer: &Answer) -> Verdict {
+    fn verdict(_: &mut Session, _: &Request, answer: &ServerAnswer) -> Verdict {
         match answer {
             Err(error) if error.ends_session() => {
                 Verdict::Broken(format!("{}: {}", error.severity, error.message))
@@ -246,9 +222,9 @@ impl Wire for Postgres {
             statement: Statement::EndSession,
             sql: Arc::clone(&target.sql),
             params: vec![
-                server_process.to_string(),
-                local_port.to_string(),
-                wait_ms.max(1).to_string(),
+                Param::Int(i64::from(server_process)),
+                Param::Int(i64::from(local_port)),
+                Param::Int(i64::try_from(wait_ms.max(1)).unwrap_or(i64::MAX)),
             ],
         })
     }
@@ -274,7 +250,7 @@ pub(super) fn row_values(row: &DataRowBody) -> Vec<Option<String>> {
 }
 
 /// A Bind of `statement` (named, or "" the unnamed one) with `params` as text, results as text.
-fn bind(out: &mut Vec<u8>, statement: &str, params: &[String]) {
+fn bind(out: &mut Vec<u8>, statement: &str, params: &[Param]) {
     put_message(out, b'B', |body| {
         body.push(0); // the unnamed portal
         body.extend_from_slice(statement.as_bytes());
@@ -282,8 +258,16 @@ fn bind(out: &mut Vec<u8>, statement: &str, params: &[String]) {
         body.extend_from_slice(&0i16.to_be_bytes()); // every parameter as text
         body.extend_from_slice(&(params.len() as i16).to_be_bytes());
         for param in params {
-            body.extend_from_slice(&(param.len() as i32).to_be_bytes());
-            body.extend_from_slice(param.as_bytes());
+            let number;
+            let text = match param {
+                Param::Text(text) => text.as_bytes(),
+                Param::Int(n) => {
+                    number = n.to_string();
+                    number.as_bytes()
+                }
+            };
+            body.extend_from_slice(&(text.len() as i32).to_be_bytes());
+            body.extend_from_slice(text);
         }
         body.extend_from_slice(&0i16.to_be_bytes()); // every result as text
     });
@@ -297,4 +281,88 @@ fn put_message(out: &mut Vec<u8>, tag: u8, body: impl FnOnce(&mut Vec<u8>)) {
     body(out);
     let len = (out.len() - at) as i32;
     out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The server's messages for one statement: `rows` (one text column,
+    /// None: NULL), then `tag`, then ReadyForQuery.
+    fn server_says(rows: &[Option<&str>], tag: &str) -> BytesMut {
+        let mut out = Vec::new();
+        put_message(&mut out, b'1', |_| {}); // ParseComplete
+        put_message(&mut out, b'2', |_| {}); // BindComplete
+        for value in rows {
+            put_message(&mut out, b'D', |body| {
+                body.extend_from_slice(&1i16.to_be_bytes());
+                match value {
+                    None => body.extend_from_slice(&(-1i32).to_be_bytes()),
+                    Some(text) => {
+                        body.extend_from_slice(&(text.len() as i32).to_be_bytes());
+                        body.extend_from_slice(text.as_bytes());
+                    }
+                }
+            });
+        }
+        put_message(&mut out, b'C', |body| {
+            body.extend_from_slice(tag.as_bytes());
+            body.push(0);
+        });
+        put_message(&mut out, b'Z', |body| body.push(b'I'));
+        BytesMut::from(&out[..])
+    }
+
+    fn decoded(mut inbound: BytesMut) -> Answer {
+        let mut session = Session::default();
+        match Postgres::decode(&mut session, &mut inbound) {
+            Ok(Some(Ok(answer))) => answer,
+            other => panic!("not an answer: {:?}", other.map(|o| o.map(|_| ()))),
+        }
+    }
+
+    #[test]
+    fn an_answer_is_the_first_column_of_the_first_row_and_the_count() {
+        assert_eq!(
+            decoded(server_says(&[Some("42")], "SELECT 1")),
+            Answer {
+                first: Some(Some("42".to_owned())),
+                changed: 1
+            }
+        );
+        assert_eq!(
+            decoded(server_says(&[None], "SELECT 1")),
+            Answer {
+                first: Some(None),
+                changed: 1
+            }
+        );
+        assert_eq!(
+            decoded(server_says(&[], "UPDATE 0")),
+            Answer {
+                first: None,
+                changed: 0
+            }
+        );
+        assert_eq!(
+            decoded(server_says(&[Some("t"), Some("f")], "SELECT 2")),
+            Answer {
+                first: Some(Some("t".to_owned())),
+                changed: 2
+            }
+        );
+    }
+
+    #[test]
+    fn parameters_go_as_text() {
+        let mut out = Vec::new();
+        bind(
+            &mut out,
+            "",
+            &[Param::Text("k".to_owned()), Param::Int(-1500)],
+        );
+        let wanted: &[u8] = b"\0\0\0\0\0\x02\0\0\0\x01k\0\0\0\x05-1500\0\0";
+        assert_eq!(out[0], b'B');
+        assert_eq!(&out[5..], wanted);
+    }
 }

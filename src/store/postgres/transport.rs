@@ -1,0 +1,64 @@
+//! How statements reach the server, chosen once, as the store is made: on
+//! connections the JS thread's event loop drives (`via_loop`: one server
+//! over TCP), or on tokio-postgres's, on Tokio (`via_tokio`: a unix socket,
+//! or a URL naming several hosts). Either sends an operation's [`Request`]
+//! on its key's connection, bounded by the connect and command timeouts,
+//! sends it again on a fresh connection when it found its own dead
+//! (`errors::RESENDS`), and hands the operation's reader the same
+//! [`Answer`] shape; an acquire's good answer then starts a sweep of
+//! expired rows when one is due, on the same transport.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::ops::{Reader, Request};
+use super::pool::Pool;
+use super::wire::Direct;
+use super::{via_loop, via_tokio, Shared};
+use crate::store::Op;
+
+pub(super) enum Transport {
+    /// Connections the JS thread's event loop drives.
+    EventLoop(Direct),
+    /// tokio-postgres connections, on Tokio.
+    Tokio(Arc<Pool>),
+}
+
+impl Transport {
+    /// Send `request`; its answer becomes the operation's through `read`.
+    pub fn run<T: Send + 'static>(
+        &self,
+        shared: &Arc<Shared>,
+        request: Request,
+        read: Reader<T>,
+    ) -> Op<T> {
+        match self {
+            Transport::EventLoop(direct) => via_loop::run(direct, shared, request, read),
+            Transport::Tokio(pool) => via_tokio::run(pool, shared, request, read),
+        }
+    }
+
+    /// Drop the connections. Operations after this fail with a "closed"
+    /// error; ones already sent finish on the connection they hold.
+    pub fn close(&self) {
+        match self {
+            Transport::EventLoop(direct) => direct.close(),
+            Transport::Tokio(pool) => pool.close(),
+        }
+    }
+}
+
+impl Shared {
+    /// Whether a sweep of expired rows is due (none ran within the sweep
+    /// interval); if so, it counts as started now.
+    pub(super) fn sweep_due(&self) -> bool {
+        let Ok(mut swept) = self.swept.lock() else {
+            return false;
+        };
+        if swept.is_some_and(|at| at.elapsed() < self.options.sweep_interval) {
+            return false;
+        }
+        *swept = Some(Instant::now());
+        true
+    }
+}
