@@ -15,8 +15,11 @@
 const NOW: &str = "now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)";
 
 /// A `pg_notify` payload must stay under 8000 bytes: a longer key is not
-/// announced (its waiters find the release at their next poll).
+/// announced (its waiters find the release at their next poll). A plain
+/// lock's payload is its key; a semaphore's or read-write key's is a letter
+/// saying which, then the key.
 const MAX_ANNOUNCED_KEY_BYTES: usize = 7_999;
+const MAX_ANNOUNCED_HOLD_KEY_BYTES: usize = MAX_ANNOUNCED_KEY_BYTES - 1;
 
 /// Ends the server session of a connection given up as silent, waiting up to
 /// `$3` ms for its process to end (PostgreSQL 14 and later; before, the call
@@ -100,7 +103,11 @@ impl Sql {
             .replace("{function}", &base_function)
             .replace("{holds}", &holds)
             .replace("{sequence}", &sequence)
-            .replace("{channel}", &holds_channel);
+            .replace("{channel}", &holds_channel)
+            .replace(
+                "{max_announced_key}",
+                &MAX_ANNOUNCED_HOLD_KEY_BYTES.to_string(),
+            );
         // Named after its body: a later version of the store makes a function
         // of its own beside the old one instead of replacing a live object
         // (which needs its owner's rights), and finds it by name alone.
@@ -296,7 +303,7 @@ BEGIN
   ELSIF op = 'release' THEN
     DELETE FROM {holds} WHERE key = k AND kind = mine AND owner = who;
     GET DIAGNOSTICS n = ROW_COUNT;
-    IF n > 0 AND octet_length(k) <= 7990 THEN
+    IF n > 0 AND octet_length(k) <= {max_announced_key} THEN
       PERFORM pg_notify('{channel}', CASE mode WHEN 'permit' THEN 's' ELSE 'r' END || k);
     END IF;
     RETURN n;
