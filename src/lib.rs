@@ -44,7 +44,8 @@
 //!   `connect.rs` (opening and greeting a connection).
 //! - `src/store/postgres/`: `mod.rs` (the store, one dispatch on the kind of
 //!   hold), `ops.rs` (each operation once: statement, parameters, key and
-//!   answer reader), `sql.rs`, `transport.rs` (event loop or Tokio, chosen
+//!   answer reader), `answer.rs` (the answer either transport reads, and
+//!   its readers), `sql.rs`, `transport.rs` (event loop or Tokio, chosen
 //!   once), `via_loop.rs`, `wire/`, `via_tokio.rs`, `pool.rs`, `listen.rs`,
 //!   `errors.rs`, `options.rs`, `tests.rs`.
 //! - `src/store/postgres/wire/`: `mod.rs` (PostgreSQL's protocol on the event

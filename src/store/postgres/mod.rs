@@ -12,7 +12,8 @@
 //!
 //! Read in this order: this file (the store, and its one dispatch on the
 //! kind of hold), `ops` (every operation once, as data: its statement, its
-//! parameters, its key, and the reader of its answer), `sql` (the
+//! parameters, its key, and the reader of its answer), `answer` (what
+//! either transport reads of an answer, and the readers), `sql` (the
 //! statements), `transport` (how statements reach the server, chosen once
 //! as the store is made) with `via_loop` and `wire` (the event loop's
 //! connections, and PostgreSQL's protocol for them) or `via_tokio` and
@@ -23,6 +24,7 @@
 //! release deletes only its own owner's row, reads are reads), `options`
 //! (the URL); `tests` runs both transports against a cluster of its own.
 
+mod answer;
 mod errors;
 mod listen;
 mod ops;
@@ -169,35 +171,42 @@ impl LockStore for PostgresStore {
     fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
         self.run(match hold {
             Hold::Lock => ops::acquire_lock(key, owner, ttl_ms),
-            _ => ops::hold(HoldOp::Acquire, hold, key, owner, ttl_ms, ops::hold_token),
+            _ => ops::hold(
+                HoldOp::Acquire,
+                hold,
+                key,
+                owner,
+                ttl_ms,
+                answer::hold_token,
+            ),
         })
     }
 
     fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
         self.run(match hold {
             Hold::Lock => ops::release_lock(key, owner),
-            _ => ops::hold(HoldOp::Release, hold, key, owner, 1.0, ops::hold_done),
+            _ => ops::hold(HoldOp::Release, hold, key, owner, 1.0, answer::hold_done),
         })
     }
 
     fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         self.run(match hold {
             Hold::Lock => ops::extend_lock(key, owner, ttl_ms),
-            _ => ops::hold(HoldOp::Extend, hold, key, owner, ttl_ms, ops::hold_done),
+            _ => ops::hold(HoldOp::Extend, hold, key, owner, ttl_ms, answer::hold_done),
         })
     }
 
     fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
         self.run(match hold {
             Hold::Lock => ops::lock_held_by(key, owner),
-            _ => ops::hold(HoldOp::Left, hold, key, owner, 1.0, ops::hold_done),
+            _ => ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_done),
         })
     }
 
     fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         self.run(match (hold, owner) {
             (Hold::Lock, _) => ops::lock_remaining(key),
-            (_, Some(owner)) => ops::hold(HoldOp::Left, hold, key, owner, 1.0, ops::hold_left),
+            (_, Some(owner)) => ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_left),
             (_, None) => Plan::Known(Ok(None)),
         })
     }
@@ -205,7 +214,7 @@ impl LockStore for PostgresStore {
     fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
         self.run(match hold {
             Hold::Lock => ops::is_locked(key),
-            _ => ops::hold(HoldOp::Waits, hold, key, "", 1.0, ops::hold_done),
+            _ => ops::hold(HoldOp::Waits, hold, key, "", 1.0, answer::hold_done),
         })
     }
 
@@ -220,7 +229,7 @@ impl LockStore for PostgresStore {
                 key,
                 "",
                 1.0,
-                ops::hold_count,
+                answer::hold_count,
             )),
         }
     }
@@ -233,7 +242,7 @@ impl LockStore for PostgresStore {
                 key,
                 "",
                 1.0,
-                ops::hold_nothing,
+                answer::hold_nothing,
             )),
             _ => Op::Ready(Ok(())),
         }

@@ -11,7 +11,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::ops::{Reader, Request};
+use super::answer::Reader;
+use super::ops::Request;
 use super::pool::Pool;
 use super::wire::Direct;
 use super::{via_loop, via_tokio, Shared};

@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 use rustls::pki_types::ServerName;
 use tokio_postgres::config::Host;
 
+use super::answer::{batch_full, Reader};
 use super::errors::{code_and_verb, unreadable};
-use super::ops::{self, Reader, Request, SWEEP_BATCHES};
+use super::ops::{self, Request, SWEEP_BATCHES};
 use super::transport::Transport;
 use super::wire::connect::Target;
 use super::wire::{self, Direct, Local};
@@ -152,7 +153,7 @@ fn sweep_batch(local: Local, batch: usize) {
         request,
         Box::new(move |outcome| {
             let full = match outcome {
-                Ok(Ok(answer)) => ops::batch_full(answer) == Ok(true),
+                Ok(Ok(answer)) => batch_full(answer) == Ok(true),
                 _ => false,
             };
             if full && batch < SWEEP_BATCHES {

@@ -11,8 +11,9 @@ use futures_util::TryStreamExt;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 
+use super::answer::{batch_full, Answer, Reader};
 use super::errors::{unreadable, Failure, RESENDS};
-use super::ops::{self, Answer, Param, Reader, Request, SWEEP_BATCHES};
+use super::ops::{self, Param, Request, SWEEP_BATCHES};
 use super::pool::{Conn, Pool};
 use super::Shared;
 use crate::store::Op;
@@ -147,7 +148,7 @@ fn sweep_if_due(pool: &Arc<Pool>, shared: &Arc<Shared>) {
             )
             .await;
             let full = match answer {
-                Ok(Ok(answer)) => ops::batch_full(answer) == Ok(true),
+                Ok(Ok(answer)) => batch_full(answer) == Ok(true),
                 _ => false,
             };
             if !full {

@@ -20,8 +20,9 @@ use bytes::BytesMut;
 use postgres_protocol::message::backend::{DataRowBody, ErrorFields, Message};
 
 use self::connect::Target;
+use super::answer::Answer;
 use super::errors::RESENDS;
-use super::ops::{Answer, Param};
+use super::ops::Param;
 use super::sql::{Sql, Statement};
 use crate::store::event_loop::{self, Failure, Opened, Verdict, Wire};
 
