@@ -1,8 +1,9 @@
 //! What the release listeners of the server stores share: the callback a
-//! heard release is reported to, and a pause before connecting again that
-//! still takes in what waiters ask for meanwhile.
+//! heard release is reported to, a store's side of its listener (started on
+//! first use, let go when the store closes), and a pause before connecting
+//! again that still takes in what waiters ask for meanwhile.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -23,6 +24,58 @@ pub type OnReleased = Arc<dyn Fn(Released, String) + Send + Sync>;
 /// Called with a warning's text, for the JS layer to emit as a process
 /// warning (a listener that hears nothing, say).
 pub type OnWarning = Arc<dyn Fn(String) + Send + Sync>;
+
+/// A store's side of its release listener: the callback heard releases go
+/// to, and the listener task's inbox once it runs. After `close()` nothing
+/// starts: the inbox is dropped (the task ends) and the callback let go (it
+/// refers to the JS store, which can then be collected).
+pub struct Follower<W> {
+    state: Mutex<Following<W>>,
+}
+
+struct Following<W> {
+    on_released: Option<OnReleased>,
+    inbox: Option<mpsc::UnboundedSender<W>>,
+}
+
+impl<W: Send + 'static> Follower<W> {
+    /// Without a callback there is nothing to report to: nothing starts.
+    pub fn new(on_released: Option<OnReleased>) -> Self {
+        Follower {
+            state: Mutex::new(Following {
+                on_released,
+                inbox: None,
+            }),
+        }
+    }
+
+    /// Hand `request` to the listener, made by `start` first if none runs
+    /// yet: the task `start` makes is returned, for the caller to run on
+    /// Tokio. None once closed.
+    pub fn follow<T>(
+        &self,
+        request: W,
+        start: impl FnOnce(mpsc::UnboundedReceiver<W>, OnReleased) -> T,
+    ) -> Option<T> {
+        let mut state = self.state.lock().ok()?;
+        let on_released = state.on_released.clone()?;
+        let mut task = None;
+        let inbox = state.inbox.get_or_insert_with(|| {
+            let (sender, inbox) = mpsc::unbounded_channel();
+            task = Some(start(inbox, on_released));
+            sender
+        });
+        let _ = inbox.send(request);
+        task
+    }
+
+    pub fn close(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.inbox = None;
+            state.on_released = None;
+        }
+    }
+}
 
 /// How long a listener waits before trying an unreachable server again.
 pub const RETRY_PAUSE: Duration = Duration::from_millis(250);

@@ -49,31 +49,24 @@ impl PostgresStore {
         key: &str,
         on: bool,
     ) -> Option<impl Future<Output = ()> + Send + 'static> {
-        if self.shared.closed.load(Ordering::Acquire) {
-            return None;
-        }
-        let on_released = self.shared.on_released.lock().ok()?.clone()?;
-        let mut watcher = self.shared.watcher.lock().ok()?;
-        let mut task = None;
-        let sender = watcher.get_or_insert_with(|| {
-            let (sender, inbox) = mpsc::unbounded_channel();
-            task = Some(listener(
-                Arc::clone(&self.shared.listen_opener),
-                Arc::clone(&self.shared.opener),
-                self.shared.options.connect_timeout,
-                inbox,
-                on_released,
-                self.shared.on_warning.clone(),
-            ));
-            sender
-        });
         let released = match hold {
             Hold::Lock => Released::Lock,
             Hold::Permit { .. } => Released::Semaphore,
             Hold::Read | Hold::Write => Released::ReadWrite,
         };
-        let _ = sender.send(((released, key.to_owned()), on));
-        task
+        let shared = &self.shared;
+        shared
+            .follower
+            .follow(((released, key.to_owned()), on), |inbox, on_released| {
+                listener(
+                    Arc::clone(&shared.listen_opener),
+                    Arc::clone(&shared.opener),
+                    shared.options.connect_timeout,
+                    inbox,
+                    on_released,
+                    shared.on_warning.clone(),
+                )
+            })
     }
 }
 

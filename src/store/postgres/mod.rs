@@ -38,11 +38,8 @@ mod via_loop;
 mod via_tokio;
 mod wire;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-use tokio::sync::mpsc;
 
 use self::listen::Watch;
 use self::ops::Plan;
@@ -58,7 +55,7 @@ use self::pool::{Opener, Pool};
 use self::sql::Sql;
 use self::transport::Transport;
 use super::event_loop::host::MakeHost;
-use super::follow::{OnReleased, OnWarning};
+use super::follow::{Follower, OnReleased, OnWarning};
 use super::tls::client_config;
 use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task};
 
@@ -69,14 +66,10 @@ struct Shared {
     listen_opener: Arc<Opener>,
     /// Where a warning goes (a listener that hears nothing).
     on_warning: Option<OnWarning>,
-    /// Set by `close()`: no listener starts after it.
-    closed: AtomicBool,
     /// When expired rows were last swept (None: not yet).
     swept: Mutex<Option<Instant>>,
-    /// Taken by `close()`: it holds the JS callback, which holds the store.
-    on_released: Mutex<Option<OnReleased>>,
-    /// The listener task's inbox, once it runs; dropping it ends the task.
-    watcher: Mutex<Option<mpsc::UnboundedSender<Watch>>>,
+    /// The listener of announced releases, once anyone waits.
+    follower: Follower<Watch>,
 }
 
 pub struct PostgresStore {
@@ -122,14 +115,12 @@ impl PostgresStore {
         let pool_size = options.pool_size;
         let store = PostgresStore {
             shared: Arc::new(Shared {
-                closed: AtomicBool::new(false),
                 options,
                 opener,
                 listen_opener,
                 on_warning,
                 swept: Mutex::new(None),
-                on_released: Mutex::new(on_released),
-                watcher: Mutex::new(None),
+                follower: Follower::new(on_released),
             }),
             // On Tokio, unless a loop to drive the connections is given and
             // the URL names what it can reach (`via_loop::on_event_loop`).
@@ -144,14 +135,8 @@ impl PostgresStore {
     /// Drop the connections. Operations after this fail with a "closed"
     /// error; ones already sent finish on the connection they hold.
     fn shut(&self) {
-        self.shared.closed.store(true, Ordering::Release);
         self.transport.close();
-        if let Ok(mut watcher) = self.shared.watcher.lock() {
-            *watcher = None;
-        }
-        if let Ok(mut on_released) = self.shared.on_released.lock() {
-            *on_released = None;
-        }
+        self.shared.follower.close();
     }
 
     /// Run `plan` on the store's transport (or answer it at once, when it

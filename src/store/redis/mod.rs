@@ -45,7 +45,6 @@ use std::sync::{Arc, Mutex};
 
 use redis::cluster::ClusterClient;
 use redis::Client;
-use tokio::sync::mpsc;
 
 use self::connection::Connection;
 use self::layout::Layout;
@@ -56,7 +55,7 @@ use self::pubsub::Watch;
 use self::request::Request;
 use self::transport::Transport;
 use super::event_loop::host::MakeHost;
-use super::follow::OnReleased;
+use super::follow::{Follower, OnReleased};
 use super::options::{redacted, TlsOptions};
 use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task};
 
@@ -71,10 +70,8 @@ struct Shared {
     connecting: tokio::sync::Mutex<()>,
     connection: Mutex<Connection>,
     layout: Layout,
-    /// Taken by `close()`: it holds the JS callback, which holds the store.
-    on_released: Mutex<Option<OnReleased>>,
-    /// The subscriber task's inbox, once it runs; dropping it ends the task.
-    watcher: Mutex<Option<mpsc::UnboundedSender<Watch>>>,
+    /// The subscriber of announced releases, once anyone waits.
+    follower: Follower<Watch>,
 }
 
 pub struct RedisStore {
@@ -144,8 +141,7 @@ impl RedisStore {
             connecting: tokio::sync::Mutex::new(()),
             connection: Mutex::new(Connection::Idle),
             layout,
-            on_released: Mutex::new(on_released),
-            watcher: Mutex::new(None),
+            follower: Follower::new(on_released),
         };
         Ok(Self {
             transport: Transport::choose(&shared, make_host)?,
@@ -162,12 +158,7 @@ impl RedisStore {
         if let Ok(mut connection) = self.shared.connection.lock() {
             *connection = Connection::Closed;
         }
-        if let Ok(mut watcher) = self.shared.watcher.lock() {
-            *watcher = None;
-        }
-        if let Ok(mut on_released) = self.shared.on_released.lock() {
-            *on_released = None;
-        }
+        self.shared.follower.close();
     }
 
     /// Send `request`, its reply read by `read`.

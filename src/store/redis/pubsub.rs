@@ -17,7 +17,6 @@ use futures_util::StreamExt;
 use redis::Client;
 use tokio::sync::mpsc;
 
-use super::connection::Connection;
 use super::layout::{channel, heard};
 use super::RedisStore;
 use crate::store::follow::{pause_taking, OnReleased};
@@ -36,33 +35,19 @@ impl RedisStore {
         key: &str,
         on: bool,
     ) -> Option<impl Future<Output = ()> + Send + 'static> {
-        let on_released = self.shared.on_released.lock().ok()?.clone()?;
-        let Ok(mut watcher) = self.shared.watcher.lock() else {
-            return None;
-        };
-        let closed = matches!(
-            self.shared.connection.lock().as_deref(),
-            Ok(Connection::Closed) | Err(_)
-        );
-        if closed {
-            return None;
-        }
-        let mut task = None;
-        let sender = watcher.get_or_insert_with(|| {
-            let (sender, inbox) = mpsc::unbounded_channel();
-            let options = &self.shared.options;
-            task = Some(subscriber(
-                self.shared.clients.clone(),
-                options.prefix.clone(),
-                options.connect_timeout,
-                inbox,
-                on_released,
-            ));
-            sender
-        });
         let full_key = self.shared.layout.of(hold, key);
-        let _ = sender.send((channel(&full_key), on));
-        task
+        self.shared
+            .follower
+            .follow((channel(&full_key), on), |inbox, on_released| {
+                let options = &self.shared.options;
+                subscriber(
+                    self.shared.clients.clone(),
+                    options.prefix.clone(),
+                    options.connect_timeout,
+                    inbox,
+                    on_released,
+                )
+            })
     }
 }
 
