@@ -2,9 +2,10 @@
 //! operation that has to compare before it acts.
 //!
 //! Keys and owner tokens reach them only as `KEYS` and `ARGV`, never spliced
-//! into the script text, so any key is data. They go as `EVALSHA` (the
-//! redis crate's `Script`), and are loaded again if the server answers
-//! `NOSCRIPT`.
+//! into the script text, so any key is data. A connection sends each as
+//! `EVAL` the first time and as `EVALSHA` after, and as `EVAL` again if the
+//! server answers `NOSCRIPT` (`request.rs`; on Tokio the redis crate's
+//! `Script` does the same).
 
 /// Set-if-absent (or find the key already ours: this acquire, sent before,
 /// whose reply was lost), and then the next fencing token from the counter
