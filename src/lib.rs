@@ -59,8 +59,10 @@
 //!   Node exports them), `handle.rs` (what every handle shares), `poll.rs`,
 //!   `timer.rs`, `turn.rs` (the end of a loop turn), `wake.rs` (woken from
 //!   another thread).
-//! - `src/store/event_loop/tests/`: `mod.rs` (a libuv loop of the test's own
-//!   and a line protocol), `connection.rs` (the connection's behaviour).
+//! - `src/store/event_loop/tests/`: `harness.rs` (a libuv loop of the test's
+//!   own, a host standing in for napi, Tokio: shared with the stores'
+//!   tests), `mod.rs` (a line protocol and its server), `connection.rs` (the
+//!   connection's behaviour).
 //! - `src/napi/`: `mod.rs` (the `#[napi]` functions alone), `create.rs` (the
 //!   stores made from JS), `handle.rs`, `convert.rs`, `errors.rs`, `pump.rs`
 //!   (promises settled from other threads), `test_hooks.rs`.

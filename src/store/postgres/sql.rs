@@ -349,7 +349,11 @@ mod tests {
     #[test]
     fn the_hold_function_keeps_its_name_across_versions() {
         let sql = Sql::new("t");
-        assert!(sql.hold.starts_with("SELECT t_hold_ec20a0a8("), "{}", sql.hold);
+        assert!(
+            sql.hold.starts_with("SELECT t_hold_ec20a0a8("),
+            "{}",
+            sql.hold
+        );
         assert!(sql.create.contains("t_hold_ec20a0a8(op text"));
     }
 }
