@@ -6,7 +6,7 @@
 mod connection;
 mod harness;
 
-pub use self::harness::{Harness, Seen, TestLoop};
+pub use self::harness::Harness;
 
 use std::cell::RefCell;
 use std::ffi::CStr;
