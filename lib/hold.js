@@ -14,6 +14,7 @@ const { describe, isThenable, noop } = require('./check.js')
 const { LockNotHeldError } = require('./errors.js')
 const { realTimer, cancel, realNow } = require('./timers.js')
 const { wake, giveBack } = require('./waiting.js')
+const { releaseInFlight, releaseAnswered } = require('./stores.js')
 
 /**
  * What a lock is on, shared by a handle, the handles run() makes from it and
@@ -243,7 +244,7 @@ class Hold {
    * run()'s release: a failure here must not replace the callback's outcome
    * (its error, or its result once it has run), so it becomes a process
    * warning; the lock then lapses at its TTL. Returns undefined, or a promise
-   * that never rejects.
+   * that never rejects: the answer's, or once the release is written (see below).
    *
    * @param {boolean} fnFailed
    */
@@ -266,7 +267,27 @@ class Hold {
     } catch (releaseError) {
       return warn(releaseError)
     }
-    if (isThenable(released)) return /** @type {Promise<boolean>} */ (released).then(noop, warn)
+    if (!isThenable(released)) return undefined
+    const { capabilities, handle, key, ops } = this.target
+    if (!capabilities.tellsWhenSent) return /** @type {Promise<boolean>} */ (released).then(noop, warn)
+    // The answer changes nothing run() returns: a store that says when the
+    // release is written ends run() then (the bytes are in the kernel's send
+    // buffer, so they reach the server even if the process exits next, and
+    // the key's next operation is behind them), a round trip sooner. Its
+    // close() waits for the answer.
+    const flight = releaseInFlight(handle)
+    const answered = /** @type {Promise<boolean>} */ (released).then(
+      () => releaseAnswered(flight),
+      (/** @type {unknown} */ releaseError) => {
+        releaseAnswered(flight)
+        warn(releaseError)
+      },
+    )
+    try {
+      return /** @type {NonNullable<import('./protocol.js').StoreOps['sent']>} */ (ops.sent)(handle, key)
+    } catch {
+      return answered
+    }
   }
 
   markLost() {

@@ -170,6 +170,13 @@ export interface Restored {
   limit?: number
 }
 
+/**
+ * Settles once everything asked about `key` so far is written to the
+ * store's connection (undefined when it already is): run() ends on this
+ * instead of its release's answer, for stores that tell when they wrote.
+ */
+export declare function sent(handle: object, key: string): void | Promise<void>
+
 /** The store's own `acquire(key, owner, ttlMs)`, for a store used directly. */
 export declare function storeAcquire(handle: object, key: string, hold: HoldKind, limit: number, owner: string, ttlMs: number): boolean | Promise<boolean>
 
@@ -180,6 +187,7 @@ export interface StoreCapabilities {
   saysWhenLapsed: boolean
   announcesReleases: boolean
   answersInOrder: boolean
+  tellsWhenSent: boolean
 }
 
 /** PEM bytes for `rediss://`, already checked and converted by the JS layer. */

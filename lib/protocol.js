@@ -50,6 +50,8 @@ const { HoldKind } = native
  * @property {(handle: object, key: string) => number | Promise<number>} [holders] how many hold it (semaphores, read-write keys)
  * @property {(handle: object, key: string) => unknown} [withdraw] a waiting writer gave up
  * @property {(handle: object, key: string, on: boolean) => void} [watchReleases] follow releases other clients announce
+ * @property {(handle: object, key: string) => void | Promise<void>} [sent] settles once what was asked about
+ *   `key` so far is written to the store's connection (a store that `tellsWhenSent`)
  */
 
 /**
@@ -78,7 +80,7 @@ const laneOf = (tagged) => {
 function nativeOps(hold, limit) {
   // Taken from the addon once: a lookup on its exports object per call is
   // what a plain lock's cycle would otherwise pay for naming the hold.
-  const { acquire, release, extend, isLocked, remainingTime, holds, fencingToken, holders, withdraw, watchReleases } = native
+  const { acquire, release, extend, isLocked, remainingTime, holds, fencingToken, holders, withdraw, watchReleases, sent } = native
   return {
     acquire: (handle, key, ttlMs) => acquire(handle, key, hold, limit, ttlMs),
     release: (handle, key, owner) => release(handle, key, hold, owner),
@@ -90,6 +92,7 @@ function nativeOps(hold, limit) {
     holders: (handle, key) => holders(handle, key, hold),
     withdraw: hold === HoldKind.Write ? (handle, key) => withdraw(handle, key, hold) : undefined,
     watchReleases: (handle, key, on) => watchReleases(handle, key, hold, on),
+    sent,
   }
 }
 
@@ -118,6 +121,9 @@ const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
  * @property {boolean} answersInOrder a connection answers its commands in the order they were
  *   sent (Redis, one per server or Cluster node): the next waiter's attempt can go right behind
  *   a release instead of a round trip after it
+ * @property {boolean} tellsWhenSent it says when what it was asked is written to its connection
+ *   (`sent`), and a key's later operations reach the server behind it (Redis, PostgreSQL, on
+ *   the event loop): run() ends once its release is on its way, not a round trip later
  * @property {boolean} writtenInJs a LockStore written in JS, reached through lib/js-store.js:
  *   semaphores over permit slots, read-write locks through its own methods
  * @property {boolean} throwsOwnErrors its errors reach the caller as it threw them (not remade
@@ -137,6 +143,7 @@ const capabilities = (can) =>
     saysWhenLapsed: false,
     announcesReleases: false,
     answersInOrder: false,
+    tellsWhenSent: false,
     writtenInJs: false,
     throwsOwnErrors: false,
     mayNeverAnswer: false,

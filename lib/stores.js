@@ -161,9 +161,60 @@ function onClosed(listener) {
   closed = listener
 }
 
+/**
+ * Releases run() ended on without waiting for their answers (a store that
+ * tells when they are written), per store handle: close() lets them be
+ * answered first, so a run() followed by close() neither cuts its release
+ * off nor warns that it failed.
+ *
+ * @typedef {{ count: number, idle: (() => void) | undefined }} Unanswered
+ * @type {WeakMap<object, Unanswered>}
+ */
+const unanswered = new WeakMap()
+
+/**
+ * A release on `handle` that nobody waits for is in flight: pass what this
+ * returns to releaseAnswered once it is answered.
+ *
+ * @param {object} handle
+ */
+function releaseInFlight(handle) {
+  let flight = unanswered.get(handle)
+  if (flight === undefined) unanswered.set(handle, (flight = { count: 0, idle: undefined }))
+  flight.count++
+  return flight
+}
+
+/** @param {Unanswered} flight */
+function releaseAnswered(flight) {
+  if (--flight.count === 0) flight.idle?.()
+}
+
+/**
+ * Once every release in flight on `handle` is answered (each within the
+ * store's command timeout).
+ *
+ * @param {object} handle
+ * @returns {Promise<void> | undefined}
+ */
+function releasesAnswered(handle) {
+  const flight = unanswered.get(handle)
+  if (flight === undefined || flight.count === 0) return undefined
+  return new Promise((resolve) => {
+    const before = flight.idle
+    flight.idle = () => {
+      flight.idle = undefined
+      before?.()
+      resolve()
+    }
+  })
+}
+
 /** @param {NativeLockStore} store */
-function closeStore(store) {
+async function closeStore(store) {
   const handle = /** @type {object} */ (handleOf(store))
+  const answered = releasesAnswered(handle)
+  if (answered !== undefined) await answered
   native.closeStore(handle)
   closed(handle)
 }
@@ -180,9 +231,12 @@ class RedisLockStore extends NativeLockStore {
     super('RedisLockStore', handle)
   }
 
-  /** Close the connection. Later operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED. */
+  /**
+   * Close the connection, once the releases run() sent are answered. Later
+   * operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED.
+   */
   async close() {
-    closeStore(this)
+    await closeStore(this)
   }
 }
 
@@ -204,9 +258,12 @@ class PostgresLockStore extends NativeLockStore {
     super('PostgresLockStore', handle)
   }
 
-  /** Close the connections. Later operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED. */
+  /**
+   * Close the connections, once the releases run() sent are answered. Later
+   * operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED.
+   */
   async close() {
-    closeStore(this)
+    await closeStore(this)
   }
 
   /**
@@ -221,4 +278,4 @@ class PostgresLockStore extends NativeLockStore {
   }
 }
 
-module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease, onClosed }
+module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease, onClosed, releaseInFlight, releaseAnswered }

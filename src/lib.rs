@@ -62,7 +62,7 @@
 //! - `src/store/event_loop/tests/`: `harness.rs` (a libuv loop of the test's
 //!   own, a host standing in for napi, Tokio: shared with the stores'
 //!   tests), `mod.rs` (a line protocol and its server), `connection.rs` (the
-//!   connection's behaviour).
+//!   connection's behaviour), `sent.rs` (telling when a request is written).
 //! - `src/napi/`: `mod.rs` (the `#[napi]` functions alone), `create.rs` (the
 //!   stores made from JS), `handle.rs`, `convert.rs`, `errors.rs`, `pump.rs`
 //!   (promises settled from other threads), `test_hooks.rs`.

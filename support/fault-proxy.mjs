@@ -20,6 +20,8 @@ import { createServer, connect } from 'node:net'
  * - `stopReading()` / `resumeReading()`: the proxy stops reading what clients
  *   send (a slow reader: their writes back up in the kernel's buffers), then
  *   reads again;
+ * - `holdReplies()` / `passReplies()`: replies are kept back (`heldReplies`
+ *   counts the chunks), then passed on, in order;
  * - `cutClients()`: every client connection closes now;
  * - `connections`: client connections accepted; `writes`: chunks of bytes
  *   received from clients, and `written`: their bytes.
@@ -30,6 +32,9 @@ export async function startProxy(port) {
   let loseReply = false
   let cutAfter = Infinity
   let reading = true
+  let holding = false
+  /** @type {(() => void)[]} replies kept back, to pass on in order */
+  const held = []
   const proxy = {
     port: 0,
     url: '',
@@ -38,6 +43,14 @@ export async function startProxy(port) {
     written: 0,
     dribble: false,
     latencyMs: 0,
+    heldReplies: 0,
+    holdReplies() {
+      holding = true
+    },
+    passReplies() {
+      holding = false
+      for (const pass of held.splice(0)) pass()
+    },
     loseNextReply() {
       loseReply = true
     },
@@ -101,6 +114,11 @@ export async function startProxy(port) {
     let sending = Promise.resolve()
     upstream.on('data', (d) => {
       if (pair.silent) return
+      if (holding) {
+        proxy.heldReplies++
+        held.push(() => !client.destroyed && later(replies, () => client.write(d)))
+        return
+      }
       if (loseReply) {
         loseReply = false
         return drop()

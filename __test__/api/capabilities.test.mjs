@@ -15,6 +15,7 @@ const none = {
   saysWhenLapsed: false,
   announcesReleases: false,
   answersInOrder: false,
+  tellsWhenSent: false,
   writtenInJs: false,
   throwsOwnErrors: false,
   mayNeverAnswer: false,
@@ -27,8 +28,19 @@ test('each native store says what it can do; every JS store gets the same record
   try {
     const of = (store) => capabilitiesOf(handleFor(store))
     assert.deepEqual(of(new MemoryLockStore()), { ...none, saysWhenLapsed: true })
-    assert.deepEqual(of(redis), { ...none, announcesReleases: true, answersInOrder: true })
-    assert.deepEqual(of(postgres), { ...none, announcesReleases: true })
+    // One server over TCP: on the event loop, which tells when a request is written.
+    assert.deepEqual(of(redis), { ...none, announcesReleases: true, answersInOrder: true, tellsWhenSent: true })
+    assert.deepEqual(of(postgres), { ...none, announcesReleases: true, tellsWhenSent: true })
+    // A Unix socket rides Tokio, whose writes are not seen.
+    const redisUnix = new RedisLockStore({ url: 'redis+unix:///tmp/keel-none.sock' })
+    const postgresUnix = new PostgresLockStore('postgres://postgres@%2Ftmp/postgres')
+    try {
+      assert.deepEqual(of(redisUnix), { ...none, announcesReleases: true, answersInOrder: true })
+      assert.deepEqual(of(postgresUnix), { ...none, announcesReleases: true })
+    } finally {
+      await redisUnix.close()
+      await postgresUnix.close()
+    }
     const jsStore = {
       acquire: async () => true,
       release: async () => true,

@@ -11,6 +11,8 @@
 //   crowd <dir> <ms> <key> <kind>  sections under a semaphore:<limit>, read or write hold for <ms>,
 //                                  each with a marker file in <dir> while inside: prints how many
 //                                  it saw inside at once and any overlap a writer should not have
+//   run-exit <key> <ttlMs> <ending> one run(), its callback ending sync, after a timer, or by a
+//                                  throw; print whether it ran, then process.exit(0) at once
 //   restore <serialized> <ttlMs>   restoreLock + extend + release
 //   release <serialized>           restoreLock + release
 //   hammer <file> <ms> <key> <ttl> locked increments for <ms>, riding out store errors,
@@ -144,6 +146,21 @@ switch (command) {
     const [key, ttlMs] = args
     print({ acquired: await lock(key, Number(ttlMs)).acquire() })
     break
+  }
+  case 'run-exit': {
+    const [key, ttlMs, ending] = args
+    const fn = {
+      sync: () => 'done',
+      timer: () => sleep(5),
+      throw: () => {
+        throw new Error('callback failed')
+      },
+    }[ending]
+    const [ran] = await lock(key, Number(ttlMs))
+      .run(fn, { timeout: 0 })
+      .catch(() => [false])
+    print({ ran })
+    process.exit(0)
   }
   case 'restore': {
     const [serialized, ttlMs] = args

@@ -32,6 +32,7 @@ import { lock, restoreLock, setLockStore, verifyLockStore, LockNotHeldError } fr
 import { uniqueKey } from '../../support/servers.mjs'
 import { jsStoreOver } from '../helpers/js-stores.mjs'
 import { runChild, startHolder, killHard } from '../helpers/processes.mjs'
+import { eventually } from '../helpers/eventually.mjs'
 import { kindsContract } from './contract-kinds.mjs'
 
 /** The cross-process counter check: how many processes, each incrementing how many times. */
@@ -241,6 +242,22 @@ export function storeContract(
       assert.ok((await l.getRemainingTime()) > 5_000)
       assert.equal(await copy.release(), true)
       assert.equal(await l.isLocked(), false)
+    })
+
+    test("once run() resolves, the key's next operations through the store find it released", async () => {
+      // A store may end run() once its release is on its way rather than
+      // answered: the next attempt, right behind it, must still find it free.
+      const key = uniqueKey('run-again')
+      for (let i = 0; i < 200; i++) {
+        const [ran] = await lock(key, 30_000).runImmediately(() => i)
+        assert.equal(ran, true, `run ${i} found the lock still held`)
+        if (i % 40 === 0) assert.equal(await store.isLocked(key), false, `after run ${i}`)
+      }
+      const [ran] = await lock(key, 30_000).run(async () => {
+        throw new Error('boom')
+      }).catch((e) => [e.message])
+      assert.equal(ran, 'boom')
+      assert.equal(await store.isLocked(key), false, 'after a callback that threw')
     })
 
     test("a run()'s callback lock acts on its own acquisition, not on a later one through the same handle", async () => {
@@ -556,6 +573,20 @@ export function storeContract(
       )
       assert.equal(Number(readFileSync(file, 'utf8')), PROCESSES * INCREMENTS)
       assert.equal(await lock(key).isLocked(), false, 'every holder released')
+    })
+
+    test('process.exit() right after run() resolves leaves the lock free, however the callback ended', async () => {
+      for (const ending of ['sync', 'timer', 'throw']) {
+        const key = uniqueKey(`exit-${ending}`)
+        // Held for a minute unless the release reached the store before the exit.
+        const { ran } = await runChild(opened.env, 'run-exit', key, '60000', ending)
+        assert.equal(ran, ending !== 'throw')
+        const free = await eventually(async () => {
+          assert.equal(await store.isLocked(key), false, `${ending}: still held after the exit`)
+          return true
+        }, 1_000)
+        assert.equal(free, true)
+      }
     })
 
     test('serialize() in one process, restoreLock() + extend() + release() in another', async () => {

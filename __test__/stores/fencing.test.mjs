@@ -161,16 +161,20 @@ test('Redis: what stays once every lock is released is one counter, however many
       }
     }
     assert.equal(tokens.size, 2_000)
+    // run() ends once its release is written; the store's next command,
+    // behind them all, is answered once the server has run every one.
+    assert.equal(await store.isLocked('invoice:0'), false)
     assert.deepEqual(await inspect.keys('*'), ['keel:fencing-counter'])
     assert.equal(await inspect.ttl('keel:fencing-counter'), -1, 'the counter never expires')
     // A huge key leaves nothing of its size behind.
     const huge = `k${'x'.repeat(1_000_000)}`
     await lock(huge).run(() => {})
+    assert.equal(await store.isLocked(huge), false)
     assert.equal(await inspect.dbsize(), 1)
     // A prefixed store keeps its counter under its prefix.
     const prefixed = setLockStore(new RedisLockStore({ url: server.url, prefix: 'app:' }))
     await lock('p').run(() => {})
-    await prefixed.close()
+    await prefixed.close() // once the release is answered
     assert.deepEqual((await inspect.keys('*')).sort(), ['app:keel:fencing-counter', 'keel:fencing-counter'])
   } finally {
     inspect.disconnect()

@@ -112,7 +112,7 @@ test('a connection cut mid-pipeline: every statement still gets its own answer',
 })
 
 test('many statements in flight while the connection is killed and remade: none is lost, none hangs', async () => {
-  const { proxy, close } = await behindProxy()
+  const { proxy, store, close } = await behindProxy()
   try {
     const keys = Array.from({ length: 500 }, (_, i) => uniqueKey(`storm-${i}`))
     const connections = proxy.connections
@@ -121,6 +121,9 @@ test('many statements in flight while the connection is killed and remade: none 
     const results = await Promise.all(runs)
     assert.deepEqual(results, Array(500).fill([true, 'done']))
     assert.ok(proxy.connections > connections, 'the connection was remade under them')
+    // The releases were written, some to the connection that went: through
+    // the store, each key's next statement finds its release done.
+    assert.deepEqual(await Promise.all(keys.map((k) => store.isLocked(k))), Array(500).fill(false))
     assert.equal((await owners(keys)).size, 0, 'released')
   } finally {
     await close()

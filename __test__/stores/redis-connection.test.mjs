@@ -92,7 +92,7 @@ test('a server that closes the connection mid-pipeline: every command still gets
 })
 
 test('many commands in flight while the connection is killed and remade: none is lost, none hangs', async () => {
-  const { proxy, close } = await behindProxy()
+  const { proxy, store, close } = await behindProxy()
   try {
     const keys = Array.from({ length: 500 }, (_, i) => uniqueKey(`storm-${i}`))
     const connections = proxy.connections
@@ -101,6 +101,9 @@ test('many commands in flight while the connection is killed and remade: none is
     const results = await Promise.all(runs)
     assert.deepEqual(results, Array(500).fill([true, 'done']))
     assert.ok(proxy.connections > connections, 'the connection was remade under them')
+    // The releases were written, some to the connection that went: through
+    // the store, each key's next command finds its release done.
+    assert.deepEqual(await Promise.all(keys.map((k) => store.isLocked(k))), Array(500).fill(false))
     for (const k of keys.slice(0, 50)) assert.equal(await inspect.exists(k), 0, 'released')
   } finally {
     await close()

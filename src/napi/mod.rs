@@ -238,6 +238,18 @@ pub fn watch_releases(handle: Handle, key: String, kind: HoldArg, on: bool) {
     }
 }
 
+/// Settles once everything asked about `key` so far is written to the
+/// store's connection (undefined when it already is): run() ends on this
+/// instead of its release's answer, for stores that tell when they wrote.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string",
+    ts_return_type = "void | Promise<void>"
+)]
+pub fn sent<'env>(env: &'env Env, handle: Handle, key: SmallStr) -> Result<Settled<'env, ()>> {
+    to_js(env, &handle, handle.store.sent(&key))
+}
+
 /// Close a server store's connections; later operations fail as closed.
 #[napi(catch_unwind, ts_args_type = "handle: object")]
 pub fn close_store(handle: Handle) {
@@ -250,6 +262,7 @@ pub struct StoreCapabilities {
     pub says_when_lapsed: bool,
     pub announces_releases: bool,
     pub answers_in_order: bool,
+    pub tells_when_sent: bool,
 }
 
 #[napi(catch_unwind, ts_args_type = "handle: object")]
@@ -259,6 +272,7 @@ pub fn store_capabilities(handle: Handle) -> StoreCapabilities {
         says_when_lapsed: can.says_when_lapsed,
         announces_releases: can.announces_releases,
         answers_in_order: can.answers_in_order,
+        tells_when_sent: can.tells_when_sent,
     }
 }
 

@@ -110,6 +110,11 @@ pub struct Capabilities {
     /// A connection answers its commands in the order they were sent: the
     /// next waiter's attempt can go right behind a release.
     pub answers_in_order: bool,
+    /// It says when what it was asked is written to its connection
+    /// ([`LockStore::sent`]), and a key's later operations reach the server
+    /// behind it: a run() can end once its release is on its way, without
+    /// waiting a round trip for the answer.
+    pub tells_when_sent: bool,
 }
 
 /// A lock backend. Times are milliseconds; `ttl_ms` is always a positive,
@@ -160,6 +165,14 @@ pub trait LockStore: Send + Sync + 'static {
     /// caller to run on Tokio. Stores that cannot hear releases do nothing.
     fn watch(&self, _hold: Hold, _key: &str, _on: bool) -> Option<Task> {
         None
+    }
+    /// Settles once everything asked about `key` so far is written to the
+    /// connection that carries it (in the kernel's send buffer), or never
+    /// will be (the operations' own answers then say why). Only stores that
+    /// tell when what they send is written ([`Capabilities::tells_when_sent`])
+    /// wait; the others settle at once.
+    fn sent(&self, _key: &str) -> Op<()> {
+        Op::Ready(Ok(()))
     }
     /// Close the store's connections; later operations fail as closed.
     fn close(&self) {}

@@ -78,7 +78,7 @@ unsafe extern "C" fn on_poll<W: Wire>(handle: *mut c_void, status: i32, events: 
     engine.in_poll.set(true);
     engine.follow(next, true);
     engine.in_poll.set(false);
-    engine.write_now();
+    engine.write_now(true);
 }
 
 unsafe extern "C" fn on_check<W: Wire>(handle: *mut c_void) {
@@ -88,7 +88,7 @@ unsafe extern "C" fn on_check<W: Wire>(handle: *mut c_void) {
     if engine.collected.get() {
         engine.close(true);
     } else {
-        engine.write_now();
+        engine.write_now(true);
     }
 }
 

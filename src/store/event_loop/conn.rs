@@ -256,6 +256,16 @@ impl<W: Wire> Conn<W> {
         Ok(())
     }
 
+    /// Whether something submitted still waits to be written to the socket:
+    /// bytes not yet written, or requests waiting for a connection to open.
+    pub fn unsent(&self) -> bool {
+        match &self.state {
+            State::Open(socket) => !self.out.is_empty() || socket.wants_write(),
+            State::Connecting => self.waiting.iter().any(|w| w.reply.is_some()),
+            State::Idle | State::Closed => false,
+        }
+    }
+
     /// Write what is waiting to be written. Returns whether the socket must
     /// be watched for room to write the rest.
     pub fn write(&mut self) -> Result<bool, Next<W>> {

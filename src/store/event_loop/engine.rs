@@ -16,6 +16,9 @@ use super::socket::Socket;
 use super::{uv, Failure, Opened, Wire};
 use crate::store::Code;
 
+/// How many writes one call of [`Engine::write_now`] makes at most.
+const WRITE_ROUNDS: usize = 4;
+
 pub(super) struct Engine<W: Wire> {
     pub(super) host: Box<dyn Host>,
     pub(super) loop_: *mut uv::Loop,
@@ -36,6 +39,9 @@ pub(super) struct Engine<W: Wire> {
     pub(super) collected: Cell<bool>,
     /// Held while closing, so the engine outlives its handles' callbacks.
     pub(super) keep: RefCell<Option<Rc<Engine<W>>>>,
+    /// Told once everything submitted before they asked is written to the
+    /// socket, or never will be ([`Engine::when_sent`]).
+    pub(super) on_sent: RefCell<Vec<Box<dyn FnOnce()>>>,
 }
 
 pub(super) struct Handles {
@@ -69,6 +75,7 @@ impl<W: Wire> Engine<W> {
             in_poll: Cell::new(false),
             collected: Cell::new(false),
             keep: RefCell::new(None),
+            on_sent: RefCell::new(Vec::new()),
         })
     }
 
@@ -101,6 +108,40 @@ impl<W: Wire> Engine<W> {
         self.schedule_write();
     }
 
+    /// Whether something submitted still waits to be written to the socket.
+    pub(super) fn unsent(&self) -> bool {
+        self.conn.borrow().unsent()
+    }
+
+    /// Call `sent` once everything submitted so far is written to the
+    /// socket (in the kernel's send buffer, so it reaches the server even if
+    /// the process exits next), or never will be (the connection failed: the
+    /// requests' own replies say so). Called from JS, when [`Engine::unsent`].
+    pub(super) fn when_sent(&self, sent: Box<dyn FnOnce()>) {
+        self.on_sent.borrow_mut().push(sent);
+    }
+
+    /// Tell those waiting that what they submitted went out, if it all has
+    /// (`scoped` as in [`Engine::follow`]). Returns whether anyone was told.
+    fn tell_sent(&self, scoped: bool) -> bool {
+        if self.on_sent.borrow().is_empty() || self.unsent() {
+            return false;
+        }
+        let told = std::mem::take(&mut *self.on_sent.borrow_mut());
+        let mut told = Some(told);
+        let mut tell = || {
+            for sent in told.take().into_iter().flatten() {
+                sent();
+            }
+        };
+        if scoped {
+            self.host.in_callback_scope(&mut tell);
+        } else {
+            tell();
+        }
+        true
+    }
+
     /// Act on a change of state: open a connection, deliver what is due
     /// (`scoped`: inside a callback scope of our own, from a loop callback).
     pub(super) fn follow(self: &Rc<Self>, next: Next<W>, scoped: bool) {
@@ -120,6 +161,7 @@ impl<W: Wire> Engine<W> {
             }
         }
         self.rearm_timer();
+        self.tell_sent(scoped);
     }
 
     /// Write at the end of this loop iteration (the check handle), without
@@ -137,7 +179,7 @@ impl<W: Wire> Engine<W> {
             // Not at the end of the turn, then: now.
             Err(_) => {
                 self.stop_flush();
-                self.write_now();
+                self.write_now(false);
             }
         }
     }
@@ -151,12 +193,27 @@ impl<W: Wire> Engine<W> {
         self.flush_armed.set(false);
     }
 
-    pub(super) fn write_now(self: &Rc<Self>) {
-        let written = self.conn.borrow_mut().write();
-        match written {
-            Ok(more) => self.watch(more),
-            Err(broken) => self.follow(broken, true),
+    /// Write what waits (`scoped` as in [`Engine::follow`]). Those told it
+    /// went out may submit more at once (a run()'s release written, the
+    /// next acquire made): that is written here too, a few rounds at most,
+    /// then at the end of the turn.
+    pub(super) fn write_now(self: &Rc<Self>, scoped: bool) {
+        for _ in 0..WRITE_ROUNDS {
+            let written = self.conn.borrow_mut().write();
+            match written {
+                Ok(more) => self.watch(more),
+                Err(broken) => return self.follow(broken, scoped),
+            }
+            // Submitted while telling: written by the next round, not armed
+            // for the end of the turn.
+            let was = self.in_poll.replace(true);
+            let told = self.tell_sent(scoped);
+            self.in_poll.set(was);
+            if !told || self.conn.borrow().out.is_empty() {
+                return;
+            }
         }
+        self.schedule_write();
     }
 
     /// Watch the socket for replies, and for room to write while `more` is
@@ -284,7 +341,7 @@ impl<W: Wire> Engine<W> {
             Err(failure) => self.conn.borrow_mut().not_opened(&failure),
         };
         self.follow(next, true);
-        self.write_now();
+        self.write_now(true);
     }
 
     /// The store was collected: close at the end of this loop iteration, in

@@ -53,7 +53,7 @@ use bytes::BytesMut;
 pub use self::conn::Reply;
 use self::engine::Engine;
 use self::host::MakeHost;
-use super::{route, BackendError, Code, StoreError};
+use super::{route, BackendError, Code, Done, LocalOp, Op, StoreError};
 
 /// A connected, greeted socket, in non-blocking mode, ready for the event loop.
 pub struct Opened {
@@ -291,6 +291,25 @@ impl<W: Wire> Local<W> {
         if let Some(engine) = engine {
             engine.submit(request, reply);
         }
+    }
+
+    /// Settles once everything submitted so far on `key`'s connection is
+    /// written to its socket (in the kernel's send buffer: it reaches the
+    /// server even if the process exits next), or never will be (the
+    /// connection failed, which the requests' own replies report): at once
+    /// when nothing waits to be written.
+    pub fn sent(&self, key: &str) -> Op<()> {
+        let engines = &self.0.engines;
+        let Some(engine) = engines.get(route(key, engines.len())) else {
+            return Op::Ready(Ok(()));
+        };
+        if !engine.unsent() {
+            return Op::Ready(Ok(()));
+        }
+        let engine = Rc::clone(engine);
+        Op::Local(LocalOp::new(move |done: Done<()>| {
+            engine.when_sent(Box::new(move || done(Ok(()))));
+        }))
     }
 
     /// Where the connections go, and how.

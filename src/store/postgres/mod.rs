@@ -242,9 +242,14 @@ impl LockStore for PostgresStore {
         self.shut();
     }
 
+    fn sent(&self, key: &str) -> Op<()> {
+        self.transport.sent(key)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             announces_releases: true,
+            tells_when_sent: self.transport.tells_when_sent(),
             ..Capabilities::default()
         }
     }

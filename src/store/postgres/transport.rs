@@ -39,6 +39,23 @@ impl Transport {
         }
     }
 
+    /// Whether it says when a statement is written ([`Transport::sent`]).
+    pub fn tells_when_sent(&self) -> bool {
+        matches!(self, Transport::EventLoop(_))
+    }
+
+    /// Settles once what was sent about `key` is written to its connection's
+    /// socket (the event loop's; tokio-postgres's writes are not seen, and
+    /// settle at once).
+    pub fn sent(&self, key: &str) -> Op<()> {
+        match self {
+            Transport::EventLoop(direct) => direct
+                .local()
+                .map_or(Op::Ready(Ok(())), |local| local.sent(key)),
+            Transport::Tokio(_) => Op::Ready(Ok(())),
+        }
+    }
+
     /// Drop the connections. Operations after this fail with a "closed"
     /// error; ones already sent finish on the connection they hold.
     pub fn close(&self) {

@@ -264,11 +264,16 @@ impl LockStore for RedisStore {
         self.shut();
     }
 
+    fn sent(&self, key: &str) -> Op<()> {
+        self.transport.sent(key)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             announces_releases: true,
             // One connection per server (or per Cluster node), answering in order.
             answers_in_order: true,
+            tells_when_sent: self.transport.tells_when_sent(),
             ..Capabilities::default()
         }
     }

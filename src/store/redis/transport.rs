@@ -79,6 +79,22 @@ impl Transport {
         }
     }
 
+    /// Whether it says when a request is written ([`Transport::sent`]).
+    pub fn tells_when_sent(&self) -> bool {
+        matches!(self, Transport::EventLoop(_))
+    }
+
+    /// Settles once what was sent about `key` is written to the socket (the
+    /// event loop's; Tokio's writes are not seen, and settle at once).
+    pub fn sent(&self, key: &str) -> Op<()> {
+        match self {
+            Transport::EventLoop(direct) => direct
+                .local()
+                .map_or(Op::Ready(Ok(())), |local| local.sent(key)),
+            Transport::Tokio => Op::Ready(Ok(())),
+        }
+    }
+
     /// Close the event loop's connection (Tokio's goes with `Shared`).
     pub fn close(&self) {
         if let Transport::EventLoop(direct) = self {

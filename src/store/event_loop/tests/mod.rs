@@ -5,6 +5,7 @@
 
 mod connection;
 mod harness;
+mod sent;
 
 pub use self::harness::Harness;
 
