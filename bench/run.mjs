@@ -6,6 +6,8 @@
 // Writes bench/results.json.
 
 import { spawn, spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { Redis } from 'ioredis'
 import { writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
@@ -20,8 +22,8 @@ const pick = process.argv.find((a) => a.startsWith('--scenarios='))?.slice('--sc
 // --only=a,b: just the implementations whose names contain a or b.
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',')
 const settings = quick
-  ? { rounds: 1, ms: 300, contendedMs: 1_500, bursts: 1 }
-  : { rounds: 5, ms: 1_500, contendedMs: 5_000, bursts: 3 }
+  ? { rounds: 1, ms: 300, contendedMs: 1_500, bursts: 1, acrossMs: 1_500 }
+  : { rounds: 5, ms: 1_500, contendedMs: 5_000, bursts: 3, acrossMs: 5_000 }
 
 const server = await startRedis()
 const postgres = await startPostgres({ durable: true })
@@ -89,8 +91,69 @@ async function burstAcrossProcesses(name, retryDelay) {
   return { gapMean: mean(all), gapP99: percentile(all, 99), overlaps }
 }
 
-function runChild(args) {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./burst-child.mjs', import.meta.url)), ...args], {
+/**
+ * (5) 16 workers in 4 processes looping on one key for `acrossMs` (sections
+ * of 1 ms, `retryDelay` 50): sections/s, Jain's fairness over the 16,
+ * timeouts, overlaps, and on Redis the lock attempts the server ran per
+ * critical section (seen by MONITOR: a `SET ... NX` on the key, or a script
+ * on it that sets it with `NX`), first attempts included.
+ */
+async function fairAcrossProcesses(name) {
+  const key = `across:${Math.random()}`
+  const onRedis = IMPLEMENTATIONS[name].backend === 'redis'
+  const watching = onRedis ? await monitorAttempts(key) : undefined
+  const startAt = Date.now() + 2_000
+  const children = Array.from({ length: 4 }, () =>
+    runChild([name, key, String(startAt), String(settings.acrossMs), '4'], 'fair-child.mjs'),
+  )
+  const results = await Promise.all(children)
+  const attempts = watching?.stop()
+  const counts = results.flatMap((r) => r.counts)
+  const total = counts.reduce((a, b) => a + b, 0)
+  const fairness = total === 0 ? 0 : total ** 2 / (counts.length * counts.reduce((a, b) => a + b * b, 0))
+  return {
+    sectionsPerSec: (total / settings.acrossMs) * 1000,
+    fairness,
+    timeouts: results.reduce((a, r) => a + r.timeouts, 0),
+    overlaps: gaps(results.flatMap((r) => r.sections)).overlaps,
+    ...(attempts === undefined ? {} : { attemptsPerSection: total === 0 ? NaN : attempts / total }),
+  }
+}
+
+/** Counts the lock attempts on `key` the Redis server runs until `stop()`, which returns them. */
+async function monitorAttempts(key) {
+  const bodies = new Map()
+  const takes = (/** @type {string} */ script) => /["']set["']\s*,[^)]*["']NX["']/i.test(script)
+  let attempts = 0
+  const base = new Redis(server.url)
+  // Scripts run from now on are sent in full first, so each is seen before its SHA is.
+  await base.script('FLUSH')
+  const monitor = await base.monitor()
+  monitor.on('monitor', (_, args) => {
+    const [command, ...rest] = args.map(String)
+    const name = command.toLowerCase()
+    if (name === 'set') {
+      if (rest[0] === key && rest.some((a) => a.toUpperCase() === 'NX')) attempts++
+    } else if (name === 'eval' || name === 'evalsha') {
+      let script = rest[0]
+      if (name === 'eval') bodies.set(createHash('sha1').update(script).digest('hex'), script)
+      else script = bodies.get(script) ?? ''
+      if (rest[2] === key && takes(script)) attempts++
+    } else if (name === 'script' && rest[0]?.toLowerCase() === 'load') {
+      bodies.set(createHash('sha1').update(rest[1]).digest('hex'), rest[1])
+    }
+  })
+  return {
+    stop() {
+      monitor.disconnect()
+      base.disconnect()
+      return attempts
+    },
+  }
+}
+
+function runChild(args, file = 'burst-child.mjs') {
+  const child = spawn(process.execPath, [fileURLToPath(new URL(`./${file}`, import.meta.url)), ...args], {
     env: process.env,
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -114,6 +177,11 @@ for (let round = 0; round < settings.rounds; round++) {
   for (const retryDelay of !pick || pick.includes('4') ? [50, 5] : []) {
     for (const name of order.filter((n) => IMPLEMENTATIONS[n].backend !== 'memory')) {
       record(`4 burst, 4 processes, retryDelay ${retryDelay}`, name, await burstAcrossProcesses(name, retryDelay))
+    }
+  }
+  if (!pick || pick.includes('5')) {
+    for (const name of order.filter((n) => IMPLEMENTATIONS[n].backend !== 'memory')) {
+      record('5 16 workers in 4 processes, one key', name, await fairAcrossProcesses(name))
     }
   }
   process.stderr.write(`round ${round + 1}/${settings.rounds} done (${Math.round((Date.now() - started) / 1000)} s)\n`)
@@ -196,7 +264,9 @@ function printTable({ scenarios }) {
   for (const [scenario, rows] of Object.entries(scenarios)) {
     console.log(`\n${scenario}`)
     for (const [name, r] of Object.entries(rows)) {
-      const cells = scenario.startsWith('4')
+      const cells = scenario.startsWith('5')
+        ? [`${fmt(r.sectionsPerSec)} sections/s`, `fairness ${fmt(r.fairness, 3)}`, `timeouts ${fmt(r.timeouts)}`, r.attemptsPerSection === undefined ? '' : `attempts/section ${fmt(r.attemptsPerSection, 2)}`, r.overlaps ? `OVERLAPS ${r.overlaps}` : '']
+        : scenario.startsWith('4')
         ? [`gap mean ${fmt(r.gapMean, 2)} ms`, `p99 ${fmt(r.gapP99, 2)} ms`, r.gapVsBaseline ? `${fmt(r.gapVsBaseline, 3)}x baseline gap` : '', r.overlaps ? `OVERLAPS ${r.overlaps}` : '']
         : scenario.startsWith('3')
           ? [`${fmt(r.sectionsPerSec)} sections/s`, `fairness ${fmt(r.fairness, 3)}`, `timeouts ${r.timeouts}`, r.vsBaseline ? `${fmt(r.vsBaseline, 2)}x baseline` : '', r.overlaps ? `OVERLAPS ${r.overlaps}` : '']

@@ -13,12 +13,12 @@
  * is "not yet" while time is left.
  */
 
-const { DEFAULT_RETRY_DELAY_MS } = require('./protocol.js')
+const { DEFAULT_RETRY_DELAY_MS, WAIT, LINE_CLAIM_MS, inLine } = require('./protocol.js')
 const { isThenable, noop } = require('./check.js')
 const { isUnreachable } = require('./errors.js')
 const { timer, cancel, realNow } = require('./timers.js')
 const { withdraw } = require('./marks.js')
-const { waitersOf, takeTicket, firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave } = require('./waiting.js')
+const { waitersOf, takeTicket, firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, firstTake, noteRefused } = require('./waiting.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
 /** @typedef {import('./hold.js').Target} Target */
@@ -50,7 +50,8 @@ function acquire(taker, target, timeout, retryDelay) {
   const ticket = takeTicket()
   // With waiters queued in this thread, a newcomer queues behind them.
   if (waitersOf(handle, lane) !== undefined) return timeout === 0 ? null : queued(new Waiter(taker, target, ticket, timeout, retryDelay))
-  const grant = ops.acquire(handle, key, ttlMs)
+  // In a store's line, a caller that waits takes its process's place if refused.
+  const grant = inLine(target) ? ops.acquire(handle, key, ttlMs, timeout === 0 ? WAIT.now : WAIT.inLine) : ops.acquire(handle, key, ttlMs)
   if (!isThenable(grant)) {
     // Answered at once: no waiter is made unless it has to wait.
     if (grant !== null) return taker[kTook](/** @type {NonNullable<Grant>} */ (grant), target.capabilities.saysWhenLapsed ? 0 : realNow())
@@ -115,6 +116,8 @@ class Waiter {
     this.crossed = false
     /** @type {unknown} the error of the last attempt, if the store could not be reached */
     this.failed = undefined
+    /** @type {string | undefined} the owner of a lock handed to it from its store's line, once it took one */
+    this.handedOwner = undefined
     /** @type {import('./waiting.js').Waiter[] | undefined} */
     this.queue = undefined
     /** @type {import('./timers.js').Timer | undefined} */
@@ -164,10 +167,14 @@ class Waiter {
     this.again = false
     this.crossed = false
     this.since = realNow()
-    const { ops, handle, key, ttlMs } = this.want
+    const { want } = this
+    const { ops, handle, key, ttlMs } = want
     let grant
     try {
-      grant = ops.acquire(handle, key, ttlMs)
+      // In a store's line: with more of this thread behind it, the process keeps a place once it gets in.
+      grant = inLine(want)
+        ? ops.acquire(handle, key, ttlMs, /** @type {Waiter[]} */ (this.queue).length > 1 ? WAIT.inLineWithMore : WAIT.inLine)
+        : ops.acquire(handle, key, ttlMs)
     } catch (error) {
       return this.failedTry(error)
     }
@@ -184,6 +191,13 @@ class Waiter {
   /** @param {Grant} grant */
   answered(grant) {
     this.trying = false
+    // It took a lock handed over meanwhile: this attempt, if it got anything, got that same one.
+    if (this.handedOwner !== undefined) {
+      if (grant !== null && ownerOf(grant) !== this.handedOwner) giveBack(this.want, grant)
+      return
+    }
+    // A lock handed over can come twice (by message, and in this reply): taken once.
+    if (grant !== null && !this.gaveUp && inLine(this.want) && !firstTake(this.want.handle, ownerOf(grant))) grant = null
     const first = this.queue === undefined
     if (first) firstTryInFlight(this, false)
     // It gave up while this attempt was in flight: whatever it took goes back.
@@ -194,7 +208,10 @@ class Waiter {
       if (grant !== null) return this.leaveBeforeQueueing(() => this.took(grant))
       // Refused: it queues with the time it has left (having crossed any
       // queue formed meanwhile), and looks again at once if a release came.
-      if (this.timeLeft() > 0) return enqueue(this, { lookNow: this.again, crossed: true })
+      if (this.timeLeft() > 0) {
+        enqueue(this, { lookNow: this.again, crossed: true })
+        return noteRefused(this, this.since)
+      }
       return this.leaveBeforeQueueing(() => this.resolve(refused(this.want)))
     }
     // Taken: the next waiter polls later, as the lock has just been taken again
@@ -203,6 +220,7 @@ class Waiter {
       const next = this.want.together === true ? NEXT.readers : this.want.shared === true ? NEXT.now : NEXT.later
       return leave(this, () => this.took(grant), next)
     }
+    noteRefused(this, this.since)
     // A reader that tried with the one ahead of it waits for its turn at the head.
     if (this.queue?.[0] !== this) return
     if (this.again) return this.attempt()
@@ -218,7 +236,7 @@ class Waiter {
    */
   failedTry(error) {
     this.trying = false
-    if (this.gaveUp) return
+    if (this.gaveUp || this.handedOwner !== undefined) return
     if (this.queue === undefined) {
       firstTryInFlight(this, false)
       if (this.timeLeft() <= 0 || !isUnreachable(error)) return this.leaveBeforeQueueing(() => this.reject(error))
@@ -246,6 +264,47 @@ class Waiter {
     const withdrawn = withdraw(this.want, this.retryDelay)
     const after = withdrawn === undefined || failed !== undefined ? settle : () => withdrawn.then(settle)
     leave(this, after, NEXT.now)
+  }
+
+  /**
+   * The lock was handed to it from its store's line, for `owner` (held since
+   * no later than `since`, for the claim window): it leaves the queue with a
+   * hold, and claims the lock for its TTL at once.
+   *
+   * @param {string} owner
+   * @param {number} token
+   * @param {number} since
+   */
+  handed(owner, token, since) {
+    this.handedOwner = owner
+    leave(this, () => this.tookHanded(owner, token, since), NEXT.later)
+  }
+
+  /**
+   * @param {string} owner
+   * @param {number} token
+   * @param {number} since
+   */
+  tookHanded(owner, token, since) {
+    let hold
+    try {
+      hold = /** @type {Hold} */ (this.taker[kTook]([owner, token], since))
+    } catch (error) {
+      return this.reject(error)
+    }
+    const { handle, key, ttlMs, ops } = this.want
+    hold.extras().heldFor = Math.min(LINE_CLAIM_MS, ttlMs)
+    const sent = realNow()
+    const after = (/** @type {boolean} */ claimed) => (claimed ? hold.extended(sent, ttlMs) : hold.markLost())
+    // A claim the store could not answer leaves the hold to its claim window.
+    // With more waiting here, the process keeps a place at the back of the line.
+    const more = /** @type {Waiter[]} */ (this.queue).length > 0
+    try {
+      const claimed = /** @type {NonNullable<import('./protocol.js').StoreOps['claim']>} */ (ops.claim)(handle, key, owner, ttlMs, more)
+      if (isThenable(claimed)) /** @type {Promise<boolean>} */ (claimed).then(after, noop)
+      else after(/** @type {boolean} */ (claimed))
+    } catch {}
+    this.resolve(hold)
   }
 
   /**
@@ -277,5 +336,8 @@ class Waiter {
     }
   }
 }
+
+/** @param {NonNullable<Grant>} grant */
+const ownerOf = (grant) => (typeof grant === 'string' ? grant : grant[0])
 
 module.exports = { acquire, kTook }

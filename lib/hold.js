@@ -15,6 +15,7 @@ const { LockNotHeldError } = require('./errors.js')
 const { realTimer, cancel, realNow } = require('./timers.js')
 const { wake, giveBack } = require('./waiting.js')
 const { releaseInFlight, releaseAnswered } = require('./stores.js')
+const { inLine } = require('./protocol.js')
 
 /**
  * What a lock is on, shared by a handle, the handles run() makes from it and
@@ -211,13 +212,16 @@ class Hold {
       throw error
     }
     if (!isThenable(released)) return this.released(/** @type {boolean} */ (released), true)
+    // A store's line hands the lock on itself (to a waiter here, if this
+    // process is first in line, by the release's reply): nobody is woken.
     // A store that answers a connection's commands in the order they were
     // sent (Redis): the next waiter's attempt can go right behind the release
     // instead of a round trip after it.
+    const handsOn = inLine(this.target)
     const inOrder = this.target.capabilities.answersInOrder
-    if (inOrder) wake(handle, this.target.lane)
+    if (inOrder && !handsOn) wake(handle, this.target.lane)
     return /** @type {Promise<boolean>} */ (released).then(
-      (r) => this.released(r, !inOrder),
+      (r) => this.released(r, !inOrder && !handsOn),
       (error) => {
         this.stillHeld()
         throw error

@@ -3,9 +3,18 @@
 
 /**
  * One attempt for a fresh owner: the owner token (or `[owner, fencing
- * token]`), or null if the hold admits nobody more now.
+ * token]`), or null if the hold admits nobody more now. `wait`, on a store
+ * that keeps a line for a plain lock's waiters: 0, an attempt that does not
+ * wait; 1, a waiter's (refused, it keeps this process's place in line); 2,
+ * a waiter's with more of this process behind it.
  */
-export declare function acquire(handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number): string | [string, number] | null | Promise<string | [string, number] | null>
+export declare function acquire(handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number): string | [string, number] | null | Promise<string | [string, number] | null>
+
+/**
+ * Claim a plain lock handed to this process from its store's line, for
+ * its TTL; with `more` of this process waiting, it keeps a place in line.
+ */
+export declare function claim(handle: object, key: string, owner: string, ttlMs: number, more: boolean): boolean | Promise<boolean>
 
 /** Close a server store's connections; later operations fail as closed. */
 export declare function closeStore(handle: object): void
@@ -109,6 +118,12 @@ export declare function holds(handle: object, key: string, hold: HoldKind, owner
  */
 export declare function isLocked(handle: object, key: string, hold: HoldKind, limit: number): boolean | Promise<boolean>
 
+/**
+ * Every waiter of this process for the plain lock `key` gave up: its place
+ * in the store's line goes (a no-op for stores without one).
+ */
+export declare function leaveLine(handle: object, key: string): void | Promise<void>
+
 export declare function limits(): Limits
 
 /** Limits and defaults, so the JS layer checks against the same numbers. */
@@ -116,6 +131,13 @@ export interface Limits {
   maxMs: number
   defaultTtlMs: number
   defaultRetryDelayMs: number
+  /**
+   * How long a lock handed over from a store's line is held before its
+   * new holder claims it.
+   */
+  lineClaimMs: number
+  /** How often a waiter in a store's line renews its place, at least. */
+  lineRenewMs: number
 }
 
 /** Entries a memory store keeps, counting expired ones not yet swept. */
@@ -188,6 +210,7 @@ export interface StoreCapabilities {
   announcesReleases: boolean
   answersInOrder: boolean
   tellsWhenSent: boolean
+  waitsInLine: boolean
 }
 
 /** PEM bytes for `rediss://`, already checked and converted by the JS layer. */

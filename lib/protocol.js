@@ -38,8 +38,9 @@ const { HoldKind } = native
  * carrying the bridge's functions, with the same names and arguments.
  *
  * @typedef {object} StoreOps
- * @property {(handle: object, key: string, ttlMs: number, lane?: string) => string | [string, number] | null | Promise<string | [string, number] | null>} acquire
- *   (`lane`, a JS store's: whose waiters a failed acquire's give-back wakes; the key's by default)
+ * @property {(handle: object, key: string, ttlMs: number, laneOrWait?: any) => string | [string, number] | null | Promise<string | [string, number] | null>} acquire
+ *   (a JS store's fourth argument is the lane whose waiters a failed acquire's give-back wakes, the
+ *   key's by default; a native store's is how a refused attempt waits in its line: one of WAIT)
  * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean>} release
  * @property {(handle: object, key: string, owner: string, ttlMs: number) => boolean | Promise<boolean>} extend
  * @property {(handle: object, key: string) => boolean | Promise<boolean>} isLocked
@@ -52,7 +53,19 @@ const { HoldKind } = native
  * @property {(handle: object, key: string, on: boolean) => void} [watchReleases] follow releases other clients announce
  * @property {(handle: object, key: string) => void | Promise<void>} [sent] settles once what was asked about
  *   `key` so far is written to the store's connection (a store that `tellsWhenSent`)
+ * @property {(handle: object, key: string, owner: string, ttlMs: number, more: boolean) => boolean | Promise<boolean>} [claim]
+ *   claim a lock handed over from the store's line for its TTL (with `more` waiting here, keep a place)
+ * @property {(handle: object, key: string) => void | Promise<void>} [leaveLine] this process's waiters for
+ *   the plain lock `key` all gave up: its place in the store's line goes (a store that `waitsInLine`)
  */
+
+/**
+ * How a native store's refused plain-lock attempt waits in its line: not at
+ * all (an attempt that does not wait), in line, or in line with more of this
+ * process's waiters behind it (then the process keeps a place at the back
+ * once it has the lock).
+ */
+const WAIT = /** @type {const} */ ({ now: 0, inLine: 1, inLineWithMore: 2 })
 
 /**
  * Waiters queue per lane: a plain lock's lane is its key; a semaphore's,
@@ -80,9 +93,9 @@ const laneOf = (tagged) => {
 function nativeOps(hold, limit) {
   // Taken from the addon once: a lookup on its exports object per call is
   // what a plain lock's cycle would otherwise pay for naming the hold.
-  const { acquire, release, extend, isLocked, remainingTime, holds, fencingToken, holders, withdraw, watchReleases, sent } = native
+  const { acquire, release, extend, isLocked, remainingTime, holds, fencingToken, holders, withdraw, watchReleases, sent, claim, leaveLine } = native
   return {
-    acquire: (handle, key, ttlMs) => acquire(handle, key, hold, limit, ttlMs),
+    acquire: (handle, key, ttlMs, wait = WAIT.now) => acquire(handle, key, hold, limit, ttlMs, wait),
     release: (handle, key, owner) => release(handle, key, hold, owner),
     extend: (handle, key, owner, ttlMs) => extend(handle, key, hold, owner, ttlMs),
     isLocked: (handle, key) => isLocked(handle, key, hold, limit),
@@ -93,6 +106,8 @@ function nativeOps(hold, limit) {
     withdraw: hold === HoldKind.Write ? (handle, key) => withdraw(handle, key, hold) : undefined,
     watchReleases: (handle, key, on) => watchReleases(handle, key, hold, on),
     sent,
+    claim,
+    leaveLine,
   }
 }
 
@@ -124,6 +139,10 @@ const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
  * @property {boolean} tellsWhenSent it says when what it was asked is written to its connection
  *   (`sent`), and a key's later operations reach the server behind it (Redis, PostgreSQL, on
  *   the event loop): run() ends once its release is on its way, not a round trip later
+ * @property {boolean} waitsInLine a plain lock's waiters wait in a line on the server, one place per
+ *   process (RedisLockStore on one server): a release hands the lock to the first in line and tells
+ *   its process alone; the lock arrives as a hand-over (lib/waiting.js), its holder claims it for
+ *   its TTL, and a process whose waiters all gave up leaves the line (`leaveLine`)
  * @property {boolean} writtenInJs a LockStore written in JS, reached through lib/js-store.js:
  *   semaphores over permit slots, read-write locks through its own methods
  * @property {boolean} throwsOwnErrors its errors reach the caller as it threw them (not remade
@@ -144,6 +163,7 @@ const capabilities = (can) =>
     announcesReleases: false,
     answersInOrder: false,
     tellsWhenSent: false,
+    waitsInLine: false,
     writtenInJs: false,
     throwsOwnErrors: false,
     mayNeverAnswer: false,
@@ -163,6 +183,37 @@ const WRITTEN_IN_JS = capabilities({ writtenInJs: true, throwsOwnErrors: true, m
  */
 const capabilitiesOf = (handle) => (kOps in handle ? WRITTEN_IN_JS : capabilities(native.storeCapabilities(handle)))
 
-const { maxMs: MAX_MS, defaultTtlMs: DEFAULT_TTL_MS, defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS } = native.limits()
+const {
+  maxMs: MAX_MS,
+  defaultTtlMs: DEFAULT_TTL_MS,
+  defaultRetryDelayMs: DEFAULT_RETRY_DELAY_MS,
+  lineClaimMs: LINE_CLAIM_MS,
+  lineRenewMs: LINE_RENEW_MS,
+} = native.limits()
 
-module.exports = { STORE_METHODS, READ_WRITE_METHODS, HoldKind, nativeOps, kOps, opsOf, capabilitiesOf, LANES, laneOf, MAX_MS, DEFAULT_TTL_MS, DEFAULT_RETRY_DELAY_MS }
+/**
+ * Whether `want`'s waiters wait in its store's line: a plain lock (its lane
+ * is its key) on a store that keeps one.
+ *
+ * @param {{ key: string, lane: string, capabilities: Readonly<Capabilities> }} want
+ */
+const inLine = (want) => want.capabilities.waitsInLine && want.lane === want.key
+
+module.exports = {
+  STORE_METHODS,
+  READ_WRITE_METHODS,
+  HoldKind,
+  WAIT,
+  nativeOps,
+  kOps,
+  opsOf,
+  capabilitiesOf,
+  inLine,
+  LANES,
+  laneOf,
+  MAX_MS,
+  DEFAULT_TTL_MS,
+  DEFAULT_RETRY_DELAY_MS,
+  LINE_CLAIM_MS,
+  LINE_RENEW_MS,
+}

@@ -19,7 +19,8 @@
  * the step.
  */
 
-const { laneOf } = require('./protocol.js')
+const { laneOf, inLine, opsOf, LINE_RENEW_MS } = require('./protocol.js')
+const { realNow } = require('./timers.js')
 const { isThenable, noop } = require('./check.js')
 const { onAnnouncedRelease, onClosed } = require('./stores.js')
 const { timer, cancel } = require('./timers.js')
@@ -64,6 +65,8 @@ const { dropCrossedMarks } = require('./marks.js')
  * @property {import('./timers.js').Timer | undefined} poll
  * @property {import('./timers.js').Timer | undefined} deadline
  * @property {() => void} attempt one attempt now (or, while one is in flight, another right after it)
+ * @property {(owner: string, token: number, since: number) => void} handed the lock was handed to
+ *   it from its store's line, for `owner`, held since no later than `since` (lib/acquire.js)
  */
 
 /** @type {WeakMap<object, Map<string, Waiter[]>>} store handle -> lane -> waiters */
@@ -84,6 +87,86 @@ const firstTries = new WeakMap()
  */
 function waitersOf(handle, lane) {
   return queues.get(handle)?.get(lane)
+}
+
+/**
+ * Per lane queue in a store's line: when the latest attempt its store
+ * answered "refused" was sent (realNow). The lock can only have been handed
+ * to this process after that attempt ran, so a hand-over's hold runs from
+ * no earlier.
+ *
+ * @type {WeakMap<Waiter[], number>}
+ */
+const refusedAt = new WeakMap()
+
+/**
+ * Owner tokens of locks handed to this thread, per store handle, once one
+ * of its waiters took it: the same hand-over can arrive twice (told by
+ * message, and in the reply of an attempt that ran after it), and is taken
+ * once. Kept a minute.
+ *
+ * @type {WeakMap<object, Map<string, number>>}
+ */
+const handedTaken = new WeakMap()
+
+/**
+ * Whether `owner`, handed to this thread, is taken for the first time now
+ * (then it is marked taken).
+ *
+ * @param {object} handle
+ * @param {string} owner
+ */
+function firstTake(handle, owner) {
+  let taken = handedTaken.get(handle)
+  if (taken === undefined) handedTaken.set(handle, (taken = new Map()))
+  if (taken.has(owner)) return false
+  const now = realNow()
+  if (taken.size >= 256) for (const [old, at] of taken) if (now - at > 60_000) taken.delete(old)
+  taken.set(owner, now)
+  return true
+}
+
+/**
+ * A waiter in a store's line was refused: its lane's hand-overs run from no
+ * earlier than when that attempt was sent.
+ *
+ * @param {Waiter} waiter
+ * @param {number} sent
+ */
+function noteRefused(waiter, sent) {
+  const queue = waiter.queue
+  if (queue !== undefined && (refusedAt.get(queue) ?? 0) < sent) refusedAt.set(queue, sent)
+}
+
+/**
+ * A lock handed to this thread from its store's line (`<token> <owner>
+ * <key>`): the first waiter of its lane takes it; with none left, it goes
+ * back, and on to the next in line. A hand-over that came long after this
+ * lane was last refused may have lapsed unclaimed: the first waiter asks
+ * instead (its attempt claims the lock if it is still this thread's).
+ *
+ * @param {object} handle
+ * @param {string} text
+ */
+function handedOver(handle, text) {
+  const tokenEnd = text.indexOf(' ')
+  const ownerEnd = text.indexOf(' ', tokenEnd + 1)
+  const token = Number(text.slice(0, tokenEnd))
+  const owner = text.slice(tokenEnd + 1, ownerEnd)
+  const key = text.slice(ownerEnd + 1)
+  if (!firstTake(handle, owner)) return
+  const queue = waitersOf(handle, key)
+  const head = queue?.[0]
+  if (head === undefined || !inLine(head.want)) {
+    const capabilities = /** @type {Want['capabilities']} */ ({ waitsInLine: true })
+    return giveBack({ handle, key, lane: key, ops: opsOf(handle), capabilities }, owner)
+  }
+  const since = refusedAt.get(/** @type {Waiter[]} */ (queue)) ?? 0
+  if (realNow() - since > LINE_RENEW_MS) {
+    handedTaken.get(handle)?.delete(owner)
+    return head.attempt()
+  }
+  head.handed(owner, token, since)
 }
 
 /** Arrival order: taken when acquire is called, before any store round trip. */
@@ -168,8 +251,9 @@ function wake(handle, lane) {
   if (queue !== undefined) tryHead(queue)
 }
 
-// Releases other processes announce through a native server store wake this thread's waiters.
-onAnnouncedRelease((handle, tagged) => wake(handle, laneOf(tagged)))
+// Releases other processes announce through a native server store wake this
+// thread's waiters; a lock handed over from a store's line goes to one.
+onAnnouncedRelease((handle, tagged) => (tagged[0] === 'h' ? handedOver(handle, tagged.slice(1)) : wake(handle, laneOf(tagged))))
 
 // A store closed: every queue's head tries now, is refused as closed, and
 // leaves; the next then tries, and so on, so no waiter sleeps to its next poll.
@@ -202,6 +286,8 @@ function pollLater(waiter, delay = pollDelay(waiter)) {
  */
 function pollDelay({ want, retryDelay }) {
   const { handle, key, ops } = want
+  // A place in a store's line lapses unless renewed: each attempt renews it.
+  if (inLine(want)) return Math.min(retryDelay, LINE_RENEW_MS)
   if (!want.capabilities.saysWhenLapsed || want.lane !== key) return retryDelay
   const left = /** @type {number | null} */ (ops.remainingTime(handle, key))
   return left === null ? 0 : Math.min(retryDelay, Math.ceil(left))
@@ -213,11 +299,13 @@ function pollDelay({ want, retryDelay }) {
  * could not be read): released at once (only that token is deleted), and the
  * lane's next waiter woken. Errors are dropped.
  *
- * @param {Pick<Want, 'handle' | 'key' | 'lane' | 'ops'>} want
+ * @param {Pick<Want, 'handle' | 'key' | 'lane' | 'ops'> & { capabilities?: Want['capabilities'] }} want
  * @param {NonNullable<Grant>} grant
  */
-function giveBack({ handle, key, lane, ops }, grant) {
-  const after = (/** @type {boolean} */ released) => released && wake(handle, lane)
+function giveBack(want, grant) {
+  const { handle, key, lane, ops } = want
+  // (A store's line hands it on itself: to this thread, if first, by its reply.)
+  const after = want.capabilities !== undefined && inLine(/** @type {Want} */ (want)) ? noop : (/** @type {boolean} */ released) => released && wake(handle, lane)
   try {
     const released = ops.release(handle, key, typeof grant === 'string' ? grant : grant[0])
     if (isThenable(released)) /** @type {Promise<boolean>} */ (released).then(after, noop)
@@ -244,8 +332,11 @@ function leave(waiter, settle, next) {
   if (at !== -1) queue.splice(at, 1)
   settle()
   if (queue.length === 0) {
-    queues.get(waiter.want.handle)?.delete(waiter.want.lane)
-    follow(waiter.want, false)
+    const { want } = waiter
+    queues.get(want.handle)?.delete(want.lane)
+    follow(want, false)
+    // Left without the lock: this process's place in the store's line goes.
+    if (next === NEXT.now && inLine(want)) leaveLine(want)
   } else if (at === 0) {
     const head = queue[0]
     if (next === NEXT.later) {
@@ -263,4 +354,16 @@ function leave(waiter, settle, next) {
   }
 }
 
-module.exports = { waitersOf, takeTicket, firstTryInFlight, enqueue, wake, pollLater, giveBack, NEXT, leave }
+/**
+ * Leave the store's line (errors are dropped: the place lapses by itself).
+ *
+ * @param {Want} want
+ */
+function leaveLine({ handle, key, ops }) {
+  try {
+    const left = ops.leaveLine?.(handle, key)
+    if (isThenable(left)) /** @type {Promise<void>} */ (left).then(noop, noop)
+  } catch {}
+}
+
+module.exports = { waitersOf, takeTicket, firstTryInFlight, enqueue, wake, pollLater, giveBack, NEXT, leave, firstTake, noteRefused }

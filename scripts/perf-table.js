@@ -49,20 +49,39 @@ const day = (/** @type {string} */ iso) => `${iso.slice(0, 10)} ${iso.slice(11, 
 /** @param {string[]} cells */
 const row = (cells) => `| ${cells.join(' | ')} |`
 
+/** @param {any} r a row of scenario 5 */
+const across = (r) =>
+  r
+    ? `${Math.round(r.sectionsPerSec)}, ${fixed(r.fairness, 2)}, ${Math.round(r.timeouts)}` +
+      `${r.attemptsPerSection === undefined || r.attemptsPerSection === null ? '' : `, ${fixed(r.attemptsPerSection, 2)}`}` +
+      `${r.overlaps ? `, **${r.overlaps} overlaps**` : ''}`
+    : ''
+
 /** @param {any} results bench/results.json */
 function lockTable(results) {
   const s = results.scenarios
   const at = (/** @type {string} */ prefix) => Object.entries(s).find(([k]) => k.startsWith(prefix))?.[1] ?? {}
-  const [one, two, three] = [at('1 '), at('2 '), at('3 ')]
+  const [one, two, three, five] = [at('1 '), at('2 '), at('3 '), at('5 ')]
   const burst = (/** @type {string} */ title) => s[title] ?? {}
   const gaps = ['4 burst, retryDelay 50', '4 burst, retryDelay 5', '4 burst, 4 processes, retryDelay 50', '4 burst, 4 processes, retryDelay 5']
   const names = Object.keys(one)
-  for (const table of [two, three, ...gaps.map(burst)]) for (const n of Object.keys(table)) if (!names.includes(n)) names.push(n)
+  for (const table of [two, three, ...gaps.map(burst), five]) for (const n of Object.keys(table)) if (!names.includes(n)) names.push(n)
   const lines = [
     `Results of ${day(results.date)}: ${results.machine}; ${results.settings.rounds} rounds. In brackets: the median of per-round ratios to the plain-JS baseline on the same backend.`,
     '',
-    row(['implementation', '(1) sequential, cycles/s', '(2) 64 keys, cycles/s', 'CPU µs per cycle, (1) / (2)', '(3) sections/s, fairness, timeouts', '(4) gap mean / p99 ms, `retryDelay` 50', '`retryDelay` 5', '4 processes, `retryDelay` 50', '4 processes, `retryDelay` 5']),
-    row(Array(9).fill('---')),
+    row([
+      'implementation',
+      '(1) sequential, cycles/s',
+      '(2) 64 keys, cycles/s',
+      'CPU µs per cycle, (1) / (2)',
+      '(3) sections/s, fairness, timeouts',
+      '(4) gap mean / p99 ms, `retryDelay` 50',
+      '`retryDelay` 5',
+      '4 processes, `retryDelay` 50',
+      '4 processes, `retryDelay` 5',
+      '(5) 4 processes: sections/s, fairness, timeouts, attempts per section',
+    ]),
+    row(Array(10).fill('---')),
   ]
   for (const n of names) {
     const [a, b, c] = [one[n], two[n], three[n]]
@@ -78,6 +97,7 @@ function lockTable(results) {
         a || b ? `${fixed(a?.cpuUsPerCycle, 1)} / ${fixed(b?.cpuUsPerCycle, 1)}` : '',
         c ? `${Math.round(c.sectionsPerSec)}, ${fixed(c.fairness, 2)}, ${c.timeouts}${c.overlaps ? `, **${c.overlaps} overlaps**` : ''}` : '',
         ...gaps.map(gap),
+        across(five[n]),
       ]),
     )
   }

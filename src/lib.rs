@@ -30,7 +30,8 @@
 //!   fails with: the one list of error codes JS sees), `store/`, `napi/`.
 //! - `src/store/`: `mod.rs` (the seam: one `LockStore` trait), `hold.rs` (the
 //!   kinds of hold and what an acquire answers), `options.rs`, `tls.rs`,
-//!   `follow.rs` (announced releases), `memory/`, `redis/`, `postgres/`, and
+//!   `follow.rs` (announced releases), `line.rs` (the line a plain lock's
+//!   waiters wait in on a server), `memory/`, `redis/`, `postgres/`, and
 //!   `event_loop/` (what the server stores share: a connection on the JS
 //!   thread's event loop for any protocol that describes itself).
 //! - `src/store/memory/`: `mod.rs` (the store), `shared.rs` (semaphores and

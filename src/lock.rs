@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::owner;
-use crate::store::{Acquired, Hold, LockStore, Op};
+use crate::store::{Acquired, Hold, LockStore, Op, Wait};
 use crate::text::SmallStr;
 
 /// The default TTL of `lock(key)`: 30 s.
@@ -35,16 +35,20 @@ pub struct Grant {
     pub token: Option<u64>,
 }
 
-/// Try once to take `key` in `hold` for a fresh owner. Resolves to the
-/// grant when acquired, `None` when the hold admits nobody more now.
+/// Try once to take `key` in `hold` for a fresh owner (waiting in the
+/// store's line if refused, as `wait` says, on a store that keeps one).
+/// Resolves to the grant when acquired (a lock handed over to this process
+/// is granted for the owner it was handed to), `None` when the hold admits
+/// nobody more now.
 pub fn acquire(
     store: &Arc<dyn LockStore>,
     hold: Hold,
     key: &str,
     ttl_ms: f64,
+    wait: Wait,
 ) -> Op<Option<Grant>> {
     let owner = owner::mint();
-    let attempt = store.acquire(hold, key, &owner, ttl_ms);
+    let attempt = store.acquire(hold, key, &owner, ttl_ms, wait);
     match attempt {
         Op::Ready(Ok(answer)) => Op::Ready(Ok(grant(owner, answer))),
         Op::Local(attempt) => {
@@ -88,6 +92,10 @@ fn grant(owner: SmallStr, answer: Acquired) -> Option<Grant> {
         Acquired::Refused => None,
         Acquired::Taken => Some(Grant { owner, token: None }),
         Acquired::Fenced(token) => Some(Grant {
+            owner,
+            token: Some(token),
+        }),
+        Acquired::Handed { owner, token } => Some(Grant {
             owner,
             token: Some(token),
         }),
@@ -215,17 +223,17 @@ mod tests {
     #[test]
     fn each_acquisition_mints_a_new_owner() {
         let store = memory();
-        let a = ready(acquire(&store, Hold::Lock, "k", 1000.0)).unwrap();
+        let a = ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).unwrap();
         assert!(ready(store.release(Hold::Lock, "k", &a.owner)));
-        let b = ready(acquire(&store, Hold::Lock, "k", 1000.0)).unwrap();
+        let b = ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).unwrap();
         assert_ne!(a.owner, b.owner);
     }
 
     #[test]
     fn a_held_lock_is_refused_at_once() {
         let store = memory();
-        assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0)).is_some());
-        assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0)).is_none());
+        assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).is_some());
+        assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).is_none());
     }
 
     /// A store that takes the lock and then fails to say so.
@@ -235,8 +243,15 @@ mod tests {
         fn capabilities(&self) -> crate::store::Capabilities {
             self.0.capabilities()
         }
-        fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
-            let _ = self.0.acquire(hold, key, owner, ttl_ms);
+        fn acquire(
+            &self,
+            hold: Hold,
+            key: &str,
+            owner: &str,
+            ttl_ms: f64,
+            wait: Wait,
+        ) -> Op<Acquired> {
+            let _ = self.0.acquire(hold, key, owner, ttl_ms, wait);
             Op::Ready(Err(crate::store::StoreError::Type("garbled reply".into())))
         }
         fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
@@ -262,7 +277,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_acquire_gives_back_whatever_it_may_have_taken() {
         let store: Arc<dyn LockStore> = Arc::new(TakesThenFails(MemoryStore::new()));
-        let err = acquire(&store, Hold::Lock, "k", 60_000.0)
+        let err = acquire(&store, Hold::Lock, "k", 60_000.0, Wait::Now)
             .settle()
             .await
             .expect_err("the store failed");

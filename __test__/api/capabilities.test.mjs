@@ -16,6 +16,7 @@ const none = {
   announcesReleases: false,
   answersInOrder: false,
   tellsWhenSent: false,
+  waitsInLine: false,
   writtenInJs: false,
   throwsOwnErrors: false,
   mayNeverAnswer: false,
@@ -29,13 +30,15 @@ test('each native store says what it can do; every JS store gets the same record
     const of = (store) => capabilitiesOf(handleFor(store))
     assert.deepEqual(of(new MemoryLockStore()), { ...none, saysWhenLapsed: true })
     // One server over TCP: on the event loop, which tells when a request is written.
-    assert.deepEqual(of(redis), { ...none, announcesReleases: true, answersInOrder: true, tellsWhenSent: true })
+    // One server: a plain lock's waiters wait in line on it.
+    const inLine = { announcesReleases: true, answersInOrder: true, waitsInLine: true }
+    assert.deepEqual(of(redis), { ...none, ...inLine, tellsWhenSent: true })
     assert.deepEqual(of(postgres), { ...none, announcesReleases: true, tellsWhenSent: true })
     // A Unix socket rides Tokio, whose writes are not seen.
     const redisUnix = new RedisLockStore({ url: 'redis+unix:///tmp/keel-none.sock' })
     const postgresUnix = new PostgresLockStore('postgres://postgres@%2Ftmp/postgres')
     try {
-      assert.deepEqual(of(redisUnix), { ...none, announcesReleases: true, answersInOrder: true })
+      assert.deepEqual(of(redisUnix), { ...none, ...inLine })
       assert.deepEqual(of(postgresUnix), { ...none, announcesReleases: true })
     } finally {
       await redisUnix.close()

@@ -13,6 +13,11 @@
 //                                  it saw inside at once and any overlap a writer should not have
 //   run-exit <key> <ttlMs> <ending> one run(), its callback ending sync, after a timer, or by a
 //                                  throw; print whether it ran, then process.exit(0) at once
+//   queue <key> <timeoutMs>        one waiter: waits up to <timeoutMs> (polling every 50 ms), prints
+//                                  {acquired, at} once it got in (or gave up), holds 20 ms, releases
+//   burst <dir> <key> <waiters> <startAt>  <waiters> waiters start together at <startAt> (epoch ms) and
+//                                  each runs once for 1 ms (retryDelay 50), with an exclusive marker
+//                                  file in <dir> while inside; prints {ran, overlaps}
 //   restore <serialized> <ttlMs>   restoreLock + extend + release
 //   release <serialized>           restoreLock + release
 //   hammer <file> <ms> <key> <ttl> locked increments for <ms>, riding out store errors,
@@ -161,6 +166,44 @@ switch (command) {
       .catch(() => [false])
     print({ ran })
     process.exit(0)
+  }
+  case 'queue': {
+    const [key, timeoutMs] = args
+    const l = lock(key, 10_000)
+    const acquired = await l.acquire({ timeout: Number(timeoutMs), retryDelay: 50 })
+    print({ acquired, at: Date.now() })
+    if (acquired) {
+      await sleep(20)
+      await l.release()
+    }
+    break
+  }
+  case 'burst': {
+    const [dir, key, waiters, startAt] = args
+    // Warm: the store connected, and following what it follows.
+    await lock(`${key}:warm:${process.pid}`).run(() => {})
+    await sleep(Math.max(0, Number(startAt) - Date.now()))
+    const marker = join(dir, 'inside')
+    const figures = { ran: 0, overlaps: 0 }
+    await Promise.all(
+      Array.from({ length: Number(waiters) }, async () => {
+        const [ran] = await lock(key, 10_000).run(
+          async () => {
+            try {
+              writeFileSync(marker, String(process.pid), { flag: 'wx' })
+            } catch {
+              figures.overlaps++
+            }
+            await sleep(1)
+            rmSync(marker, { force: true })
+          },
+          { timeout: 20_000, retryDelay: 50 },
+        )
+        if (ran) figures.ran++
+      }),
+    )
+    print(figures)
+    break
   }
   case 'restore': {
     const [serialized, ttlMs] = args

@@ -66,20 +66,21 @@ test('MemoryLockStore: a newcomer does not jump the queue, even with acquireImme
   assert.equal(await waiting, true)
 })
 
-test('RedisLockStore: a release in another process wakes a waiter here at once (announced by pub/sub)', async () => {
-  const store = setLockStore(redisStore())
+test('RedisLockStore: a release in another process hands the lock to a waiter here at once (told by pub/sub)', async () => {
+  setLockStore(redisStore())
   const key = uniqueKey('announced')
   const env = { KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url }
   const { serialized } = await runChild(env, 'take', key, '30000')
   const waiting = lock(key).acquire({ timeout: 20_000, ...SLOW_POLL })
-  // While it waits, this process follows the key's release channel; afterwards it stops.
-  await eventually(async () => assert.equal((await inspect.pubsub('NUMSUB', `keel:released:${key}`))[1], 1))
+  // While it waits, this process has its place in the key's line and follows its own channel.
+  await eventually(async () => assert.equal(await inspect.zcard(`keel:line:{k:${key}}`), 1))
+  assert.equal((await inspect.pubsub('CHANNELS', 'keel:wake:*')).length, 1)
   const released = Date.now()
   const result = await runChild(env, 'release', serialized)
   assert.equal(result.released, true)
   assert.equal(await waiting, true)
   assert.ok(Date.now() - released < 2_000, `woken ${Date.now() - released} ms after the release`)
-  await eventually(async () => assert.equal((await inspect.pubsub('NUMSUB', `keel:released:${key}`))[1], 0))
+  assert.equal(await inspect.zcard(`keel:line:{k:${key}}`), 0, 'out of line once it has the lock')
 })
 
 test("RedisLockStore: a release nobody announces (the docs' ioredis store) is found by the poll", async () => {

@@ -158,6 +158,7 @@ fn release_listener(call: Tagged) -> OnReleased {
             Released::Lock => 'l',
             Released::Semaphore => 's',
             Released::ReadWrite => 'r',
+            Released::Handed => 'h',
         };
         call(tag, &key);
     })

@@ -27,7 +27,7 @@ use napi_derive::napi;
 use self::convert::{to_js, HoldArg, Settled};
 use self::handle::Handle;
 use crate::lock;
-use crate::store::{Acquired, Hold};
+use crate::store::{Acquired, Hold, Wait};
 use crate::text::SmallStr;
 
 /// Which kind of hold an operation is about, as JS names it. Every store
@@ -55,10 +55,13 @@ fn hold(HoldArg(kind): HoldArg, limit: f64) -> Hold {
 }
 
 /// One attempt for a fresh owner: the owner token (or `[owner, fencing
-/// token]`), or null if the hold admits nobody more now.
+/// token]`), or null if the hold admits nobody more now. `wait`, on a store
+/// that keeps a line for a plain lock's waiters: 0, an attempt that does not
+/// wait; 1, a waiter's (refused, it keeps this process's place in line); 2,
+/// a waiter's with more of this process behind it.
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number",
+    ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number",
     ts_return_type = "string | [string, number] | null | Promise<string | [string, number] | null>"
 )]
 pub fn acquire<'env>(
@@ -68,8 +71,14 @@ pub fn acquire<'env>(
     kind: HoldArg,
     limit: f64,
     ttl_ms: f64,
+    wait: u32,
 ) -> Result<Settled<'env, Option<lock::Grant>>> {
-    let op = lock::acquire(&handle.store, hold(kind, limit), &key, ttl_ms);
+    let wait = match wait {
+        0 => Wait::Now,
+        1 => Wait::InLine,
+        _ => Wait::InLineWithMore,
+    };
+    let op = lock::acquire(&handle.store, hold(kind, limit), &key, ttl_ms, wait);
     to_js(env, &handle, op)
 }
 
@@ -90,7 +99,7 @@ pub fn store_acquire<'env>(
 ) -> Result<Settled<'env, bool>> {
     let op = handle
         .store
-        .acquire(hold(kind, limit), &key, &owner, ttl_ms)
+        .acquire(hold(kind, limit), &key, &owner, ttl_ms, Wait::Not)
         .map(Acquired::is_taken);
     to_js(env, &handle, op)
 }
@@ -250,6 +259,39 @@ pub fn sent<'env>(env: &'env Env, handle: Handle, key: SmallStr) -> Result<Settl
     to_js(env, &handle, handle.store.sent(&key))
 }
 
+/// Claim a plain lock handed to this process from its store's line, for
+/// its TTL; with `more` of this process waiting, it keeps a place in line.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, owner: string, ttlMs: number, more: boolean",
+    ts_return_type = "boolean | Promise<boolean>"
+)]
+pub fn claim<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: SmallStr,
+    owner: SmallStr,
+    ttl_ms: f64,
+    more: bool,
+) -> Result<Settled<'env, bool>> {
+    to_js(env, &handle, handle.store.claim(&key, &owner, ttl_ms, more))
+}
+
+/// Every waiter of this process for the plain lock `key` gave up: its place
+/// in the store's line goes (a no-op for stores without one).
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string",
+    ts_return_type = "void | Promise<void>"
+)]
+pub fn leave_line<'env>(
+    env: &'env Env,
+    handle: Handle,
+    key: SmallStr,
+) -> Result<Settled<'env, ()>> {
+    to_js(env, &handle, handle.store.leave_line(&key))
+}
+
 /// Close a server store's connections; later operations fail as closed.
 #[napi(catch_unwind, ts_args_type = "handle: object")]
 pub fn close_store(handle: Handle) {
@@ -263,6 +305,7 @@ pub struct StoreCapabilities {
     pub announces_releases: bool,
     pub answers_in_order: bool,
     pub tells_when_sent: bool,
+    pub waits_in_line: bool,
 }
 
 #[napi(catch_unwind, ts_args_type = "handle: object")]
@@ -273,6 +316,7 @@ pub fn store_capabilities(handle: Handle) -> StoreCapabilities {
         announces_releases: can.announces_releases,
         answers_in_order: can.answers_in_order,
         tells_when_sent: can.tells_when_sent,
+        waits_in_line: can.waits_in_line,
     }
 }
 
@@ -313,6 +357,11 @@ pub struct Limits {
     pub max_ms: f64,
     pub default_ttl_ms: f64,
     pub default_retry_delay_ms: f64,
+    /// How long a lock handed over from a store's line is held before its
+    /// new holder claims it.
+    pub line_claim_ms: f64,
+    /// How often a waiter in a store's line renews its place, at least.
+    pub line_renew_ms: f64,
 }
 
 #[napi(catch_unwind)]
@@ -321,6 +370,8 @@ pub fn limits() -> Limits {
         max_ms: lock::MAX_MS,
         default_ttl_ms: lock::DEFAULT_TTL_MS,
         default_retry_delay_ms: lock::DEFAULT_RETRY_DELAY_MS,
+        line_claim_ms: crate::store::line::CLAIM_MS as f64,
+        line_renew_ms: crate::store::line::RENEW_MS as f64,
     }
 }
 

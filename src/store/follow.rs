@@ -15,6 +15,9 @@ pub enum Released {
     Lock,
     Semaphore,
     ReadWrite,
+    /// A plain lock handed over to this process from the store's line: the
+    /// text is [`crate::store::line::told`]'s.
+    Handed,
 }
 
 /// Called with a key (as the lock names it) whose release another client
@@ -67,6 +70,19 @@ impl<W: Send + 'static> Follower<W> {
         });
         let _ = inbox.send(request);
         task
+    }
+
+    /// Report `text` as heard (a hand-over the store learned of itself, in
+    /// a reply): nothing once closed.
+    pub fn report(&self, released: Released, text: String) {
+        let on_released = self
+            .state
+            .lock()
+            .ok()
+            .and_then(|state| state.on_released.clone());
+        if let Some(on_released) = on_released {
+            on_released(released, text);
+        }
     }
 
     pub fn close(&self) {

@@ -8,6 +8,8 @@
 //! nobody back for longer). Each kind's data lives apart: a plain lock, a
 //! semaphore and a read-write key of the same name never see each other.
 
+use crate::text::SmallStr;
+
 /// Which kind of hold an operation is about. Every store operation names one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hold {
@@ -40,8 +42,25 @@ impl Hold {
     }
 }
 
-/// What an acquire answered.
+/// Whether a plain lock's acquire that is refused waits in the store's
+/// line, on a store that keeps one (RedisLockStore on one server).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Outside the lock: the store's own `acquire(key, owner, ttl)`, for
+    /// that owner alone (never handed a lock meant for this process).
+    Not,
+    /// A lock's attempt that does not wait (`acquireImmediately`): it takes
+    /// the lock only if it is free and nobody's turn, and never waits in line.
+    Now,
+    /// A waiter's attempt: refused, it takes (or keeps) this process's place.
+    InLine,
+    /// The same, with more of this process waiting behind it: once it has
+    /// the lock, this process keeps a place at the back for them.
+    InLineWithMore,
+}
+
+/// What an acquire answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Acquired {
     /// The hold does not admit this owner now.
     Refused,
@@ -51,6 +70,9 @@ pub enum Acquired {
     Taken,
     /// Taken, with the fencing token the store gave it in the same step.
     Fenced(u64),
+    /// Handed to this process by a release (for the owner token it left in
+    /// line, not the one asked with), and claimed by this acquire.
+    Handed { owner: SmallStr, token: u64 },
 }
 
 impl Acquired {
@@ -59,8 +81,10 @@ impl Acquired {
         token.map_or(Acquired::Refused, Acquired::Fenced)
     }
 
+    /// Taken by the owner the acquire was asked for (a lock handed over
+    /// is another owner's).
     pub fn is_taken(self) -> bool {
-        !matches!(self, Acquired::Refused)
+        matches!(self, Acquired::Taken | Acquired::Fenced(_))
     }
 }
 

@@ -16,6 +16,7 @@
 pub mod event_loop;
 pub mod follow;
 pub mod hold;
+pub mod line;
 pub mod memory;
 pub mod options;
 pub mod postgres;
@@ -26,7 +27,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use crate::error::{BackendError, Code, StoreError};
-pub use hold::{Acquired, Hold, HoldOp};
+pub use hold::{Acquired, Hold, HoldOp, Wait};
 pub use memory::MemoryStore;
 pub use options::TlsOptions;
 pub use postgres::{PostgresOptions, PostgresStore};
@@ -115,6 +116,11 @@ pub struct Capabilities {
     /// behind it: a run() can end once its release is on its way, without
     /// waiting a round trip for the answer.
     pub tells_when_sent: bool,
+    /// A plain lock's waiters wait in a line on the server, one place per
+    /// process ([`Wait`]): a release hands the lock to the first in line and
+    /// tells only its process, which then claims it ([`LockStore::extend`])
+    /// and leaves the line when its waiters give up ([`LockStore::leave_line`]).
+    pub waits_in_line: bool,
 }
 
 /// A lock backend. Times are milliseconds; `ttl_ms` is always a positive,
@@ -129,8 +135,9 @@ pub trait LockStore: Send + Sync + 'static {
     /// What it can do beyond the operations.
     fn capabilities(&self) -> Capabilities;
     /// Take `key` in `hold` for `owner` if the hold admits it now. Atomic: a
-    /// plain lock is a set-if-absent.
-    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired>;
+    /// plain lock is a set-if-absent. `wait` matters to a store that keeps a
+    /// line ([`Capabilities::waits_in_line`]); the others take it as [`Wait::Not`].
+    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired>;
     /// Give back `owner`'s hold, only if it is still live (a plain lock:
     /// delete `key` only if `owner` still holds it).
     fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool>;
@@ -172,6 +179,18 @@ pub trait LockStore: Send + Sync + 'static {
     /// tell when what they send is written ([`Capabilities::tells_when_sent`])
     /// wait; the others settle at once.
     fn sent(&self, _key: &str) -> Op<()> {
+        Op::Ready(Ok(()))
+    }
+    /// Claim the plain lock `key`, handed to this process from the store's
+    /// line for `owner`, for `ttl_ms` (an extension); with `more` of this
+    /// process waiting, it keeps a place at the back of the line.
+    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, _more: bool) -> Op<bool> {
+        self.extend(Hold::Lock, key, owner, ttl_ms)
+    }
+    /// Every waiter of this process for the plain lock `key` gave up: its
+    /// place in the store's line goes (a lock handed to it meanwhile goes on
+    /// to the next). Nothing to do where there is no line.
+    fn leave_line(&self, _key: &str) -> Op<()> {
         Op::Ready(Ok(()))
     }
     /// Close the store's connections; later operations fail as closed.

@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use self::shared::Groups;
-use super::{Acquired, Capabilities, Hold, LockStore, Op};
+use super::{Acquired, Capabilities, Hold, LockStore, Op, Wait};
 
 /// Fallback when `now + ttl` does not fit an `Instant` (far beyond any TTL
 /// the API accepts, which stops at 2^53 - 1 ms): about 34 years.
@@ -255,7 +255,14 @@ impl MemoryStore {
 /// map (the fast path: no group, no vector), the other kinds in their
 /// groups (`shared`).
 impl LockStore for MemoryStore {
-    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
+    fn acquire(
+        &self,
+        hold: Hold,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+        _wait: Wait,
+    ) -> Op<Acquired> {
         Op::Ready(Ok(match hold {
             Hold::Lock if self.try_acquire(key, owner, ttl_ms) => Acquired::Taken,
             Hold::Lock => Acquired::Refused,

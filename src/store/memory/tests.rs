@@ -135,16 +135,16 @@ fn every_operation_names_its_hold() {
     let permit = Hold::Permit { limit: 1 };
     // A plain lock keeps its token with the hold; the other kinds hand it over.
     assert_eq!(
-        now(store.acquire(Hold::Lock, "k", "a", 10_000.0)),
+        now(store.acquire(Hold::Lock, "k", "a", 10_000.0, Wait::Not)),
         Acquired::Taken
     );
     assert!(store.fencing_token(Hold::Lock, "k", "a").is_some());
-    let Acquired::Fenced(token) = now(store.acquire(permit, "k", "p", 10_000.0)) else {
+    let Acquired::Fenced(token) = now(store.acquire(permit, "k", "p", 10_000.0, Wait::Not)) else {
         panic!("a permit is handed over with its token");
     };
     assert_eq!(store.fencing_token(permit, "k", "p"), Some(token as f64));
     assert_eq!(
-        now(store.acquire(permit, "k", "q", 10_000.0)),
+        now(store.acquire(permit, "k", "q", 10_000.0, Wait::Not)),
         Acquired::Refused
     );
     assert!(now(store.would_wait(Hold::Lock, "k")));

@@ -57,7 +57,7 @@ use self::transport::Transport;
 use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased, OnWarning};
 use super::tls::client_config;
-use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task};
+use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
 
 struct Shared {
     options: PostgresOptions,
@@ -153,7 +153,14 @@ impl PostgresStore {
 /// one statement per operation; the other kinds are one call each of the
 /// hold function (both in `ops`).
 impl LockStore for PostgresStore {
-    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
+    fn acquire(
+        &self,
+        hold: Hold,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+        _wait: Wait,
+    ) -> Op<Acquired> {
         self.run(match hold {
             Hold::Lock => ops::acquire_lock(key, owner, ttl_ms),
             _ => ops::hold(

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::{PostgresOptions, PostgresStore};
 use crate::store::event_loop::host::MakeHost;
 use crate::store::event_loop::tests::Harness;
-use crate::store::{Acquired, Hold, LockStore, Op, StoreError, StoreResult};
+use crate::store::{Acquired, Hold, LockStore, Op, StoreError, StoreResult, Wait};
 
 const BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -224,9 +224,10 @@ fn every_operation(world: &World, store: &PostgresStore, prefix: &str) {
         Hold::Lock,
         &key,
         "a",
-        5_000.0
+        5_000.0,
+        Wait::Not
     ))));
-    let other = world.ok(store.acquire(Hold::Lock, &key, "b", 5_000.0));
+    let other = world.ok(store.acquire(Hold::Lock, &key, "b", 5_000.0, Wait::Not));
     assert_eq!(other, Acquired::Refused);
     assert!(world.ok(store.would_wait(Hold::Lock, &key)));
     assert_eq!(world.ok(store.holders(Hold::Lock, &key)), 1.0);
@@ -244,7 +245,7 @@ fn every_operation(world: &World, store: &PostgresStore, prefix: &str) {
     // No round trip for a key PostgreSQL text cannot hold.
     let nul = "a\0b";
     assert!(matches!(
-        world.settle(store.acquire(Hold::Lock, nul, "a", 5_000.0)),
+        world.settle(store.acquire(Hold::Lock, nul, "a", 5_000.0, Wait::Not)),
         Err(StoreError::Type(_))
     ));
     assert!(!world.ok(store.release(Hold::Lock, nul, "a")));
@@ -252,8 +253,14 @@ fn every_operation(world: &World, store: &PostgresStore, prefix: &str) {
 
     let key = format!("{prefix}:semaphore");
     let permit = Hold::Permit { limit: 1 };
-    assert!(fenced(world.ok(store.acquire(permit, &key, "a", 5_000.0))));
-    let other = world.ok(store.acquire(permit, &key, "b", 5_000.0));
+    assert!(fenced(world.ok(store.acquire(
+        permit,
+        &key,
+        "a",
+        5_000.0,
+        Wait::Not
+    ))));
+    let other = world.ok(store.acquire(permit, &key, "b", 5_000.0, Wait::Not));
     assert_eq!(other, Acquired::Refused);
     assert_eq!(world.ok(store.holders(permit, &key)), 1.0);
     assert!(world.ok(store.holds(permit, &key, "a")));
@@ -273,7 +280,8 @@ fn every_operation(world: &World, store: &PostgresStore, prefix: &str) {
         Hold::Read,
         &key,
         "r",
-        5_000.0
+        5_000.0,
+        Wait::Not
     ))));
     assert!(world.ok(store.would_wait(Hold::Write, &key)));
     world.ok(store.withdraw(Hold::Write, &key));
@@ -312,7 +320,8 @@ fn an_acquire_sweeps_expired_rows_on_either_transport() {
             Hold::Lock,
             &key,
             "b",
-            5_000.0
+            5_000.0,
+            Wait::Not
         ))));
         world.until("the sweep", || world.rows(&old) == 0);
         assert_eq!(world.rows(&key), 1, "a live row stays");

@@ -9,7 +9,11 @@
 //! `keel:rw:{k:<key>}:waiting`. The hash tag keeps all of one key's data,
 //! and on a Cluster its fencing counter, in one slot; keys of these forms
 //! are reserved, as the counter's name is. A release is announced on
-//! `keel:released:<the key's full name>`.
+//! `keel:released:<the key's full name>`. On a single server a plain lock's
+//! waiters wait in line (`store::line`): the processes in line are the
+//! sorted set `keel:line:{k:<key>}`, their entries the hash
+//! `keel:line:{k:<key>}:entries`, and the process whose id is `<id>` is told
+//! of a lock handed to it on `keel:wake:<id>`.
 
 use super::fencing;
 use crate::store::follow::Released;
@@ -17,12 +21,17 @@ use crate::store::Hold;
 
 const SEMAPHORE: &str = "keel:semaphore:{k:";
 const READ_WRITE: &str = "keel:rw:{k:";
+const LINE: &str = "keel:line:{k:";
+/// Where a process is told of a lock handed to it: this, then its id.
+pub const WAKE: &str = "keel:wake:";
 
-/// A store's names: its prefix, and whether it is on a Cluster (where each
-/// hash slot has its own fencing counter).
+/// A store's names: its prefix, whether it is on a Cluster (where each
+/// hash slot has its own fencing counter), and, where a plain lock's
+/// waiters wait in line (one server), this store's id in the lines.
 pub struct Layout {
     pub prefix: String,
     pub cluster: bool,
+    pub line: Option<String>,
 }
 
 impl Layout {
@@ -50,6 +59,16 @@ impl Layout {
             Hold::Lock => self.lock(key),
             _ => self.holds(hold, key),
         }
+    }
+
+    /// The keys of a plain lock's scripts where its waiters wait in line:
+    /// the lock, its fencing counter, the line and its entries.
+    pub fn line_keys(&self, key: &str) -> Vec<String> {
+        let full_key = self.lock(key);
+        let counter = self.counter(&full_key);
+        let line = self.lock(&format!("{LINE}{key}}}"));
+        let entries = format!("{line}:entries");
+        vec![full_key, counter, line, entries]
     }
 
     /// The fencing counter the tokens of `full_key` come from.
@@ -106,6 +125,7 @@ mod tests {
         let layout = Layout {
             prefix: "app:".into(),
             cluster: false,
+            line: Some("me".into()),
         };
         assert_eq!(layout.lock("k"), "app:k");
         assert_eq!(layout.holds(Hold::Read, "k"), "app:keel:rw:{k:k}");
@@ -115,5 +135,14 @@ mod tests {
         );
         assert_eq!(layout.counter("app:k"), "app:keel:fencing-counter");
         assert_eq!(channel("app:k"), "keel:released:app:k");
+        assert_eq!(
+            layout.line_keys("k"),
+            [
+                "app:k",
+                "app:keel:fencing-counter",
+                "app:keel:line:{k:k}",
+                "app:keel:line:{k:k}:entries"
+            ]
+        );
     }
 }

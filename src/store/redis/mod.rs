@@ -48,16 +48,18 @@ use redis::Client;
 
 use self::connection::Connection;
 use self::layout::Layout;
-use self::ops::Misread;
+use self::ops::{Misread, Release};
 pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
 use self::pubsub::Watch;
 use self::request::Request;
 use self::transport::Transport;
 use super::event_loop::host::MakeHost;
+use super::follow::Released;
 use super::follow::{Follower, OnReleased};
 use super::options::{redacted, TlsOptions};
-use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task};
+use super::{line, Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
+use crate::owner;
 
 struct Shared {
     options: RedisOptions,
@@ -129,9 +131,12 @@ impl RedisStore {
             let nodes: Vec<String> = options.cluster.iter().map(|u| redacted(u)).collect();
             format!("the Redis Cluster at {}", nodes.join(", "))
         };
+        // On one server a plain lock's waiters wait in line, where this
+        // store (each process's, each worker thread's) has an id of its own.
         let layout = Layout {
             prefix: options.prefix.clone(),
             cluster: cluster.is_some(),
+            line: cluster.is_none().then(|| owner::mint().as_str().to_owned()),
         };
         let shared = Shared {
             options,
@@ -191,17 +196,35 @@ impl RedisStore {
 /// own scripts and commands; the other kinds are one call each of the
 /// operation's script (`ops`, `scripts`).
 impl LockStore for RedisStore {
-    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<Acquired> {
+    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired> {
         let layout = &self.shared.layout;
         match hold {
-            Hold::Lock => self.run(ops::acquire_lock(layout, key, owner, ttl_ms), ops::token),
+            Hold::Lock => self.run(
+                ops::acquire_lock(layout, key, owner, ttl_ms, wait),
+                ops::token,
+            ),
             _ => self.holds_op(HoldOp::Acquire, hold, key, owner, ttl_ms, ops::token),
         }
     }
 
     fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.run(ops::release_lock(&self.shared.layout, key, owner), ops::one),
+            Hold::Lock => {
+                // A lock handed to this process in the reply goes to its
+                // waiters as one told by message would.
+                let (shared, key) = (Arc::clone(&self.shared), key.to_owned());
+                let request = ops::release_lock(&self.shared.layout, key.as_str(), owner);
+                self.run(request, ops::release)
+                    .map(move |release| match release {
+                        Release::NotHeld => false,
+                        Release::Released => true,
+                        Release::HandedHere(owner, token) => {
+                            let told = line::told(token, &owner, &key);
+                            shared.follower.report(Released::Handed, told);
+                            true
+                        }
+                    })
+            }
             _ => self.holds_op(HoldOp::Release, hold, key, owner, 0.0, ops::one),
         }
     }
@@ -209,7 +232,10 @@ impl LockStore for RedisStore {
     fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let layout = &self.shared.layout;
         match hold {
-            Hold::Lock => self.run(ops::extend_lock(layout, key, owner, ttl_ms), ops::one),
+            Hold::Lock => self.run(
+                ops::extend_lock(layout, key, owner, ttl_ms, false),
+                ops::one,
+            ),
             _ => self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, ops::one),
         }
     }
@@ -260,6 +286,18 @@ impl LockStore for RedisStore {
             .map(|subscriber| -> Task { Box::pin(subscriber) })
     }
 
+    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: bool) -> Op<bool> {
+        let request = ops::extend_lock(&self.shared.layout, key, owner, ttl_ms, more);
+        self.run(request, ops::one)
+    }
+
+    fn leave_line(&self, key: &str) -> Op<()> {
+        match ops::leave_line(&self.shared.layout, key) {
+            Some(request) => self.run(request, ops::nothing),
+            None => Op::Ready(Ok(())),
+        }
+    }
+
     fn close(&self) {
         self.shut();
     }
@@ -274,6 +312,7 @@ impl LockStore for RedisStore {
             // One connection per server (or per Cluster node), answering in order.
             answers_in_order: true,
             tells_when_sent: self.transport.tells_when_sent(),
+            waits_in_line: self.shared.layout.line.is_some(),
             ..Capabilities::default()
         }
     }

@@ -9,28 +9,50 @@
 use redis::Value;
 
 use super::fencing;
-use super::layout::{channel, Layout};
-use super::request::{scripts, Request};
+use super::layout::{channel, Layout, WAKE};
+use super::request::{scripts, Lua, Request};
+use crate::owner;
+use crate::store::line::{CLAIM_MS, LEASE_MS};
 use crate::store::options::whole_ms;
-use crate::store::{Acquired, Hold, HoldOp, StoreError};
+use crate::store::{Acquired, Hold, HoldOp, StoreError, Wait};
+use crate::text::SmallStr;
 
 /// What a reply that is not the operation's answer was instead.
 pub type Misread = &'static str;
 
-/// Set-if-absent on `key`, and the next fencing token.
-pub fn acquire_lock(layout: &Layout, key: &str, owner: &str, ttl_ms: f64) -> Request {
+/// Set-if-absent on `key`, and the next fencing token; where waiters wait
+/// in line, as `wait` says (`scripts::LINE_ACQUIRE`).
+pub fn acquire_lock(layout: &Layout, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Request {
+    let ttl = whole_ms(ttl_ms).to_string();
+    if let Some(me) = &layout.line {
+        // An attempt that does not wait asks as nobody in line: it takes the
+        // lock only if it is free and nobody's turn, and never one handed
+        // to this process (that is its waiters', told by message).
+        let (me, code, spare) = match wait {
+            Wait::Not | Wait::Now => ("", "0", SmallStr::from("")),
+            Wait::InLine => (me.as_str(), "1", SmallStr::from("")),
+            Wait::InLineWithMore => (me.as_str(), "2", owner::mint()),
+        };
+        let args = line_args(owner, &ttl, me, &[code, &spare]);
+        return in_line("acquire", &scripts().line_acquire, layout, key, args);
+    }
     let full_key = layout.lock(key);
     let counter = layout.counter(&full_key);
     Request::script(
         "acquire",
         &scripts().acquire,
         vec![full_key, counter],
-        vec![owner.into(), whole_ms(ttl_ms).to_string().into_bytes()],
+        vec![owner.into(), ttl.into_bytes()],
     )
 }
 
-/// Delete `key` if `owner` holds it, announcing the release.
+/// Delete `key` if `owner` holds it, announcing the release; where waiters
+/// wait in line, handing it to the first (`scripts::LINE_RELEASE`).
 pub fn release_lock(layout: &Layout, key: &str, owner: &str) -> Request {
+    if let Some(me) = &layout.line {
+        let args = line_args(owner, "0", me, &[]);
+        return in_line("release", &scripts().line_release, layout, key, args);
+    }
     let full_key = layout.lock(key);
     let announce = channel(&full_key).into_bytes();
     Request::script(
@@ -41,14 +63,62 @@ pub fn release_lock(layout: &Layout, key: &str, owner: &str) -> Request {
     )
 }
 
-/// Set `key`'s TTL if `owner` holds it.
-pub fn extend_lock(layout: &Layout, key: &str, owner: &str, ttl_ms: f64) -> Request {
+/// Set `key`'s TTL if `owner` holds it; where waiters wait in line, this
+/// claims a lock handed over, and with `more` of this process waiting
+/// keeps its place at the back.
+pub fn extend_lock(layout: &Layout, key: &str, owner: &str, ttl_ms: f64, more: bool) -> Request {
+    let ttl = whole_ms(ttl_ms).to_string();
+    if let Some(me) = &layout.line {
+        let spare = if more {
+            owner::mint()
+        } else {
+            SmallStr::from("")
+        };
+        let code = if more { "2" } else { "0" };
+        let args = line_args(owner, &ttl, me, &[code, &spare]);
+        return in_line("extend", &scripts().line_extend, layout, key, args);
+    }
     Request::script(
         "extend",
         &scripts().extend,
         vec![layout.lock(key)],
-        vec![owner.into(), whole_ms(ttl_ms).to_string().into_bytes()],
+        vec![owner.into(), ttl.into_bytes()],
     )
+}
+
+/// This store's place in `key`'s line goes (`scripts::LINE_LEAVE`); None
+/// where there is no line.
+pub fn leave_line(layout: &Layout, key: &str) -> Option<Request> {
+    let me = layout.line.as_ref()?;
+    let args = line_args("", "0", me, &[]);
+    Some(in_line(
+        "leaveLine",
+        &scripts().line_leave,
+        layout,
+        key,
+        args,
+    ))
+}
+
+/// The arguments every line script takes (see `scripts::line_prelude`),
+/// then `more`.
+fn line_args(owner: &str, ttl: &str, me: &str, more: &[&str]) -> Vec<Vec<u8>> {
+    let (lease, claim) = (LEASE_MS.to_string(), CLAIM_MS.to_string());
+    [owner, ttl, me, &lease, &claim, WAKE]
+        .iter()
+        .chain(more)
+        .map(|arg| arg.as_bytes().to_vec())
+        .collect()
+}
+
+fn in_line(
+    name: &'static str,
+    lua: &'static Lua,
+    layout: &Layout,
+    key: &str,
+    args: Vec<Vec<u8>>,
+) -> Request {
+    Request::script(name, lua, layout.line_keys(key), args)
 }
 
 /// Who holds `key` (read by [`owned_by`]).
@@ -116,12 +186,50 @@ fn int(value: Value) -> Result<i64, Misread> {
 
 /// The readers of the replies.
 ///
-/// A fencing token, or nil: not taken.
+/// A fencing token, or nil: not taken; or a lock handed to this process.
 pub fn token(value: Value) -> Result<Acquired, Misread> {
     match value {
         Value::Nil => Ok(Acquired::Refused),
         Value::Int(token) => Ok(Acquired::Fenced(u64::try_from(token).unwrap_or(0))),
+        Value::Array(pair) => {
+            let (owner, token) = handed(pair)?;
+            Ok(Acquired::Handed { owner, token })
+        }
         _ => Err("something other than a fencing token or nil"),
+    }
+}
+
+/// What a plain lock's release did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The owner did not hold it.
+    NotHeld,
+    Released,
+    /// Released, and handed to this process's first in line: for this owner, with this token.
+    HandedHere(SmallStr, u64),
+}
+
+/// 1 or 0, or the owner and token of a lock handed to this process.
+pub fn release(value: Value) -> Result<Release, Misread> {
+    match value {
+        Value::Array(pair) => {
+            let (owner, token) = handed(pair)?;
+            Ok(Release::HandedHere(owner, token))
+        }
+        value if one(value.clone())? => Ok(Release::Released),
+        _ => Ok(Release::NotHeld),
+    }
+}
+
+/// `[owner, token]`: a lock handed over.
+fn handed(pair: Vec<Value>) -> Result<(SmallStr, u64), Misread> {
+    match pair.as_slice() {
+        [Value::BulkString(owner), Value::Int(token)] => {
+            let owner =
+                std::str::from_utf8(owner).map_err(|_| "an owner token that is not text")?;
+            Ok((SmallStr::from(owner), u64::try_from(*token).unwrap_or(0)))
+        }
+        _ => Err("something other than an owner and a token"),
     }
 }
 
@@ -176,6 +284,7 @@ mod tests {
         Layout {
             prefix: "p:".into(),
             cluster,
+            line: None,
         }
     }
 
@@ -218,6 +327,7 @@ mod tests {
         let bad = Layout {
             prefix: "{}".into(),
             cluster: true,
+            line: None,
         };
         let refused = holds(&bad, HoldOp::Acquire, Hold::Read, "k", "me", 10.0);
         assert!(matches!(refused, Err(StoreError::Type(m)) if m.contains("prefix")));

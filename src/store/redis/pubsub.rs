@@ -1,4 +1,5 @@
-//! Hearing releases announced by other clients.
+//! Hearing releases announced by other clients, and locks handed to this
+//! process from a line.
 //!
 //! The release script publishes the key on `keel:released:<key>`. While this
 //! process has waiters for a key, a second connection subscribes to that
@@ -7,7 +8,11 @@
 //! stays as the fallback: a lost announcement (or a release by a client that
 //! does not announce, like the docs' ioredis store) costs latency, never
 //! correctness. A cluster broadcasts PUBLISH to every node, so the subscriber
-//! listens on any one node, and moves to the next if it goes away.
+//! listens on any one node, and moves to the next if it goes away. Where a
+//! plain lock's waiters wait in line (one server: `store::line`), nothing is
+//! announced for them: the subscriber follows this store's own channel,
+//! `keel:wake:<id>`, from its first waiter on, and hears there each lock
+//! handed to it.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -17,10 +22,10 @@ use futures_util::StreamExt;
 use redis::Client;
 use tokio::sync::mpsc;
 
-use super::layout::{channel, heard};
+use super::layout::{channel, heard, WAKE};
 use super::RedisStore;
-use crate::store::follow::{pause_taking, OnReleased};
-use crate::store::Hold;
+use crate::store::follow::{pause_taking, OnReleased, Released};
+use crate::store::{line, Hold};
 
 /// A request to the subscriber task: follow (or stop following) a channel.
 pub type Watch = (String, bool);
@@ -35,19 +40,25 @@ impl RedisStore {
         key: &str,
         on: bool,
     ) -> Option<impl Future<Output = ()> + Send + 'static> {
-        let full_key = self.shared.layout.of(hold, key);
-        self.shared
-            .follower
-            .follow((channel(&full_key), on), |inbox, on_released| {
-                let options = &self.shared.options;
-                subscriber(
-                    self.shared.clients.clone(),
-                    options.prefix.clone(),
-                    options.connect_timeout,
-                    inbox,
-                    on_released,
-                )
-            })
+        let layout = &self.shared.layout;
+        let wake = layout.line.as_ref().map(|me| format!("{WAKE}{me}"));
+        let watch = match (hold, &wake) {
+            // Its own channel serves every key: followed once, kept.
+            (Hold::Lock, Some(_)) if !on => return None,
+            (Hold::Lock, Some(wake)) => (wake.clone(), true),
+            _ => (channel(&layout.of(hold, key)), on),
+        };
+        self.shared.follower.follow(watch, |inbox, on_released| {
+            let options = &self.shared.options;
+            subscriber(
+                self.shared.clients.clone(),
+                options.prefix.clone(),
+                wake,
+                options.connect_timeout,
+                inbox,
+                on_released,
+            )
+        })
     }
 }
 
@@ -57,6 +68,7 @@ impl RedisStore {
 async fn subscriber(
     clients: Vec<Client>,
     prefix: String,
+    wake: Option<String>,
     connect_timeout: Duration,
     mut inbox: mpsc::UnboundedReceiver<Watch>,
     on_released: OnReleased,
@@ -98,11 +110,16 @@ async fn subscriber(
                 }
                 message = stream.next() => match message {
                     Some(message) => {
-                        if let Ok(full_key) = message.get_payload::<String>() {
-                            if let Some(key) = full_key.strip_prefix(prefix.as_str()) {
-                                let (released, key) = heard(key);
-                                on_released(released, key.to_owned());
+                        let Ok(text) = message.get_payload::<String>() else { continue };
+                        if wake.as_deref() == Some(message.get_channel_name()) {
+                            if let Some((token, owner, full_key)) = line::parse(&text) {
+                                if let Some(key) = full_key.strip_prefix(prefix.as_str()) {
+                                    on_released(Released::Handed, line::told(token, owner, key));
+                                }
                             }
+                        } else if let Some(key) = text.strip_prefix(prefix.as_str()) {
+                            let (released, key) = heard(key);
+                            on_released(released, key.to_owned());
                         }
                     }
                     None => healthy = false,

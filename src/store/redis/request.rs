@@ -8,12 +8,12 @@ use redis::{Cmd, Script};
 
 use super::scripts::{
     ACQUIRE, EXTEND, HOLD_ACQUIRE, HOLD_COUNT, HOLD_EXTEND, HOLD_LEFT, HOLD_RELEASE, HOLD_WAITS,
-    HOLD_WITHDRAW, RELEASE,
+    HOLD_WITHDRAW, LINE_ACQUIRE, LINE_EXTEND, LINE_LEAVE, LINE_RELEASE, RELEASE,
 };
 use crate::store::HoldOp;
 
 /// The scripts a connection may have loaded, by index.
-pub const SCRIPTS: usize = 10;
+pub const SCRIPTS: usize = 14;
 
 /// A script: its text, the redis crate's handle on it (with its SHA1,
 /// made once), and its index among [`SCRIPTS`].
@@ -23,12 +23,17 @@ pub struct Lua {
     pub script: Script,
 }
 
-/// The scripts the store runs: a plain lock's three, and one per operation
-/// on the other kinds of hold.
+/// The scripts the store runs: a plain lock's three (and their forms whose
+/// waiters wait in line, with leaving the line), and one per operation on
+/// the other kinds of hold.
 pub struct Scripts {
     pub acquire: Lua,
     pub release: Lua,
     pub extend: Lua,
+    pub line_acquire: Lua,
+    pub line_release: Lua,
+    pub line_extend: Lua,
+    pub line_leave: Lua,
     holds: [Lua; 7],
 }
 
@@ -69,6 +74,10 @@ pub fn scripts() -> &'static Scripts {
                 lua(8, HOLD_COUNT),
                 lua(9, HOLD_WITHDRAW),
             ],
+            line_acquire: lua(10, LINE_ACQUIRE),
+            line_release: lua(11, LINE_RELEASE),
+            line_extend: lua(12, LINE_EXTEND),
+            line_leave: lua(13, LINE_LEAVE),
         }
     })
 }

@@ -36,6 +36,138 @@ end
 return 0
 "#;
 
+/// What every script of a plain lock whose waiters wait in line on the
+/// server starts with (a single server: on a Cluster the line would not
+/// share the lock's hash slot, and the scripts above serve). KEYS: [1] the
+/// lock, [2] the fencing counter, [3] the line (a sorted set of waiting
+/// processes, by arrival, in µs on the server's clock), [4] each waiting
+/// process's entry: `<place lapses at, ms> <owner>`, the owner token a
+/// hand-over makes the lock, or, once the lock went to it, `handed <token>
+/// <owner>` until it claims it. ARGV: [1] an owner token, [2] a TTL in ms,
+/// [3] this process's id ("" for a caller that never waits), [4] how long a
+/// place in line lasts without being renewed, [5] how long a lock handed
+/// over is held before its new holder claims it (a holder that died
+/// meanwhile keeps it no longer), [6] where processes are told (`<that> ..
+/// <id>`), [7] for an acquire: "0" never wait, "1" wait in line if refused,
+/// "2" the same, and more wait here behind this one: keep a place at the
+/// back, for [8], a spare owner token.
+macro_rules! line_prelude {
+    () => {
+        r#"local t = redis.call("time")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local owner, ttl, me = ARGV[1], ARGV[2], ARGV[3]
+local lease, claim, wake = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local function keep()
+  redis.call("pexpire", KEYS[3], lease + claim)
+  redis.call("pexpire", KEYS[4], lease + claim)
+end
+local function wait_in_line(who, next)
+  redis.call("zadd", KEYS[3], "NX", tonumber(t[1]) * 1000000 + tonumber(t[2]), who)
+  redis.call("hset", KEYS[4], who, (now + lease) .. " " .. next)
+  keep()
+end
+local function leave_line(who)
+  redis.call("zrem", KEYS[3], who)
+  redis.call("hdel", KEYS[4], who)
+end
+local function head()
+  while true do
+    local first = redis.call("zrange", KEYS[3], 0, 0)[1]
+    if not first then return nil end
+    local till, next = string.match(redis.call("hget", KEYS[4], first) or "", "^(%d+) (.+)$")
+    if till and tonumber(till) > now then return first, next end
+    leave_line(first)
+  end
+end
+local function handed_mark(who)
+  local token, handed = string.match(redis.call("hget", KEYS[4], who) or "", "^handed (%d+) (.+)$")
+  return handed, token
+end
+local function hand_over()
+  local first, next = head()
+  if not first then return nil end
+  redis.call("set", KEYS[1], next, "PX", claim)
+  local token = redis.call("incr", KEYS[2])
+  redis.call("zrem", KEYS[3], first)
+  redis.call("hset", KEYS[4], first, "handed " .. token .. " " .. next)
+  keep()
+  if first ~= me then redis.call("publish", wake .. first, token .. " " .. next .. " " .. KEYS[1]) end
+  return first, next, token
+end
+"#
+    };
+}
+
+/// Take the lock if it is free and nobody else's turn, or if it was handed
+/// to this process (claimed now, for this acquire's TTL: the handed owner
+/// and its token come back); if refused, wait in line. A lock that is free
+/// while it is someone else's turn (its TTL ran out, or the one it went to
+/// never claimed it) goes to the first in line.
+pub const LINE_ACQUIRE: &str = concat!(
+    line_prelude!(),
+    r#"if me ~= "" then
+  local handed, token = handed_mark(me)
+  if handed then
+    redis.call("hdel", KEYS[4], me)
+    if redis.call("get", KEYS[1]) == handed then
+      redis.call("pexpire", KEYS[1], ttl)
+      if ARGV[7] == "2" then wait_in_line(me, ARGV[8]) end
+      return {handed, tonumber(token)}
+    end
+  end
+end
+local first = head()
+if not first or first == me then
+  if redis.call("set", KEYS[1], owner, "PX", ttl, "NX") or redis.call("get", KEYS[1]) == owner then
+    if first then leave_line(me) end
+    if ARGV[7] == "2" then wait_in_line(me, ARGV[8]) end
+    return redis.call("incr", KEYS[2])
+  end
+elseif redis.call("exists", KEYS[1]) == 0 then
+  hand_over()
+end
+if ARGV[7] ~= "0" and me ~= "" then wait_in_line(me, owner) end
+return false
+"#
+);
+
+/// Compare-and-delete, then the lock goes to the first in line: told by
+/// message, or in the reply (the handed owner and its token) when that is
+/// this process.
+pub const LINE_RELEASE: &str = concat!(
+    line_prelude!(),
+    r#"if redis.call("get", KEYS[1]) ~= owner then return 0 end
+redis.call("del", KEYS[1])
+if me ~= "" and handed_mark(me) == owner then redis.call("hdel", KEYS[4], me) end
+local to, next, token = hand_over()
+if to == me then return {next, token} end
+return 1
+"#
+);
+
+/// Compare-and-extend; a lock handed to this process is claimed by it (and,
+/// with more of it waiting, it keeps a place at the back).
+pub const LINE_EXTEND: &str = concat!(
+    line_prelude!(),
+    r#"if redis.call("get", KEYS[1]) ~= owner then return 0 end
+if me ~= "" and handed_mark(me) == owner then redis.call("hdel", KEYS[4], me) end
+if ARGV[7] == "2" then wait_in_line(me, ARGV[8]) end
+return redis.call("pexpire", KEYS[1], ttl)
+"#
+);
+
+/// Every waiter of this process gave up: it leaves the line (a lock handed
+/// to it meanwhile goes on to the next).
+pub const LINE_LEAVE: &str = concat!(
+    line_prelude!(),
+    r#"local handed = handed_mark(me)
+if handed and redis.call("get", KEYS[1]) == handed then redis.call("del", KEYS[1]) end
+leave_line(me)
+if redis.call("exists", KEYS[1]) == 0 then hand_over() end
+return 1
+"#
+);
+
 /// What every script on a semaphore or a read-write key starts with. KEYS:
 /// [1] the holds (a semaphore's permits or a read-write key's readers: a
 /// sorted set of owner -> expiry, in ms on the server's clock), [2] the

@@ -89,16 +89,17 @@ fn every_operation_answers(harness: &Harness, store: &RedisStore) {
         Hold::Read,
         Hold::Write,
     );
-    let Ok(Acquired::Fenced(first)) = harness.settle(store.acquire(lock, "k", "a", 10_000.0))
+    let Ok(Acquired::Fenced(first)) =
+        harness.settle(store.acquire(lock, "k", "a", 10_000.0, Wait::Not))
     else {
         panic!("the first acquire takes the lock with a token");
     };
     assert!(matches!(
-        harness.settle(store.acquire(lock, "k", "b", 10_000.0)),
+        harness.settle(store.acquire(lock, "k", "b", 10_000.0, Wait::Not)),
         Ok(Acquired::Refused)
     ));
     assert!(
-        matches!(harness.settle(store.acquire(lock, "k", "a", 10_000.0)), Ok(Acquired::Fenced(t)) if t > first),
+        matches!(harness.settle(store.acquire(lock, "k", "a", 10_000.0, Wait::Not)), Ok(Acquired::Fenced(t)) if t > first),
         "an acquire sent again finds its own lock"
     );
     assert_eq!(harness.settle(store.holds(lock, "k", "a")).ok(), Some(true));
@@ -142,12 +143,12 @@ fn every_operation_answers(harness: &Harness, store: &RedisStore) {
 
     for owner in ["a", "b"] {
         assert!(matches!(
-            harness.settle(store.acquire(permit, "s", owner, 10_000.0)),
+            harness.settle(store.acquire(permit, "s", owner, 10_000.0, Wait::Not)),
             Ok(Acquired::Fenced(_))
         ));
     }
     assert!(matches!(
-        harness.settle(store.acquire(permit, "s", "c", 10_000.0)),
+        harness.settle(store.acquire(permit, "s", "c", 10_000.0, Wait::Not)),
         Ok(Acquired::Refused)
     ));
     assert_eq!(harness.settle(store.holders(permit, "s")).ok(), Some(2.0));
@@ -166,11 +167,11 @@ fn every_operation_answers(harness: &Harness, store: &RedisStore) {
     assert_eq!(harness.settle(store.holders(permit, "s")).ok(), Some(1.0));
 
     assert!(matches!(
-        harness.settle(store.acquire(read, "rw", "r1", 10_000.0)),
+        harness.settle(store.acquire(read, "rw", "r1", 10_000.0, Wait::Not)),
         Ok(Acquired::Fenced(_))
     ));
     assert!(matches!(
-        harness.settle(store.acquire(write, "rw", "w", 10_000.0)),
+        harness.settle(store.acquire(write, "rw", "w", 10_000.0, Wait::Not)),
         Ok(Acquired::Refused)
     ));
     assert_eq!(
@@ -183,7 +184,7 @@ fn every_operation_answers(harness: &Harness, store: &RedisStore) {
         Some(true)
     );
     assert!(matches!(
-        harness.settle(store.acquire(write, "rw", "w", 10_000.0)),
+        harness.settle(store.acquire(write, "rw", "w", 10_000.0, Wait::Not)),
         Ok(Acquired::Fenced(_))
     ));
     assert_eq!(
@@ -209,11 +210,105 @@ fn on_tokio_every_operation_answers_the_same() {
     every_operation_answers(&harness, &store);
 }
 
+/// `op`'s answer.
+fn ok<T: 'static>(harness: &Harness, op: Op<T>) -> T {
+    harness.settle(op).expect("an answer")
+}
+
+/// Two stores (two processes, as the line sees them) waiting in line for
+/// one key: a release hands the lock to the first in line, for the owner
+/// it left there, held for the claim window until claimed; an attempt made
+/// after the hand-over claims it; a release that hands it to its own store
+/// says so in the reply; an attempt that does not wait never gets in line.
+fn the_line_hands_the_lock_over_in_order(
+    harness: &Harness,
+    make: &dyn Fn(OnReleased) -> RedisStore,
+) {
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let tell = |told: &Arc<Mutex<Vec<(Released, String)>>>| -> OnReleased {
+        let told = Arc::clone(told);
+        Arc::new(move |released, text| told.lock().expect("told").push((released, text)))
+    };
+    let (a, b) = (make(tell(&told)), make(tell(&told)));
+    let lock = Hold::Lock;
+    assert!(matches!(
+        ok(harness, a.acquire(lock, "k", "a1", 10_000.0, Wait::Not)),
+        Acquired::Fenced(_)
+    ));
+    assert_eq!(
+        ok(harness, b.acquire(lock, "k", "b1", 10_000.0, Wait::Now)),
+        Acquired::Refused
+    );
+    assert_eq!(
+        ok(harness, b.acquire(lock, "k", "b1", 10_000.0, Wait::InLine)),
+        Acquired::Refused
+    );
+    assert_eq!(
+        ok(harness, a.acquire(lock, "k", "a2", 10_000.0, Wait::InLine)),
+        Acquired::Refused
+    );
+    // Handed to b, the first in line, for the owner it left there.
+    assert!(ok(harness, a.release(lock, "k", "a1")));
+    assert!(ok(harness, b.holds(lock, "k", "b1")));
+    let left = ok(harness, b.remaining(lock, "k", None)).unwrap_or(0.0);
+    assert!(
+        left > 0.0 && left <= line::CLAIM_MS as f64,
+        "held {left} ms until claimed"
+    );
+    assert!(ok(harness, b.claim("k", "b1", 10_000.0, false)));
+    assert!(
+        ok(harness, b.remaining(lock, "k", None)).unwrap_or(0.0) > 5_000.0,
+        "claimed for its TTL"
+    );
+    // Handed on to a; its next attempt (its message still on the way) claims it.
+    assert!(ok(harness, b.release(lock, "k", "b1")));
+    let Acquired::Handed { owner, token } =
+        ok(harness, a.acquire(lock, "k", "a3", 10_000.0, Wait::InLine))
+    else {
+        panic!("the lock handed over");
+    };
+    assert_eq!(owner.as_str(), "a2");
+    assert!(token > 0);
+    assert!(ok(harness, a.remaining(lock, "k", None)).unwrap_or(0.0) > 5_000.0);
+    // a first in line when it releases: handed to itself, in the reply.
+    assert_eq!(
+        ok(harness, a.acquire(lock, "k", "a4", 10_000.0, Wait::InLine)),
+        Acquired::Refused
+    );
+    assert!(ok(harness, a.release(lock, "k", "a2")));
+    let here = told.lock().expect("told").clone();
+    let Some((Released::Handed, text)) = here.last() else {
+        panic!("told of the hand-over: {here:?}");
+    };
+    assert!(matches!(line::parse(text), Some((_, "a4", "k"))), "{text}");
+    assert!(ok(harness, a.claim("k", "a4", 10_000.0, false)));
+    assert!(ok(harness, a.release(lock, "k", "a4")));
+    // Nobody in line: a release frees it.
+    assert!(!ok(harness, a.would_wait(lock, "k")));
+}
+
+#[test]
+fn on_the_event_loop_the_line_hands_the_lock_over_in_order() {
+    let (server, harness) = (Server::start(), Harness::new());
+    let make = |told: OnReleased| {
+        RedisStore::new(server.options(), Some(told), Some(&harness.make_host())).expect("a store")
+    };
+    the_line_hands_the_lock_over_in_order(&harness, &make);
+}
+
+#[test]
+fn on_tokio_the_line_hands_the_lock_over_the_same() {
+    let (server, harness) = (Server::start(), Harness::new());
+    let make =
+        |told: OnReleased| RedisStore::new(server.options(), Some(told), None).expect("a store");
+    the_line_hands_the_lock_over_in_order(&harness, &make);
+}
+
 #[test]
 fn on_the_event_loop_scripts_the_server_forgot_are_loaded_again() {
     let (server, harness) = (Server::start(), Harness::new());
     let store = on_loop(&harness, server.options());
-    let acquired = harness.settle(store.acquire(Hold::Lock, "k", "a", 10_000.0));
+    let acquired = harness.settle(store.acquire(Hold::Lock, "k", "a", 10_000.0, Wait::Not));
     assert!(matches!(acquired, Ok(Acquired::Fenced(_))));
     assert_eq!(
         server.command(&["SCRIPT", "FLUSH"]).as_deref(),
@@ -239,7 +334,7 @@ fn on_the_event_loop_a_connection_the_server_killed_is_made_again() {
         matches!(killed.as_deref(), Some(n) if n.starts_with(':')),
         "{killed:?}"
     );
-    let acquired = harness.settle(store.acquire(Hold::Lock, "k", "a", 10_000.0));
+    let acquired = harness.settle(store.acquire(Hold::Lock, "k", "a", 10_000.0, Wait::Not));
     assert!(matches!(acquired, Ok(Acquired::Fenced(_))), "{acquired:?}");
 }
 

@@ -1,0 +1,58 @@
+//! The line a plain lock's waiters wait in on a server, one place per
+//! process, as the stores that keep one share it: how long a place lasts,
+//! how long a lock handed over waits to be claimed, and what a hand-over
+//! tells the process it went to.
+//!
+//! A waiter refused by the server takes its process's place at the back of
+//! the key's line (or keeps it), leaving there the owner token a hand-over
+//! will make the lock. A release hands the lock straight to the first
+//! process in line whose place has not lapsed and tells that process alone,
+//! so nobody else wakes and nobody races; within the process the first of
+//! its waiters takes it. A place lapses [`LEASE_MS`] after its process last
+//! asked, so a process that died while waiting holds nobody up for longer;
+//! a lock handed over is held [`CLAIM_MS`] until its new holder claims it
+//! for its TTL, so one handed to a process that died meanwhile is free again
+//! that soon, not a whole TTL later.
+
+/// How long a place in line lasts after its process last asked.
+pub const LEASE_MS: u64 = 600;
+
+/// How often a waiting process asks again, at the longest, so its place
+/// does not lapse while it lives.
+pub const RENEW_MS: u64 = 200;
+
+/// How long a lock handed over is held before its new holder claims it.
+pub const CLAIM_MS: u64 = 500;
+
+/// A hand-over as the process it went to is told: the fencing token, the
+/// owner token the lock now has, and the key (as the lock names it).
+pub fn told(token: u64, owner: &str, key: &str) -> String {
+    format!("{token} {owner} {key}")
+}
+
+/// The parts of a hand-over's text written by [`told`] (after the store's
+/// own framing), if it is one.
+pub fn parse(text: &str) -> Option<(u64, &str, &str)> {
+    let (token, rest) = text.split_once(' ')?;
+    let (owner, key) = rest.split_once(' ')?;
+    Some((token.parse().ok()?, owner, key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hand_over_reads_back_with_any_key() {
+        let text = told(7, "a-b", "in voice 42");
+        assert_eq!(parse(&text), Some((7, "a-b", "in voice 42")));
+        assert_eq!(parse("x a k"), None);
+        assert_eq!(parse("7 a"), None);
+    }
+
+    #[test]
+    fn a_place_outlives_its_renewals_and_a_claim_is_sooner_than_a_second() {
+        assert!(RENEW_MS * 2 < LEASE_MS);
+        assert!(CLAIM_MS + LEASE_MS / 2 < 1_000);
+    }
+}
