@@ -96,7 +96,8 @@ async function burstAcrossProcesses(name, retryDelay) {
  * of 1 ms, `retryDelay` 50): sections/s, Jain's fairness over the 16,
  * timeouts, overlaps, and on Redis the lock attempts the server ran per
  * critical section (seen by MONITOR: a `SET ... NX` on the key, or a script
- * on it that sets it with `NX`), first attempts included.
+ * on it that sets it if it is free: with `NX`, or after checking that it
+ * does not exist), first attempts included.
  */
 async function fairAcrossProcesses(name) {
   const key = `across:${Math.random()}`
@@ -123,24 +124,34 @@ async function fairAcrossProcesses(name) {
 /** Counts the lock attempts on `key` the Redis server runs until `stop()`, which returns them. */
 async function monitorAttempts(key) {
   const bodies = new Map()
-  const takes = (/** @type {string} */ script) => /["']set["']\s*,[^)]*["']NX["']/i.test(script)
+  const takes = (/** @type {string} */ script) =>
+    /["']set["']\s*,[^)]*["']NX["']/i.test(script) || (/["']exists["']/i.test(script) && /["']set["']/i.test(script) && !/["']del["']/i.test(script))
+  // MONITOR shows a script with its newlines (and other controls) escaped: its SHA is the real text's.
+  const sha1 = (/** @type {string} */ shown) =>
+    createHash('sha1')
+      .update(shown.replace(/\\(x[0-9a-fA-F]{2}|[nrtab\\"])/g, (_, c) => (c.length === 3 ? String.fromCharCode(parseInt(c.slice(1), 16)) : { n: '\n', r: '\r', t: '\t', a: '\x07', b: '\b', '\\': '\\', '"': '"' }[c])))
+      .digest('hex')
+  // The lock's key, or a key a lock keeps it under (`mutex:<key>`).
+  const onKey = (/** @type {string[]} */ keys) => keys.some((k) => k.endsWith(key))
   let attempts = 0
   const base = new Redis(server.url)
   // Scripts run from now on are sent in full first, so each is seen before its SHA is.
   await base.script('FLUSH')
   const monitor = await base.monitor()
-  monitor.on('monitor', (_, args) => {
+  monitor.on('monitor', (_, args, source) => {
+    // What a script runs inside is shown too: the script is the attempt.
+    if (source === 'lua') return
     const [command, ...rest] = args.map(String)
     const name = command.toLowerCase()
     if (name === 'set') {
-      if (rest[0] === key && rest.some((a) => a.toUpperCase() === 'NX')) attempts++
+      if (onKey([rest[0]]) && rest.some((a) => a.toUpperCase() === 'NX')) attempts++
     } else if (name === 'eval' || name === 'evalsha') {
       let script = rest[0]
-      if (name === 'eval') bodies.set(createHash('sha1').update(script).digest('hex'), script)
+      if (name === 'eval') bodies.set(sha1(script), script)
       else script = bodies.get(script) ?? ''
-      if (rest[2] === key && takes(script)) attempts++
+      if (onKey(rest.slice(2, 2 + Number(rest[1]))) && takes(script)) attempts++
     } else if (name === 'script' && rest[0]?.toLowerCase() === 'load') {
-      bodies.set(createHash('sha1').update(rest[1]).digest('hex'), rest[1])
+      bodies.set(sha1(rest[1]), rest[1])
     }
   })
   return {

@@ -18,7 +18,7 @@ const { isThenable, noop } = require('./check.js')
 const { isUnreachable } = require('./errors.js')
 const { timer, cancel, realNow } = require('./timers.js')
 const { withdraw } = require('./marks.js')
-const { waitersOf, takeTicket, firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, firstTake, noteRefused } = require('./waiting.js')
+const { waitersOf, takeTicket, firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, firstTake, noteAsked } = require('./waiting.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
 /** @typedef {import('./hold.js').Target} Target */
@@ -210,17 +210,19 @@ class Waiter {
       // queue formed meanwhile), and looks again at once if a release came.
       if (this.timeLeft() > 0) {
         enqueue(this, { lookNow: this.again, crossed: true })
-        return noteRefused(this, this.since)
+        return noteAsked(this.queue, this.since)
       }
       return this.leaveBeforeQueueing(() => this.resolve(refused(this.want)))
     }
     // Taken: the next waiter polls later, as the lock has just been taken again
     // (unless more may hold it at once: then it tries now, and readers together).
     if (grant !== null) {
+      // (Got in with more waiting here: the process kept a place in line.)
+      if (inLine(this.want)) noteAsked(this.queue, this.since)
       const next = this.want.together === true ? NEXT.readers : this.want.shared === true ? NEXT.now : NEXT.later
       return leave(this, () => this.took(grant), next)
     }
-    noteRefused(this, this.since)
+    noteAsked(this.queue, this.since)
     // A reader that tried with the one ahead of it waits for its turn at the head.
     if (this.queue?.[0] !== this) return
     if (this.again) return this.attempt()
@@ -295,10 +297,15 @@ class Waiter {
     const { handle, key, ttlMs, ops } = this.want
     hold.extras().heldFor = Math.min(LINE_CLAIM_MS, ttlMs)
     const sent = realNow()
-    const after = (/** @type {boolean} */ claimed) => (claimed ? hold.extended(sent, ttlMs) : hold.markLost())
     // A claim the store could not answer leaves the hold to its claim window.
     // With more waiting here, the process keeps a place at the back of the line.
-    const more = /** @type {Waiter[]} */ (this.queue).length > 0
+    const queue = /** @type {Waiter[]} */ (this.queue)
+    const more = queue.length > 0
+    const after = (/** @type {boolean} */ claimed) => {
+      if (!claimed) return hold.markLost()
+      hold.extended(sent, ttlMs)
+      if (more) noteAsked(queue, sent)
+    }
     try {
       const claimed = /** @type {NonNullable<import('./protocol.js').StoreOps['claim']>} */ (ops.claim)(handle, key, owner, ttlMs, more)
       if (isThenable(claimed)) /** @type {Promise<boolean>} */ (claimed).then(after, noop)

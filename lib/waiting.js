@@ -19,7 +19,7 @@
  * the step.
  */
 
-const { laneOf, inLine, opsOf, LINE_RENEW_MS } = require('./protocol.js')
+const { laneOf, inLine, opsOf, LINE_RENEW_MS, LINE_CLAIM_MS } = require('./protocol.js')
 const { realNow } = require('./timers.js')
 const { isThenable, noop } = require('./check.js')
 const { onAnnouncedRelease, onClosed } = require('./stores.js')
@@ -90,14 +90,15 @@ function waitersOf(handle, lane) {
 }
 
 /**
- * Per lane queue in a store's line: when the latest attempt its store
- * answered "refused" was sent (realNow). The lock can only have been handed
- * to this process after that attempt ran, so a hand-over's hold runs from
- * no earlier.
+ * Per lane queue in a store's line: when the latest request that left this
+ * process's place in line, and was answered, was sent (realNow): an attempt
+ * refused, an attempt or claim that got in with more waiting here (which
+ * keeps a place at the back). The lock is handed over only for an owner such
+ * a request left, after it ran, so a hand-over's hold runs from no earlier.
  *
  * @type {WeakMap<Waiter[], number>}
  */
-const refusedAt = new WeakMap()
+const askedAt = new WeakMap()
 
 /**
  * Owner tokens of locks handed to this thread, per store handle, once one
@@ -127,23 +128,22 @@ function firstTake(handle, owner) {
 }
 
 /**
- * A waiter in a store's line was refused: its lane's hand-overs run from no
- * earlier than when that attempt was sent.
+ * A request of `queue`'s that left this process's place in its store's line
+ * was answered: the lane's hand-overs run from no earlier than when it was sent.
  *
- * @param {Waiter} waiter
+ * @param {Waiter[] | undefined} queue
  * @param {number} sent
  */
-function noteRefused(waiter, sent) {
-  const queue = waiter.queue
-  if (queue !== undefined && (refusedAt.get(queue) ?? 0) < sent) refusedAt.set(queue, sent)
+function noteAsked(queue, sent) {
+  if (queue !== undefined && (askedAt.get(queue) ?? 0) < sent) askedAt.set(queue, sent)
 }
 
 /**
  * A lock handed to this thread from its store's line (`<token> <owner>
  * <key>`): the first waiter of its lane takes it; with none left, it goes
  * back, and on to the next in line. A hand-over that came long after this
- * lane was last refused may have lapsed unclaimed: the first waiter asks
- * instead (its attempt claims the lock if it is still this thread's).
+ * lane last asked may have lapsed unclaimed: the first waiter asks instead
+ * (its attempt claims the lock if it is still this thread's).
  *
  * @param {object} handle
  * @param {string} text
@@ -161,8 +161,9 @@ function handedOver(handle, text) {
     const capabilities = /** @type {Want['capabilities']} */ ({ waitsInLine: true })
     return giveBack({ handle, key, lane: key, ops: opsOf(handle), capabilities }, owner)
   }
-  const since = refusedAt.get(/** @type {Waiter[]} */ (queue)) ?? 0
-  if (realNow() - since > LINE_RENEW_MS) {
+  // (Within half the claim window, the claim surely lands in it.)
+  const since = askedAt.get(/** @type {Waiter[]} */ (queue)) ?? 0
+  if (realNow() - since > LINE_CLAIM_MS / 2) {
     handedTaken.get(handle)?.delete(owner)
     return head.attempt()
   }
@@ -366,4 +367,4 @@ function leaveLine({ handle, key, ops }) {
   } catch {}
 }
 
-module.exports = { waitersOf, takeTicket, firstTryInFlight, enqueue, wake, pollLater, giveBack, NEXT, leave, firstTake, noteRefused }
+module.exports = { waitersOf, takeTicket, firstTryInFlight, enqueue, wake, pollLater, giveBack, NEXT, leave, firstTake, noteAsked }
