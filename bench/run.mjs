@@ -182,7 +182,10 @@ for (let round = 0; round < settings.rounds; round++) {
   for (const [scenario, run] of SCENARIOS.filter(([s]) => !pick || pick.includes(s[0]))) {
     for (const name of order) {
       opened[name].install?.()
-      record(scenario, name, await run(opened[name]))
+      const figures = await run(opened[name]).catch((error) => {
+        throw new Error(`${scenario}, ${name}: ${error.message}`, { cause: error })
+      })
+      record(scenario, name, figures)
     }
   }
   for (const retryDelay of !pick || pick.includes('4') ? [50, 5] : []) {

@@ -40,7 +40,8 @@
 //!   hold), `ops.rs` (each operation once: request and reply reader),
 //!   `layout.rs`, `scripts.rs`, `request.rs`, `transport.rs` (event loop or
 //!   Tokio, chosen once), `connection.rs`, `fencing.rs`, `errors.rs`,
-//!   `pubsub.rs`, `options.rs`, `wire/`, `tests.rs`.
+//!   `pubsub.rs`, `options.rs`, `wire/`, `tests.rs`, `line_tests.rs` (the
+//!   line a plain lock's waiters wait in, against a real server).
 //! - `src/store/redis/wire/`: `mod.rs` (Redis's protocol on the event loop),
 //!   `connect.rs` (opening and greeting a connection).
 //! - `src/store/postgres/`: `mod.rs` (the store, one dispatch on the kind of

@@ -95,6 +95,31 @@ function within(ms, promise, what) {
   return Promise.race([promise, late]).finally(() => clearTimeout(timer))
 }
 
+test('RedisLockStore: a release the server forgot the script of still comes before the next acquire', async () => {
+  // The server forgets its scripts (SCRIPT FLUSH) and learns the acquire's
+  // again from another client: this store's release is refused as unknown
+  // while the acquire sent right after it is not. Both go again, in order.
+  const { store } = await behindProxy('RedisLockStore')
+  const key = uniqueKey('flushed')
+  assert.deepEqual(await lock(key, 30_000).run(() => 1), [true, 1])
+  const client = new Redis(redis.url)
+  const other = new RedisLockStore({ url: redis.url })
+  try {
+    await client.script('FLUSH')
+    assert.equal(await other.acquire(uniqueKey('other'), 'someone', 1_000), true)
+    for (let i = 0; i < 3; i++) {
+      assert.deepEqual(await lock(key, 30_000).run(() => i), [true, i])
+      assert.deepEqual(await lock(key, 30_000).runImmediately(() => i), [true, i], `run ${i}: the release came first`)
+      await client.script('FLUSH')
+      assert.equal(await other.acquire(uniqueKey('other'), 'someone', 1_000), true)
+    }
+  } finally {
+    client.disconnect()
+    await other.close()
+  }
+  assert.equal(await store.isLocked(key), false)
+})
+
 for (const name of Object.keys(STORES)) {
   test(`${name}: run() ends once its release is written, while the answer is still on its way`, async () => {
     const { proxy, store } = await behindProxy(name)

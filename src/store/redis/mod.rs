@@ -319,4 +319,6 @@ impl LockStore for RedisStore {
 }
 
 #[cfg(test)]
+mod line_tests;
+#[cfg(test)]
 mod tests;

@@ -61,14 +61,17 @@ impl Wire for Redis {
             .map_err(|_| "it sent something that is not a Redis reply".to_owned())
     }
 
-    fn verdict(session: &mut Session, request: &Request, answer: &Value) -> Verdict {
-        // A script the server does not know (flushed, or a restart it
-        // survived): sent again as EVAL, which loads it.
+    fn verdict(_session: &mut Session, request: &Request, answer: &Value) -> Verdict {
+        // A script the server forgot (SCRIPT FLUSH, or evicted): it did not
+        // run, but what was sent after it did. Sent again alone, it would
+        // run after them: a run()'s release after the next acquire of its
+        // key, which run() no longer waits for. So it and everything after
+        // it go again, in order, on a fresh connection, where each script
+        // goes as EVAL first (every operation may be sent again: `errors`).
         match (answer, request.lua()) {
-            (Value::ServerError(e), Some(lua)) if e.code() == "NOSCRIPT" => {
-                session.loaded[lua.index] = false;
-                Verdict::SendAgain
-            }
+            (Value::ServerError(e), Some(_)) if e.code() == "NOSCRIPT" => Verdict::Broken(
+                "the server forgot its scripts (SCRIPT FLUSH): what was sent after goes again, in order".to_owned(),
+            ),
             _ => Verdict::Deliver,
         }
     }
