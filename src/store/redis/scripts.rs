@@ -104,6 +104,15 @@ end
 /// while it is someone else's turn (its TTL ran out, or the one it went to
 /// never claimed it) goes to the first in line.
 pub const LINE_ACQUIRE: &str = concat!(
+    r#"
+-- Nobody in line, nothing handed over: a plain set-if-absent, as fast as one.
+if redis.call("exists", KEYS[3], KEYS[4]) == 0 then
+  if redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2], "NX") or redis.call("get", KEYS[1]) == ARGV[1] then
+    return redis.call("incr", KEYS[2])
+  end
+  if ARGV[7] == "0" or ARGV[3] == "" then return false end
+end
+"#,
     line_prelude!(),
     r#"if me ~= "" then
   local handed, token = handed_mark(me)
@@ -135,6 +144,13 @@ return false
 /// message, or in the reply (the handed owner and its token) when that is
 /// this process.
 pub const LINE_RELEASE: &str = concat!(
+    r#"
+-- Nobody in line, nothing handed over: a plain compare-and-delete.
+if redis.call("exists", KEYS[3], KEYS[4]) == 0 then
+  if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end
+  return 0
+end
+"#,
     line_prelude!(),
     r#"if redis.call("get", KEYS[1]) ~= owner then return 0 end
 redis.call("del", KEYS[1])
