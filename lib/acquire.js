@@ -196,8 +196,10 @@ class Waiter {
       if (grant !== null && ownerOf(grant) !== this.handedOwner) giveBack(this.want, grant)
       return
     }
-    // A lock handed over can come twice (by message, and in this reply): taken once.
-    if (grant !== null && !this.gaveUp && inLine(this.want) && !firstTake(this.want.handle, ownerOf(grant))) grant = null
+    // A lock handed over can come twice (by message, and in this reply): taken
+    // once, by whoever it reached first (even one that gave up, which gives
+    // it back: never one another waiter here already holds).
+    if (grant !== null && inLine(this.want) && !firstTake(this.want.handle, ownerOf(grant))) grant = null
     const first = this.queue === undefined
     if (first) firstTryInFlight(this, false)
     // It gave up while this attempt was in flight: whatever it took goes back.
