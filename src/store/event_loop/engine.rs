@@ -108,15 +108,10 @@ impl<W: Wire> Engine<W> {
         self.schedule_write();
     }
 
-    /// Whether something submitted still waits to be written to the socket.
-    pub(super) fn unsent(&self) -> bool {
-        self.conn.borrow().unsent()
-    }
-
     /// Call `sent` once everything submitted so far is written to the
     /// socket (in the kernel's send buffer, so it reaches the server even if
     /// the process exits next), or never will be (the connection failed: the
-    /// requests' own replies say so). Called from JS, when [`Engine::unsent`].
+    /// requests' own replies say so). Called from JS, while something is unsent.
     pub(super) fn when_sent(&self, sent: Box<dyn FnOnce()>) {
         self.on_sent.borrow_mut().push(sent);
     }
@@ -124,7 +119,7 @@ impl<W: Wire> Engine<W> {
     /// Tell those waiting that what they submitted went out, if it all has
     /// (`scoped` as in [`Engine::follow`]). Returns whether anyone was told.
     fn tell_sent(&self, scoped: bool) -> bool {
-        if self.on_sent.borrow().is_empty() || self.unsent() {
+        if self.on_sent.borrow().is_empty() || self.conn.borrow().unsent() {
             return false;
         }
         let told = std::mem::take(&mut *self.on_sent.borrow_mut());

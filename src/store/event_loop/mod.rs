@@ -249,6 +249,13 @@ impl<W: Wire> Direct<W> {
         (thread::current().id() == self.thread).then(|| Local(Rc::clone(&self.local.0)))
     }
 
+    /// [`Local::sent`] from any thread: at once off the connections' own
+    /// thread (nothing of it is sent from there).
+    pub fn sent(&self, key: &str) -> super::Op<()> {
+        self.local()
+            .map_or(super::Op::Ready(Ok(())), |local| local.sent(key))
+    }
+
     /// Close the connections; requests waiting fail as closed, later ones too.
     pub fn close(&self) {
         if let Some(local) = self.local() {
@@ -303,7 +310,7 @@ impl<W: Wire> Local<W> {
         let Some(engine) = engines.get(route(key, engines.len())) else {
             return Op::Ready(Ok(()));
         };
-        if !engine.unsent() {
+        if !engine.conn.borrow().unsent() {
             return Op::Ready(Ok(()));
         }
         let engine = Rc::clone(engine);

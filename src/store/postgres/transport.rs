@@ -49,9 +49,7 @@ impl Transport {
     /// settle at once).
     pub fn sent(&self, key: &str) -> Op<()> {
         match self {
-            Transport::EventLoop(direct) => direct
-                .local()
-                .map_or(Op::Ready(Ok(())), |local| local.sent(key)),
+            Transport::EventLoop(direct) => direct.sent(key),
             Transport::Tokio(_) => Op::Ready(Ok(())),
         }
     }

@@ -88,9 +88,7 @@ impl Transport {
     /// event loop's; Tokio's writes are not seen, and settle at once).
     pub fn sent(&self, key: &str) -> Op<()> {
         match self {
-            Transport::EventLoop(direct) => direct
-                .local()
-                .map_or(Op::Ready(Ok(())), |local| local.sent(key)),
+            Transport::EventLoop(direct) => direct.sent(key),
             Transport::Tokio => Op::Ready(Ok(())),
         }
     }
