@@ -6,13 +6,14 @@
 // Writes bench/results.json.
 
 import { spawn, spawnSync } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
+import pg from 'pg'
 import { writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { startRedis } from '../support/servers.mjs'
 import { startPostgres } from '../support/postgres.mjs'
+import { shaOfShown } from '../support/monitor.mjs'
 import { IMPLEMENTATIONS } from './implementations.mjs'
 import { sequential, distinctKeys, contended, burst, gaps, percentile, mean, median } from './scenarios.mjs'
 
@@ -26,7 +27,7 @@ const settings = quick
   : { rounds: 5, ms: 1_500, contendedMs: 5_000, bursts: 3, acrossMs: 5_000 }
 
 const server = await startRedis()
-const postgres = await startPostgres({ durable: true })
+const postgres = await startPostgres({ durable: true, statements: 'top' })
 process.env.REDIS_URL = server.url
 process.env.POSTGRES_URL = postgres.url
 const names = Object.keys(IMPLEMENTATIONS).filter((n) => !only || only.some((o) => n.includes(o)))
@@ -94,21 +95,22 @@ async function burstAcrossProcesses(name, retryDelay) {
 /**
  * (5) 16 workers in 4 processes looping on one key for `acrossMs` (sections
  * of 1 ms, `retryDelay` 50): sections/s, Jain's fairness over the 16,
- * timeouts, overlaps, and on Redis the lock attempts the server ran per
- * critical section (seen by MONITOR: a `SET ... NX` on the key, or a script
- * on it that sets it if it is free: with `NX`, or after checking that it
- * does not exist), first attempts included.
+ * timeouts, overlaps, and the lock attempts the server ran per critical
+ * section, first attempts included: on Redis seen by MONITOR (a `SET ... NX`
+ * on the key, or a script on it that sets it if it is free: with `NX`, or
+ * after checking that it does not exist); on PostgreSQL counted by
+ * pg_stat_statements (`countAttempts`).
  */
 async function fairAcrossProcesses(name) {
   const key = `across:${Math.random()}`
   const onRedis = IMPLEMENTATIONS[name].backend === 'redis'
-  const watching = onRedis ? await monitorAttempts(key) : undefined
+  const watching = onRedis ? await monitorAttempts(key) : await countAttempts()
   const startAt = Date.now() + 2_000
   const children = Array.from({ length: 4 }, () =>
     runChild([name, key, String(startAt), String(settings.acrossMs), '4'], 'fair-child.mjs'),
   )
   const results = await Promise.all(children)
-  const attempts = watching?.stop()
+  const attempts = await watching.stop()
   const counts = results.flatMap((r) => r.counts)
   const total = counts.reduce((a, b) => a + b, 0)
   const fairness = total === 0 ? 0 : total ** 2 / (counts.length * counts.reduce((a, b) => a + b * b, 0))
@@ -121,16 +123,35 @@ async function fairAcrossProcesses(name) {
   }
 }
 
+/**
+ * Counts the lock attempts PostgreSQL runs until `stop()`, which resolves to
+ * them (nothing else runs then): each attempt's first statement, ours the one
+ * that inserts into the lock table, the docs' store's the delete of an expired
+ * row it starts every attempt with (its failed inserts are errors, which
+ * pg_stat_statements does not count).
+ */
+async function countAttempts() {
+  const client = new pg.Client(postgres.url)
+  await client.connect()
+  await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
+  await client.query('SELECT pg_stat_statements_reset()')
+  return {
+    async stop() {
+      const { rows } = await client.query(
+        `SELECT coalesce(sum(calls), 0) AS n FROM pg_stat_statements
+          WHERE (query ILIKE 'WITH %INSERT INTO locks %') OR (query ILIKE 'DELETE FROM locks WHERE key = $1 AND expires_at <=%')`,
+      )
+      await client.end()
+      return Number(rows[0].n)
+    },
+  }
+}
+
 /** Counts the lock attempts on `key` the Redis server runs until `stop()`, which returns them. */
 async function monitorAttempts(key) {
   const bodies = new Map()
   const takes = (/** @type {string} */ script) =>
     /["']set["']\s*,[^)]*["']NX["']/i.test(script) || (/["']exists["']/i.test(script) && /["']set["']/i.test(script) && !/["']del["']/i.test(script))
-  // MONITOR shows a script with its newlines (and other controls) escaped: its SHA is the real text's.
-  const sha1 = (/** @type {string} */ shown) =>
-    createHash('sha1')
-      .update(shown.replace(/\\(x[0-9a-fA-F]{2}|[nrtab\\"])/g, (_, c) => (c.length === 3 ? String.fromCharCode(parseInt(c.slice(1), 16)) : { n: '\n', r: '\r', t: '\t', a: '\x07', b: '\b', '\\': '\\', '"': '"' }[c])))
-      .digest('hex')
   // The lock's key, or a key a lock keeps it under (`mutex:<key>`).
   const onKey = (/** @type {string[]} */ keys) => keys.some((k) => k.endsWith(key))
   let attempts = 0
@@ -147,11 +168,11 @@ async function monitorAttempts(key) {
       if (onKey([rest[0]]) && rest.some((a) => a.toUpperCase() === 'NX')) attempts++
     } else if (name === 'eval' || name === 'evalsha') {
       let script = rest[0]
-      if (name === 'eval') bodies.set(sha1(script), script)
+      if (name === 'eval') bodies.set(shaOfShown(script), script)
       else script = bodies.get(script) ?? ''
       if (onKey(rest.slice(2, 2 + Number(rest[1]))) && takes(script)) attempts++
     } else if (name === 'script' && rest[0]?.toLowerCase() === 'load') {
-      bodies.set(sha1(rest[1]), rest[1])
+      bodies.set(shaOfShown(rest[1]), rest[1])
     }
   })
   return {

@@ -140,8 +140,8 @@ const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
  *   (`sent`), and a key's later operations reach the server behind it (Redis, PostgreSQL, on
  *   the event loop): run() ends once its release is on its way, not a round trip later
  * @property {boolean} waitsInLine a plain lock's waiters wait in a line on the server, one place per
- *   process (RedisLockStore on one server): a release hands the lock to the first in line and tells
- *   its process alone; the lock arrives as a hand-over (lib/waiting.js), its holder claims it for
+ *   process (RedisLockStore on one server, PostgresLockStore): a release hands the lock to the
+ *   first in line and tells its process alone; the lock arrives as a hand-over (lib/waiting.js), its holder claims it for
  *   its TTL, and a process whose waiters all gave up leaves the line (`leaveLine`)
  * @property {boolean} writtenInJs a LockStore written in JS, reached through lib/js-store.js:
  *   semaphores over permit slots, read-write locks through its own methods

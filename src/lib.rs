@@ -31,9 +31,12 @@
 //! - `src/store/`: `mod.rs` (the seam: one `LockStore` trait), `hold.rs` (the
 //!   kinds of hold and what an acquire answers), `options.rs`, `tls.rs`,
 //!   `follow.rs` (announced releases), `line.rs` (the line a plain lock's
-//!   waiters wait in on a server), `memory/`, `redis/`, `postgres/`, and
+//!   waiters wait in on a server), `line/`, `memory/`, `redis/`,
+//!   `postgres/`, and
 //!   `event_loop/` (what the server stores share: a connection on the JS
 //!   thread's event loop for any protocol that describes itself).
+//! - `src/store/line/`: `contract.rs` (what every store that keeps a line
+//!   does with it, run by each such store's tests).
 //! - `src/store/memory/`: `mod.rs` (the store), `shared.rs` (semaphores and
 //!   read-write keys), `tests.rs`.
 //! - `src/store/redis/`: `mod.rs` (the store, one dispatch on the kind of
@@ -47,9 +50,11 @@
 //! - `src/store/postgres/`: `mod.rs` (the store, one dispatch on the kind of
 //!   hold), `ops.rs` (each operation once: statement, parameters, key and
 //!   answer reader), `answer.rs` (the answer either transport reads, and
-//!   its readers), `sql.rs`, `transport.rs` (event loop or Tokio, chosen
-//!   once), `via_loop.rs`, `wire/`, `via_tokio.rs`, `pool.rs`, `listen.rs`,
-//!   `errors.rs`, `options.rs`, `tests.rs`.
+//!   its readers), `sql.rs`, `holds_sql.rs` (the function of semaphores and
+//!   read-write locks), `line_sql.rs` (the line's table and function),
+//!   `transport.rs` (event loop or Tokio, chosen once), `via_loop.rs`,
+//!   `wire/`, `via_tokio.rs`, `pool.rs`, `listen.rs`, `errors.rs`,
+//!   `options.rs`, `tests.rs`, `line_tests.rs`.
 //! - `src/store/postgres/wire/`: `mod.rs` (PostgreSQL's protocol on the event
 //!   loop), `connect.rs` (TCP and TLS), `session.rs` (logging in, preparing).
 //! - `src/store/event_loop/`: `mod.rs` (the protocol seam, `Wire`, and the

@@ -23,13 +23,15 @@ export async function postgresForTests() {
  * free port). With `password`, the `postgres` user needs it (scram-sha-256).
  * Commits do not wait for their WAL (faster tests) unless `durable`: then a
  * crash (`stop()`) loses nothing committed, as on a server left at its defaults.
+ * With `statements` ('top', or true: nested ones too), it counts the
+ * statements it runs (pg_stat_statements, whose extension the caller creates).
  * With `tls: { cert, key }` (PEM), the server speaks TLS with that certificate,
  * listens on 127.0.0.1 and 127.0.0.2, and accepts TLS connections only.
  * Returns `{ url, socketUrl, port, log(), stop(), start(), restart(), close() }`:
  * `stop()` kills the server (immediate mode, as a crash would), `start()`
  * brings it back on the same port and data, `log()` is the server's log.
  */
-export async function startPostgres({ password, durable = false, tls } = {}) {
+export async function startPostgres({ password, durable = false, tls, statements = false } = {}) {
   const bin = postgresBin()
   if (!bin) throw new Error(`${missing('postgresql')} (these tests start their own cluster with initdb and pg_ctl)`)
   const port = await freePort()
@@ -68,7 +70,10 @@ export async function startPostgres({ password, durable = false, tls } = {}) {
   const settings =
     `-p ${port} -k ${dir} -c listen_addresses=${listen} -c fsync=off -c full_page_writes=off` +
     (durable ? '' : ' -c synchronous_commit=off') +
-    (tls ? ' -c ssl=on' : '')
+    (tls ? ' -c ssl=on' : '') +
+    (statements
+      ? ` -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=${statements === true ? 'all' : statements}`
+      : '')
   const start = () => {
     try {
       run('pg_ctl', ['-D', data, '-l', logFile, '-w', '-t', '30', '-o', settings, 'start'])

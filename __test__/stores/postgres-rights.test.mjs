@@ -1,11 +1,12 @@
 // PostgresLockStore for a user who may not create objects (PostgreSQL 15's
 // default for the public schema): plain locks work with only the table and
-// its sequence, semaphores need the holds table and function too, a missing
+// its sequence (their waiters then wait on their own, not in a line), semaphores need the holds table and function too, a missing
 // object is named in the error with where to get the SQL that makes it, and
 // PostgresLockStore.schema() is that SQL, run once by a user who may.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import pg from 'pg'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { lock, semaphore, setLockStore, PostgresLockStore } from '@shaferllc/keel/core'
 import { uniqueKey } from '../../support/servers.mjs'
 import { startPostgres } from '../../support/postgres.mjs'
@@ -54,6 +55,14 @@ test('with only the table and its sequence: plain locks work; a semaphore fails 
   setLockStore(store)
   const key = uniqueKey('plain')
   assert.deepEqual(await lock(key, 5_000).run(async () => 'locked'), [true, 'locked'])
+  // Nor the line: its waiters wait on their own, and still get in when the holder lets go.
+  const held = lock(key, 5_000)
+  assert.equal(await held.acquire(), true)
+  const waiting = lock(key, 5_000).acquire({ timeout: 5_000, retryDelay: 50 })
+  await sleep(100)
+  assert.equal(await held.release(), true)
+  assert.equal(await waiting, true)
+  assert.equal((await admin.query("SELECT to_regclass('plain_only_line') AS line")).rows[0].line, null)
   await assert.rejects(semaphore(uniqueKey('permits'), 2, 5_000).acquire(), (e) => {
     assert.equal(e.code, 'ERR_LOCK_STORE_POSTGRES', e.message)
     assert.match(e.message, /plain_only_hold_[0-9a-f]{8}\(.*\) does not exist/)

@@ -43,7 +43,8 @@ impl Hold {
 }
 
 /// Whether a plain lock's acquire that is refused waits in the store's
-/// line, on a store that keeps one (RedisLockStore on one server).
+/// line, on a store that keeps one (RedisLockStore on one server,
+/// PostgresLockStore).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
     /// Outside the lock: the store's own `acquire(key, owner, ttl)`, for

@@ -14,6 +14,12 @@
 //! for its TTL, so one handed to a process that died meanwhile is free again
 //! that soon, not a whole TTL later.
 
+#[cfg(test)]
+pub mod contract;
+
+use super::follow::{Follower, Released};
+use crate::text::SmallStr;
+
 /// How long a place in line lasts after its process last asked.
 pub const LEASE_MS: u64 = 600;
 
@@ -41,6 +47,33 @@ pub fn parse(text: &str) -> Option<(u64, &str, &str)> {
     let (token, rest) = text.split_once(' ')?;
     let (owner, key) = rest.split_once(' ')?;
     Some((token.parse().ok()?, owner, key))
+}
+
+/// What a plain lock's release did, where its waiters wait in line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The owner did not hold it.
+    NotHeld,
+    Released,
+    /// Released (`true`: while it was still held), and handed to this
+    /// process's first in line: for this owner, with this token.
+    HandedHere(bool, SmallStr, u64),
+}
+
+impl Release {
+    /// Whether the owner held it; a lock handed to this process in the
+    /// answer goes to its waiters (through `follower`) as one told by
+    /// message would.
+    pub fn tell<W: Send + 'static>(self, key: &str, follower: &Follower<W>) -> bool {
+        match self {
+            Release::NotHeld => false,
+            Release::Released => true,
+            Release::HandedHere(held, owner, token) => {
+                follower.report(Released::Handed, told(token, &owner, key));
+                held
+            }
+        }
+    }
 }
 
 #[cfg(test)]

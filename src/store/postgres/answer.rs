@@ -3,7 +3,9 @@
 //! instead when the answer is not one it takes.
 
 use super::ops::SWEEP_BATCH;
+use crate::store::line::Release;
 use crate::store::Acquired;
+use crate::text::SmallStr;
 
 /// What an operation reads of the server's answer, from either transport:
 /// the first column of the first row in PostgreSQL's text form (`None`: no
@@ -56,9 +58,85 @@ pub(super) fn token(answer: Answer) -> Result<Acquired, &'static str> {
     ))
 }
 
+/// The line's acquire: no row or NULL (refused), a fencing token, or
+/// `h <token> <owner>`: a lock handed to this process, claimed.
+pub(super) fn line_token(answer: Answer) -> Result<Acquired, &'static str> {
+    match answer.first {
+        None | Some(None) => Ok(Acquired::Refused),
+        Some(Some(text)) => match text.strip_prefix("h ") {
+            Some(handed) => {
+                let (token, owner) = handed_to_us(handed)?;
+                Ok(Acquired::Handed { owner, token })
+            }
+            None => text
+                .parse()
+                .map(Acquired::Fenced)
+                .map_err(|_| "something other than a fencing token"),
+        },
+    }
+}
+
+/// The line's release: `1` or `0` (whether it held the lock), then
+/// ` <token> <owner>` when the lock went on to this process.
+/// (Sent as the plain release, `answer::released`'s answer.)
+pub(super) fn line_release(answer: Answer) -> Result<Release, &'static str> {
+    let text = match answer.first {
+        None => return Ok(Release::NotHeld),
+        Some(Some(text)) if text == "t" => return Ok(Release::Released),
+        Some(Some(text)) if text == "f" => return Ok(Release::NotHeld),
+        Some(Some(text)) => text,
+        Some(None) => return Err("NULL where a release's answer belongs"),
+    };
+    let (held, handed) = match text.split_once(' ') {
+        Some((held, handed)) => (held, Some(handed)),
+        None => (text.as_str(), None),
+    };
+    let held = match held {
+        "1" => true,
+        "0" => false,
+        _ => return Err("something other than a release's answer"),
+    };
+    Ok(match handed {
+        Some(handed) => {
+            let (token, owner) = handed_to_us(handed)?;
+            Release::HandedHere(held, owner, token)
+        }
+        None if held => Release::Released,
+        None => Release::NotHeld,
+    })
+}
+
+/// `<token> <owner>`: a lock handed to this process.
+fn handed_to_us(text: &str) -> Result<(u64, SmallStr), &'static str> {
+    let (token, owner) = text
+        .split_once(' ')
+        .ok_or("a hand-over without its owner")?;
+    let token = token.parse().map_err(|_| "a hand-over without its token")?;
+    Ok((token, SmallStr::from(owner)))
+}
+
+/// The line's claim: `1` done, `0` not. (Sent as the plain extend: the
+/// one row it changed.)
+pub(super) fn line_done(answer: Answer) -> Result<bool, &'static str> {
+    match answer.first {
+        None => Ok(answer.changed == 1),
+        Some(Some(text)) if text == "1" => Ok(true),
+        Some(Some(text)) if text == "0" => Ok(false),
+        _ => Err("something other than 1 or 0"),
+    }
+}
+
+/// The line's leave: only that it answered (sent as a plain read, whatever that says).
+pub(super) fn line_left(_answer: Answer) -> Result<(), &'static str> {
+    Ok(())
+}
+
 /// A release: true when it deleted the owner's live row.
-pub(super) fn released(answer: Answer) -> Result<bool, &'static str> {
-    Ok(first_bool(&answer)? == Some(true))
+pub(super) fn released(answer: Answer) -> Result<Release, &'static str> {
+    Ok(match first_bool(&answer)? {
+        Some(true) => Release::Released,
+        _ => Release::NotHeld,
+    })
 }
 
 /// An extend: true when it moved the owner's live row's expiry.
@@ -160,9 +238,9 @@ mod tests {
 
     #[test]
     fn a_release_is_true_only_for_a_true_row() {
-        assert_eq!(released(row("t")), Ok(true));
-        assert_eq!(released(row("f")), Ok(false));
-        assert_eq!(released(no_row()), Ok(false));
+        assert_eq!(released(row("t")), Ok(Release::Released));
+        assert_eq!(released(row("f")), Ok(Release::NotHeld));
+        assert_eq!(released(no_row()), Ok(Release::NotHeld));
         assert_eq!(released(null()), Err("something other than true or false"));
         assert_eq!(
             released(row("yes")),
@@ -215,6 +293,36 @@ mod tests {
             assert_eq!(read(row("x")), Err("something other than a number"));
         }
         assert_eq!(hold_nothing(no_row()), Err("no row"));
+    }
+
+    #[test]
+    fn the_line_answers_tokens_hand_overs_and_releases() {
+        assert_eq!(line_token(row("42")), Ok(Acquired::Fenced(42)));
+        assert_eq!(line_token(null()), Ok(Acquired::Refused));
+        assert_eq!(line_token(no_row()), Ok(Acquired::Refused));
+        assert_eq!(
+            line_token(row("h 7 a-b")),
+            Ok(Acquired::Handed {
+                owner: SmallStr::from("a-b"),
+                token: 7
+            })
+        );
+        assert!(line_token(row("h 7")).is_err());
+        assert_eq!(line_release(row("1")), Ok(Release::Released));
+        assert_eq!(line_release(row("0")), Ok(Release::NotHeld));
+        assert_eq!(
+            line_release(row("0 9 o")),
+            Ok(Release::HandedHere(false, SmallStr::from("o"), 9))
+        );
+        assert!(line_release(row("yes")).is_err());
+        assert_eq!(line_done(row("1")), Ok(true));
+        assert_eq!(line_done(row("0")), Ok(false));
+        assert!(line_done(null()).is_err());
+        // Sent as the plain statements, on a database without the line.
+        assert_eq!(line_release(row("t")), Ok(Release::Released));
+        assert_eq!(line_release(no_row()), Ok(Release::NotHeld));
+        assert_eq!(line_done(changed(1)), Ok(true));
+        assert_eq!(line_done(changed(0)), Ok(false));
     }
 
     #[test]

@@ -15,6 +15,9 @@
 //! listening, the store notifies itself through its own URL; if that does
 //! not arrive soon, it warns once (`listenUrl` names a server to listen on
 //! directly) and its waiters go on polling.
+//!
+//! The same connection listens on this store's own channel of the line
+//! (`line_sql`), where a lock handed to this process is announced to it alone.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -24,10 +27,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
 
+use super::line_sql::WAKE_CHANNEL;
 use super::pool::{connect, Opener};
 use super::PostgresStore;
 use crate::store::follow::{pause_taking, OnReleased, OnWarning, Released};
-use crate::store::Hold;
+use crate::store::{line, Hold};
 
 /// How long the store's own notification may take to reach its listener
 /// before it warns that notifications do not arrive.
@@ -59,6 +63,7 @@ impl PostgresStore {
             .follower
             .follow(((released, key.to_owned()), on), |inbox, on_released| {
                 listener(
+                    format!("{WAKE_CHANNEL}{}", shared.me),
                     Arc::clone(&shared.listen_opener),
                     Arc::clone(&shared.opener),
                     shared.options.connect_timeout,
@@ -76,6 +81,7 @@ impl PostgresStore {
 /// once that a notification sent through `store` (the store's own URL)
 /// arrives, and warns through `on_warning` if not.
 async fn listener(
+    wake: String,
     opener: Arc<Opener>,
     store: Arc<Opener>,
     connect_timeout: Duration,
@@ -97,6 +103,7 @@ async fn listener(
         let listening = tokio::time::timeout(connect_timeout, async {
             let client = connect(&opener, Some(sender)).await?;
             client.batch_execute(&opener.sql.listen).await?;
+            client.batch_execute(&format!("LISTEN \"{wake}\"")).await?;
             Ok::<_, tokio_postgres::Error>(client)
         })
         .await;
@@ -139,6 +146,10 @@ async fn listener(
                         {
                             probe = None;
                             checked = true;
+                        } else if channel == wake {
+                            if line::parse(&payload).is_some() {
+                                on_released(Released::Handed, payload);
+                            }
                         } else if let Some(heard) = heard(&opener.sql.holds_channel, channel, payload) {
                             keys.announced(heard);
                         }

@@ -26,6 +26,10 @@
 
 mod answer;
 mod errors;
+mod holds_sql;
+mod line_sql;
+#[cfg(test)]
+mod line_tests;
 mod listen;
 mod ops;
 mod options;
@@ -58,6 +62,7 @@ use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased, OnWarning};
 use super::tls::client_config;
 use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
+use crate::owner;
 
 struct Shared {
     options: PostgresOptions,
@@ -70,6 +75,17 @@ struct Shared {
     swept: Mutex<Option<Instant>>,
     /// The listener of announced releases, once anyone waits.
     follower: Follower<Watch>,
+    /// This store's id in the lines of plain locks (`line_sql`).
+    me: String,
+}
+
+impl Shared {
+    /// This store's id in the lines, unless the database was found
+    /// without them (until a connection knows, the line's statements are
+    /// planned, and sent as plain ones if it has none: `Statement::as_sent`).
+    fn line(&self) -> Option<&str> {
+        (!self.opener.sql.line_missing()).then_some(self.me.as_str())
+    }
 }
 
 pub struct PostgresStore {
@@ -121,6 +137,7 @@ impl PostgresStore {
                 on_warning,
                 swept: Mutex::new(None),
                 follower: Follower::new(on_released),
+                me: owner::mint().as_str().to_owned(),
             }),
             // On Tokio, unless a loop to drive the connections is given and
             // the URL names what it can reach (`via_loop::on_event_loop`).
@@ -153,16 +170,9 @@ impl PostgresStore {
 /// one statement per operation; the other kinds are one call each of the
 /// hold function (both in `ops`).
 impl LockStore for PostgresStore {
-    fn acquire(
-        &self,
-        hold: Hold,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
-        _wait: Wait,
-    ) -> Op<Acquired> {
+    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired> {
         self.run(match hold {
-            Hold::Lock => ops::acquire_lock(key, owner, ttl_ms),
+            Hold::Lock => ops::acquire_lock(key, owner, ttl_ms, self.shared.line(), wait),
             _ => ops::hold(
                 HoldOp::Acquire,
                 hold,
@@ -175,10 +185,21 @@ impl LockStore for PostgresStore {
     }
 
     fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
-        self.run(match hold {
-            Hold::Lock => ops::release_lock(key, owner),
-            _ => ops::hold(HoldOp::Release, hold, key, owner, 1.0, answer::hold_done),
-        })
+        match hold {
+            Hold::Lock => {
+                let (shared, key) = (Arc::clone(&self.shared), key.to_owned());
+                self.run(ops::release_lock(&key, owner, shared.line()))
+                    .map(move |release| release.tell(&key, &shared.follower))
+            }
+            _ => self.run(ops::hold(
+                HoldOp::Release,
+                hold,
+                key,
+                owner,
+                1.0,
+                answer::hold_done,
+            )),
+        }
     }
 
     fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
@@ -245,6 +266,20 @@ impl LockStore for PostgresStore {
             .map(|listener| -> Task { Box::pin(listener) })
     }
 
+    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: bool) -> Op<bool> {
+        match self.shared.line() {
+            Some(me) => self.run(ops::claim_lock(key, owner, ttl_ms, me, more)),
+            None => self.extend(Hold::Lock, key, owner, ttl_ms),
+        }
+    }
+
+    fn leave_line(&self, key: &str) -> Op<()> {
+        match self.shared.line() {
+            Some(me) => self.run(ops::leave_line(key, me)),
+            None => Op::Ready(Ok(())),
+        }
+    }
+
     fn close(&self) {
         self.shut();
     }
@@ -257,6 +292,10 @@ impl LockStore for PostgresStore {
         Capabilities {
             announces_releases: true,
             tells_when_sent: self.transport.tells_when_sent(),
+            // Where the database lacks the line's objects (and they cannot be
+            // made), nobody is handed a lock and waiters poll and listen as
+            // without a line.
+            waits_in_line: true,
             ..Capabilities::default()
         }
     }

@@ -12,10 +12,13 @@
 //! which takes a transaction advisory lock on the key first, so one key's
 //! operations run one at a time and each sees what the last committed.
 
+use super::answer::{line_done, line_left, line_release, line_token};
 use super::answer::{one_changed, released, remaining, token, yes_or_no, Reader};
 use super::sql::Statement;
+use crate::owner;
+use crate::store::line::Release;
 use crate::store::options::whole_ms;
-use crate::store::{Acquired, Hold, HoldOp, StoreError, StoreResult};
+use crate::store::{Acquired, Hold, HoldOp, StoreError, StoreResult, Wait};
 
 /// Expired rows deleted per sweep statement.
 pub(super) const SWEEP_BATCH: i64 = 500;
@@ -88,23 +91,93 @@ fn storable(texts: &[&str]) -> bool {
 // A plain lock's operations.
 
 /// Take `key` for `owner` (or find it already theirs: an acquire sent again
-/// after its reply was lost); fenced when taken.
-pub(super) fn acquire_lock(key: &str, owner: &str, ttl_ms: f64) -> Plan<Acquired> {
+/// after its reply was lost); fenced when taken. Where the database has the
+/// line (`line`: this process's id), it respects the line, and waits in it
+/// as `wait` says (`line_sql`).
+pub(super) fn acquire_lock(
+    key: &str,
+    owner: &str,
+    ttl_ms: f64,
+    line: Option<&str>,
+    wait: Wait,
+) -> Plan<Acquired> {
     if let Some(refused) = unstorable("acquire", key, owner) {
         return Plan::Known(Err(refused));
     }
-    let params = vec![text(key), text(owner), ttl_param(ttl_ms)];
-    let mut request = keyed("acquire", Statement::Acquire, key, params);
+    let (statement, params, read): (Statement, Vec<Param>, Reader<Acquired>) = match line {
+        Some(me) => {
+            // An attempt that does not wait asks as nobody in line: it takes
+            // the lock only if it is free and nobody's turn.
+            let (me, code) = match wait {
+                Wait::Not | Wait::Now => ("", 0),
+                Wait::InLine => (me, 1),
+                Wait::InLineWithMore => (me, 2),
+            };
+            let params = line_params(key, owner, ttl_param(ttl_ms), me, code);
+            (Statement::LineAcquire, params, line_token)
+        }
+        None => {
+            let params = vec![text(key), text(owner), ttl_param(ttl_ms)];
+            (Statement::Acquire, params, token)
+        }
+    };
+    let mut request = keyed("acquire", statement, key, params);
     request.starts_sweep = true;
-    Plan::Send(request, token)
+    Plan::Send(request, read)
 }
 
-pub(super) fn release_lock(key: &str, owner: &str) -> Plan<bool> {
+/// Give back `owner`'s lock; where the database has the line, it goes on
+/// to the first in line.
+pub(super) fn release_lock(key: &str, owner: &str, line: Option<&str>) -> Plan<Release> {
+    if !storable(&[key, owner]) {
+        return Plan::Known(Ok(Release::NotHeld));
+    }
+    match line {
+        Some(me) => {
+            let params = line_params(key, owner, Param::Int(0), me, 0);
+            Plan::Send(
+                keyed("release", Statement::LineRelease, key, params),
+                line_release,
+            )
+        }
+        None => {
+            let params = vec![text(key), text(owner)];
+            Plan::Send(keyed("release", Statement::Release, key, params), released)
+        }
+    }
+}
+
+/// Claim the lock handed to this process (`me`) for `owner`, for its TTL;
+/// with `more` of it waiting, keep a place at the back.
+pub(super) fn claim_lock(key: &str, owner: &str, ttl_ms: f64, me: &str, more: bool) -> Plan<bool> {
     if !storable(&[key, owner]) {
         return Plan::Known(Ok(false));
     }
-    let params = vec![text(key), text(owner)];
-    Plan::Send(keyed("release", Statement::Release, key, params), released)
+    let params = line_params(key, owner, ttl_param(ttl_ms), me, if more { 2 } else { 1 });
+    Plan::Send(keyed("extend", Statement::Claim, key, params), line_done)
+}
+
+/// This process (`me`) leaves `key`'s line.
+pub(super) fn leave_line(key: &str, me: &str) -> Plan<()> {
+    if !storable(&[key]) {
+        return Plan::Known(Ok(()));
+    }
+    let params = line_params(key, "", Param::Int(0), me, 0);
+    Plan::Send(keyed("leaveLine", Statement::Leave, key, params), line_left)
+}
+
+/// The six parameters of every statement of the line (`line_sql`); a
+/// spare owner token with `code` 2.
+fn line_params(key: &str, owner: &str, ttl: Param, me: &str, code: i64) -> Vec<Param> {
+    let spare = if code == 2 { owner::mint() } else { "".into() };
+    vec![
+        text(key),
+        text(owner),
+        ttl,
+        text(me),
+        Param::Int(code),
+        text(spare.as_str()),
+    ]
 }
 
 pub(super) fn extend_lock(key: &str, owner: &str, ttl_ms: f64) -> Plan<bool> {
@@ -177,11 +250,16 @@ pub(super) fn hold<T>(
 
 // Sweeping expired rows.
 
-/// One batch of a sweep: on no key's connection in particular.
-pub(super) fn sweep() -> Request {
+/// One batch of a sweep: on no key's connection in particular (with the
+/// line's lapsed places, where the database has the line).
+pub(super) fn sweep(line: bool) -> Request {
     Request {
         name: "sweep",
-        statement: Statement::Sweep,
+        statement: if line {
+            Statement::SweepWithLine
+        } else {
+            Statement::Sweep
+        },
         params: vec![Param::Int(SWEEP_BATCH)],
         route: None,
         starts_sweep: false,
@@ -195,7 +273,8 @@ mod tests {
 
     #[test]
     fn a_sweep_deletes_one_batch_on_any_connection() {
-        let request = sweep();
+        assert_eq!(sweep(true).statement, Statement::SweepWithLine);
+        let request = sweep(false);
         assert_eq!(request.statement, Statement::Sweep);
         assert_eq!(request.params, vec![Param::Int(SWEEP_BATCH)]);
         assert_eq!(request.route, None);
@@ -218,7 +297,7 @@ mod tests {
     #[test]
     fn each_operation_goes_on_its_keys_connection() {
         // A TTL is whole milliseconds, rounded up.
-        let acquire = sent(acquire_lock("k", "me", 1_000.4));
+        let acquire = sent(acquire_lock("k", "me", 1_000.4, None, Wait::Not));
         assert_eq!(acquire.statement, Statement::Acquire);
         assert_eq!(
             acquire.params,
@@ -231,7 +310,7 @@ mod tests {
         assert_eq!(acquire.route.as_deref(), Some("k"));
         assert!(acquire.starts_sweep);
         for request in [
-            sent(release_lock("k", "me")),
+            sent(release_lock("k", "me", None)),
             sent(extend_lock("k", "me", 5.0)),
             sent(lock_held_by("k", "me")),
             sent(lock_remaining("k")),
@@ -258,14 +337,17 @@ mod tests {
     fn a_nul_character_is_refused_where_it_would_be_stored_and_free_elsewhere() {
         let nul = "a\0b";
         assert!(matches!(
-            known(acquire_lock(nul, "me", 1.0)),
+            known(acquire_lock(nul, "me", 1.0, None, Wait::Not)),
             Err(StoreError::Type(_))
         ));
         assert!(matches!(
             known(hold(HoldOp::Release, Hold::Read, "k", nul, 1.0, hold_done)),
             Err(StoreError::Type(_))
         ));
-        assert!(matches!(known(release_lock(nul, "me")), Ok(false)));
+        assert!(matches!(
+            known(release_lock(nul, "me", Some("p"))),
+            Ok(Release::NotHeld)
+        ));
         assert!(matches!(known(extend_lock("k", nul, 1.0)), Ok(false)));
         assert!(matches!(known(lock_held_by(nul, "me")), Ok(false)));
         assert!(matches!(known(lock_remaining(nul)), Ok(None)));

@@ -155,6 +155,10 @@ impl Pool {
             // then fail naming the function they lack.
             let _ = client.batch_execute(&opener.sql.create_holds).await;
         }
+        // Nor the line: without it, each waiter waits on its own.
+        let line =
+            !ready(0) || ready(2) || client.batch_execute(&opener.sql.create_line).await.is_ok();
+        opener.sql.found_line(line);
         Ok(Conn {
             client,
             sql: Arc::clone(&opener.sql),

@@ -9,7 +9,14 @@
 //! `pg_notify` on a channel named after the table. Semaphores and
 //! read-write locks keep their holds in `<table>_holds`, one row per hold,
 //! and each of their operations is one call of the function `<table>_hold`
-//! (its body: [`HOLD_FUNCTION`]); their releases are announced on `<table>_holds`.
+//! (its body: `holds_sql`); their releases are announced on `<table>_holds`.
+//! A plain lock's waiters wait in `<table>_line` (`line_sql`).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use super::holds_sql::HOLD_FUNCTION;
+use super::line_sql::LineSql;
+use crate::store::line::{CLAIM_MS, LEASE_MS};
 
 /// The server's clock, epoch milliseconds, as a one-row `now(ms)`.
 const NOW: &str = "now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)";
@@ -47,12 +54,36 @@ pub enum Statement {
     Holds,
     Sweep,
     Hold,
+    /// The line's statements (`line_sql`), and the sweep with its places.
+    LineAcquire,
+    LineRelease,
+    Claim,
+    Leave,
+    SweepWithLine,
     /// Ends a connection's server session after it went silent (the event
     /// loop's fence: [`END_SESSION`]).
     EndSession,
 }
 
 impl Statement {
+    /// Every statement, in the order of [`Sql::statements`].
+    pub const ALL: [Statement; 14] = [
+        Statement::Acquire,
+        Statement::Release,
+        Statement::Extend,
+        Statement::IsLocked,
+        Statement::RemainingTime,
+        Statement::Holds,
+        Statement::Sweep,
+        Statement::Hold,
+        Statement::LineAcquire,
+        Statement::LineRelease,
+        Statement::Claim,
+        Statement::Leave,
+        Statement::SweepWithLine,
+        Statement::EndSession,
+    ];
+
     /// Its text for the store's table.
     pub fn text(self, sql: &Sql) -> &str {
         sql.statements()[self as usize]
@@ -62,7 +93,46 @@ impl Statement {
     pub fn name(self, sql: &Sql) -> &str {
         sql.statement_name(self as usize)
     }
+
+    /// What is sent for it, and how many of its parameters (the first
+    /// ones): on a database without the line's objects, a statement of the
+    /// line is sent as the plain statement that takes a prefix of its
+    /// parameters, whose answer its reader also reads (`answer`). Decided
+    /// as it is written, once its connection knows.
+    pub fn as_sent(self, sql: &Sql) -> (Statement, usize) {
+        if !self.of_the_line() || sql.line_ready() {
+            return (self, usize::MAX);
+        }
+        match self {
+            Statement::LineAcquire => (Statement::Acquire, 3),
+            Statement::LineRelease => (Statement::Release, 2),
+            Statement::Claim => (Statement::Extend, 3),
+            Statement::Leave => (Statement::IsLocked, 1),
+            _ => (Statement::Sweep, 1),
+        }
+    }
+
+    /// Whether it needs the line's objects (`line_sql`).
+    pub fn of_the_line(self) -> bool {
+        matches!(
+            self,
+            Statement::LineAcquire
+                | Statement::LineRelease
+                | Statement::Claim
+                | Statement::Leave
+                | Statement::SweepWithLine
+        )
+    }
 }
+
+/// Whether the database has the line's objects, as the connections found
+/// them: not known until one opened; missing (they could not be made: the
+/// user may not create objects, and a schema made ahead of time lacks
+/// them) once any found them so, and then for good: plain locks work as
+/// before, their waiters each on their own.
+const LINE_UNKNOWN: u8 = 0;
+const LINE_READY: u8 = 1;
+const LINE_MISSING: u8 = 2;
 
 /// The statements for one table, made once per store.
 pub(super) struct Sql {
@@ -73,6 +143,8 @@ pub(super) struct Sql {
     /// The objects of semaphores and read-write locks alone, for a database
     /// that has those of plain locks.
     pub create_holds: String,
+    /// The line's objects alone, likewise.
+    pub create_line: String,
     pub acquire: String,
     pub release: String,
     pub extend: String,
@@ -82,12 +154,17 @@ pub(super) struct Sql {
     pub sweep: String,
     pub listen: String,
     /// Whether the objects of plain locks are there (the table and its
-    /// sequence), and whether those of semaphores and read-write locks are.
+    /// sequence), whether those of semaphores and read-write locks are, and
+    /// whether the line's are.
     pub exists: String,
     /// A semaphore's or read-write key's operation.
     pub hold: String,
     /// Where those releases are announced.
     pub holds_channel: String,
+    pub line: LineSql,
+    sweep_with_line: String,
+    /// `LINE_UNKNOWN`, `LINE_READY` or `LINE_MISSING`.
+    line_state: AtomicU8,
     /// The name each of [`Sql::statements`] is prepared under: its text's
     /// hash, so stores of two tables (or two versions) never share a name.
     names: Vec<String>,
@@ -135,6 +212,30 @@ impl Sql {
              CREATE OR REPLACE FUNCTION {signature} RETURNS bigint LANGUAGE plpgsql
                AS $fn${body}$fn$;"
         );
+        // A bounded batch of expired rows; rows another session is taking
+        // over right now are skipped, and the expiry is checked again on
+        // the row as it is deleted.
+        // (A batch of expired holds of semaphores and read-write keys goes
+        // with each batch of expired locks.)
+        let sweep = format!(
+            "WITH {NOW}, doomed AS (
+               SELECT key FROM {table}, now WHERE expires_at <= now.ms
+               LIMIT $1 FOR UPDATE OF {table_last} SKIP LOCKED
+             ), lapsed AS (
+               SELECT key, kind, owner FROM {holds}, now WHERE expires_at <= now.ms
+               LIMIT $1 FOR UPDATE OF {holds_last} SKIP LOCKED
+             ), lapsed_gone AS (
+               DELETE FROM {holds} USING lapsed, now
+               WHERE ({holds}.key, {holds}.kind, {holds}.owner) = (lapsed.key, lapsed.kind, lapsed.owner)
+                 AND {holds}.expires_at <= now.ms
+             )
+             DELETE FROM {table} USING doomed, now
+             WHERE {table}.key = doomed.key AND {table}.expires_at <= now.ms",
+            table_last = table.rsplit('.').next().unwrap_or(table),
+            holds_last = holds.rsplit('.').next().unwrap_or(&holds),
+        );
+        let line = LineSql::new(table, &sequence, NOW, LEASE_MS, CLAIM_MS);
+        let line_objects = line.create.clone();
         let mut sql = Sql {
             table: table.to_owned(),
             // Several processes may start at once: the advisory lock makes
@@ -147,13 +248,17 @@ impl Sql {
                    expires_at BIGINT NOT NULL
                  );
                  CREATE SEQUENCE IF NOT EXISTS {sequence};
-                 {holds_objects}"
+                 {holds_objects}
+                 {line_objects}"
             ),
             create_holds: format!("{lock_for_create}\n{holds_objects}"),
+            create_line: format!("{lock_for_create}\n{line_objects}"),
             exists: format!(
                 "SELECT to_regclass('{table}') IS NOT NULL AND to_regclass('{sequence}') IS NOT NULL,
                         to_regclass('{holds}') IS NOT NULL
-                    AND to_regprocedure('{function}(text,text,text,text,bigint,bigint)') IS NOT NULL"
+                    AND to_regprocedure('{function}(text,text,text,text,bigint,bigint)') IS NOT NULL,
+                        {}",
+                line.exists
             ),
             hold: format!("SELECT {function}($1, $2, $3, $4, $5::bigint, $6::bigint)"),
             holds_channel: holds_channel.clone(),
@@ -204,28 +309,16 @@ impl Sql {
                    SELECT 1 FROM {table}, now WHERE key = $1 AND owner = $2 AND expires_at > now.ms
                  )"
             ),
-            // A bounded batch of expired rows; rows another session is taking
-            // over right now are skipped, and the expiry is checked again on
-            // the row as it is deleted.
-            // (A batch of expired holds of semaphores and read-write keys
-            // goes with each batch of expired locks.)
-            sweep: format!(
-                "WITH {NOW}, doomed AS (
-                   SELECT key FROM {table}, now WHERE expires_at <= now.ms
-                   LIMIT $1 FOR UPDATE OF {table_last} SKIP LOCKED
-                 ), lapsed AS (
-                   SELECT key, kind, owner FROM {holds}, now WHERE expires_at <= now.ms
-                   LIMIT $1 FOR UPDATE OF {holds_last} SKIP LOCKED
-                 ), lapsed_gone AS (
-                   DELETE FROM {holds} USING lapsed, now
-                   WHERE ({holds}.key, {holds}.kind, {holds}.owner) = (lapsed.key, lapsed.kind, lapsed.owner)
-                     AND {holds}.expires_at <= now.ms
-                 )
-                 DELETE FROM {table} USING doomed, now
-                 WHERE {table}.key = doomed.key AND {table}.expires_at <= now.ms",
-                table_last = table.rsplit('.').next().unwrap_or(table),
-                holds_last = holds.rsplit('.').next().unwrap_or(&holds),
+            // Where the line's objects are there, a batch of lapsed places
+            // goes with each batch too.
+            sweep_with_line: sweep.replacen(
+                "WITH ",
+                &format!("WITH places_gone AS ({}), ", line.sweep),
+                1,
             ),
+            sweep,
+            line,
+            line_state: AtomicU8::new(LINE_UNKNOWN),
             listen: format!("LISTEN \"{channel}\"; LISTEN \"{holds_channel}\""),
             names: Vec::new(),
         };
@@ -234,7 +327,7 @@ impl Sql {
     }
 
     /// The statements an operation sends, in the order of [`Statement`].
-    pub fn statements(&self) -> [&str; 9] {
+    pub fn statements(&self) -> [&str; 14] {
         [
             &self.acquire,
             &self.release,
@@ -244,8 +337,40 @@ impl Sql {
             &self.holds,
             &self.sweep,
             &self.hold,
+            &self.line.acquire,
+            &self.line.release,
+            &self.line.claim,
+            &self.line.leave,
+            &self.sweep_with_line,
             END_SESSION,
         ]
+    }
+
+    /// Whether plain locks use the line: the database has its objects.
+    pub fn line_ready(&self) -> bool {
+        self.line_state.load(Ordering::Acquire) == LINE_READY
+    }
+
+    /// Whether the database was found without the line's objects (then
+    /// for good: the line's statements are no longer even planned).
+    pub fn line_missing(&self) -> bool {
+        self.line_state.load(Ordering::Acquire) == LINE_MISSING
+    }
+
+    /// What a connection found as it opened: whether the line's objects
+    /// are there (made, if they were missing and it could). Missing once
+    /// is missing for good (`LINE_MISSING`).
+    pub fn found_line(&self, there: bool) {
+        let state = if there { LINE_READY } else { LINE_MISSING };
+        let _ = self.line_state.compare_exchange(
+            LINE_UNKNOWN,
+            state,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        if !there {
+            self.line_state.store(LINE_MISSING, Ordering::Release);
+        }
     }
 
     /// The name statement `index` of [`Sql::statements`] is prepared under.
@@ -255,105 +380,9 @@ impl Sql {
 }
 
 /// `keel_` and the 64-bit FNV-1a hash of `text`, in hex.
-fn name_of(text: &str) -> String {
+pub(super) fn name_of(text: &str) -> String {
     let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     });
     format!("keel_{hash:016x}")
-}
-
-/// Every operation on a semaphore or a read-write key, as one function so
-/// each is one statement, one round trip, atomic. It takes a transaction
-/// advisory lock on the key first, so operations on one key run one at a
-/// time, and (READ COMMITTED, a volatile function) each statement after it
-/// reads what the one before committed. Holds are rows of `{holds}`: kind
-/// `s` a permit, `r` a reader, `w` the writer, `m` a waiting writer's mark
-/// (its `expires_at` is when it lapses). Answers: a fencing token or NULL
-/// (acquire), 1 or 0 (release, extend, waits, withdraw), ms left or -1
-/// (left), how many hold (count).
-const HOLD_FUNCTION: &str = r#"
-DECLARE
-  now_ms bigint;
-  mine "char" := CASE mode WHEN 'permit' THEN 's' WHEN 'read' THEN 'r' ELSE 'w' END;
-  kinds "char"[] := CASE mode WHEN 'permit' THEN ARRAY['s']::"char"[] ELSE ARRAY['r', 'w', 'm']::"char"[] END;
-  n bigint;
-BEGIN
-  IF current_setting('transaction_isolation') <> 'read committed' THEN
-    RAISE EXCEPTION '{function} needs READ COMMITTED, and this transaction is %',
-      current_setting('transaction_isolation');
-  END IF;
-  PERFORM pg_advisory_xact_lock(hashtext('keel-lock:{holds}:' || kinds[1]::text), hashtext(k));
-  -- The clock is read once the key is ours: the wait for it does not count.
-  now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-  DELETE FROM {holds} WHERE key = k AND kind = ANY (kinds) AND expires_at <= now_ms;
-  IF op = 'acquire' THEN
-    IF mode = 'write' THEN
-      IF EXISTS (SELECT 1 FROM {holds} WHERE key = k AND (kind = 'r' OR (kind = 'w' AND owner <> who))) THEN
-        INSERT INTO {holds} AS held VALUES ('m', k, '', now_ms + ttl)
-          ON CONFLICT (key, kind, owner) DO UPDATE SET expires_at = greatest(held.expires_at, EXCLUDED.expires_at);
-        RETURN NULL;
-      END IF;
-      DELETE FROM {holds} WHERE key = k AND kind = 'm';
-    ELSIF NOT EXISTS (SELECT 1 FROM {holds} WHERE key = k AND kind = mine AND owner = who) THEN
-      IF mode = 'permit' THEN
-        SELECT count(*) INTO n FROM {holds} WHERE key = k AND kind = 's';
-        IF n >= lim THEN RETURN NULL; END IF;
-      ELSIF EXISTS (SELECT 1 FROM {holds} WHERE key = k AND kind IN ('w', 'm')) THEN
-        RETURN NULL;
-      END IF;
-    END IF;
-    INSERT INTO {holds} VALUES (mine, k, who, now_ms + ttl)
-      ON CONFLICT (key, kind, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at;
-    RETURN nextval('{sequence}');
-  ELSIF op = 'release' THEN
-    DELETE FROM {holds} WHERE key = k AND kind = mine AND owner = who;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    IF n > 0 AND octet_length(k) <= {max_announced_key} THEN
-      PERFORM pg_notify('{channel}', CASE mode WHEN 'permit' THEN 's' ELSE 'r' END || k);
-    END IF;
-    RETURN n;
-  ELSIF op = 'extend' THEN
-    UPDATE {holds} SET expires_at = now_ms + ttl WHERE key = k AND kind = mine AND owner = who;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
-  ELSIF op = 'left' THEN
-    SELECT expires_at - now_ms INTO n FROM {holds} WHERE key = k AND kind = mine AND owner = who;
-    RETURN coalesce(n, -1);
-  ELSIF op = 'waits' THEN
-    IF mode = 'permit' THEN
-      SELECT count(*) INTO n FROM {holds} WHERE key = k AND kind = 's';
-      RETURN (n >= lim)::int;
-    END IF;
-    RETURN EXISTS (SELECT 1 FROM {holds} WHERE key = k
-      AND kind = ANY (CASE mode WHEN 'read' THEN ARRAY['w', 'm'] ELSE ARRAY['r', 'w'] END::"char"[]))::int;
-  ELSIF op = 'count' THEN
-    SELECT count(*) INTO n FROM {holds} WHERE key = k AND kind = ANY (kinds) AND kind <> 'm';
-    RETURN n;
-  ELSIF op = 'withdraw' THEN
-    DELETE FROM {holds} WHERE key = k AND kind = 'm';
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
-  END IF;
-  RAISE EXCEPTION 'unknown operation %', op;
-END
-"#;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The hold function is named after its body: a store whose body
-    /// differs makes a new function, which a database whose objects were
-    /// made ahead of time (`schema()`, run by someone with CREATE rights)
-    /// lacks. Change this name only on purpose, saying so in the docs.
-    #[test]
-    fn the_hold_function_keeps_its_name_across_versions() {
-        let sql = Sql::new("t");
-        assert!(
-            sql.hold.starts_with("SELECT t_hold_ec20a0a8("),
-            "{}",
-            sql.hold
-        );
-        assert!(sql.create.contains("t_hold_ec20a0a8(op text"));
-    }
 }

@@ -18,7 +18,7 @@ use crate::store::{Acquired, Hold, LockStore, Op, StoreError, StoreResult, Wait}
 const BIN: &str = "/usr/lib/postgresql/15/bin";
 
 /// A throwaway cluster, stopped and removed when dropped.
-struct Cluster {
+pub(super) struct Cluster {
     dir: PathBuf,
     port: u16,
     as_postgres: bool,
@@ -95,7 +95,7 @@ impl Cluster {
         );
     }
 
-    fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 }
@@ -129,14 +129,14 @@ fn output(program: &str, args: &[&str]) -> String {
 
 /// A cluster, a loop and Tokio: makes stores and runs operations to their
 /// end, on whichever side they run.
-struct World {
+pub(super) struct World {
     // Dropped first: the store's connections are gone by then.
-    harness: Harness,
-    cluster: Cluster,
+    pub harness: Harness,
+    pub cluster: Cluster,
 }
 
 impl World {
-    fn new() -> World {
+    pub fn new() -> World {
         World {
             cluster: Cluster::start(),
             harness: Harness::new(),
@@ -168,7 +168,7 @@ impl World {
     }
 
     /// Run `talk` on a connection of the test's own.
-    fn sql<T, F>(&self, talk: impl FnOnce(tokio_postgres::Client) -> F) -> T
+    pub fn sql<T, F>(&self, talk: impl FnOnce(tokio_postgres::Client) -> F) -> T
     where
         F: std::future::Future<Output = Result<T, tokio_postgres::Error>>,
     {
@@ -200,7 +200,7 @@ impl World {
     }
 }
 
-fn options(url: String) -> PostgresOptions {
+pub(super) fn options(url: String) -> PostgresOptions {
     PostgresOptions {
         url,
         table: "keel_rust_test".to_owned(),

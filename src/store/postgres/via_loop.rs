@@ -147,7 +147,7 @@ fn on_wire(local: &Local, request: Request) -> (Option<String>, wire::Request) {
 /// Batch `batch` of a sweep of expired rows; the next is sent when this
 /// one deleted a full batch, up to [`SWEEP_BATCHES`].
 fn sweep_batch(local: Local, batch: usize) {
-    let (_, request) = on_wire(&local, ops::sweep());
+    let (_, request) = on_wire(&local, ops::sweep(!local.target().sql.line_missing()));
     let next = local.clone();
     local.submit(
         request,

@@ -80,13 +80,14 @@ pub(super) fn run<T: Send + 'static>(
 /// Send `request` on `conn` and read its answer: the first row's first
 /// column, and the rows changed.
 async fn ask(conn: &Conn, request: &Request) -> Result<Answer, tokio_postgres::Error> {
-    let params = request.params.iter().map(|param| match param {
+    let (statement, taken) = request.statement.as_sent(&conn.sql);
+    let params = request.params.iter().take(taken).map(|param| match param {
         Param::Text(text) => (text as &(dyn ToSql + Sync), Type::TEXT),
         Param::Int(n) => (n as &(dyn ToSql + Sync), Type::INT8),
     });
     let mut rows = pin!(
         conn.client
-            .query_typed_raw(request.statement.text(&conn.sql), params)
+            .query_typed_raw(statement.text(&conn.sql), params)
             .await?
     );
     let mut first = None;
@@ -144,7 +145,7 @@ fn sweep_if_due(pool: &Arc<Pool>, shared: &Arc<Shared>) {
             };
             let answer = tokio::time::timeout(
                 shared.options.command_timeout,
-                ask(&taken.conn, &ops::sweep()),
+                ask(&taken.conn, &ops::sweep(!shared.opener.sql.line_missing())),
             )
             .await;
             let full = match answer {

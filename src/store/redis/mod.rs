@@ -48,17 +48,16 @@ use redis::Client;
 
 use self::connection::Connection;
 use self::layout::Layout;
-use self::ops::{Misread, Release};
+use self::ops::Misread;
 pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
 use self::pubsub::Watch;
 use self::request::Request;
 use self::transport::Transport;
 use super::event_loop::host::MakeHost;
-use super::follow::Released;
 use super::follow::{Follower, OnReleased};
 use super::options::{redacted, TlsOptions};
-use super::{line, Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
+use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
 use crate::owner;
 
 struct Shared {
@@ -215,15 +214,7 @@ impl LockStore for RedisStore {
                 let (shared, key) = (Arc::clone(&self.shared), key.to_owned());
                 let request = ops::release_lock(&self.shared.layout, key.as_str(), owner);
                 self.run(request, ops::release)
-                    .map(move |release| match release {
-                        Release::NotHeld => false,
-                        Release::Released => true,
-                        Release::HandedHere(owner, token) => {
-                            let told = line::told(token, &owner, &key);
-                            shared.follower.report(Released::Handed, told);
-                            true
-                        }
-                    })
+                    .map(move |release| release.tell(&key, &shared.follower))
             }
             _ => self.holds_op(HoldOp::Release, hold, key, owner, 0.0, ops::one),
         }

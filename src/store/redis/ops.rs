@@ -12,7 +12,7 @@ use super::fencing;
 use super::layout::{channel, Layout, WAKE};
 use super::request::{scripts, Lua, Request};
 use crate::owner;
-use crate::store::line::{CLAIM_MS, LEASE_MS};
+use crate::store::line::{Release, CLAIM_MS, LEASE_MS};
 use crate::store::options::whole_ms;
 use crate::store::{Acquired, Hold, HoldOp, StoreError, Wait};
 use crate::text::SmallStr;
@@ -199,22 +199,12 @@ pub fn token(value: Value) -> Result<Acquired, Misread> {
     }
 }
 
-/// What a plain lock's release did.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Release {
-    /// The owner did not hold it.
-    NotHeld,
-    Released,
-    /// Released, and handed to this process's first in line: for this owner, with this token.
-    HandedHere(SmallStr, u64),
-}
-
 /// 1 or 0, or the owner and token of a lock handed to this process.
 pub fn release(value: Value) -> Result<Release, Misread> {
     match value {
         Value::Array(pair) => {
             let (owner, token) = handed(pair)?;
-            Ok(Release::HandedHere(owner, token))
+            Ok(Release::HandedHere(true, owner, token))
         }
         value if one(value.clone())? => Ok(Release::Released),
         _ => Ok(Release::NotHeld),

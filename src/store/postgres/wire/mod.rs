@@ -119,9 +119,11 @@ impl Wire for Postgres {
     }
 
     fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) {
+        let (statement, taken) = request.statement.as_sent(&request.sql);
+        let params = &request.params[..taken.min(request.params.len())];
         let name = if session.prepared {
             // Straight to the server: the statement it prepared when it opened.
-            request.statement.name(&request.sql)
+            statement.name(&request.sql)
         } else {
             // Through a pooler: the unnamed statement, parsed again each time.
             // It lives until the next Parse on the same server connection, and
@@ -130,13 +132,13 @@ impl Wire for Postgres {
             // server's to infer, as the text says.
             put_message(out, b'P', |body| {
                 body.push(0);
-                body.extend_from_slice(request.statement.text(&request.sql).as_bytes());
+                body.extend_from_slice(statement.text(&request.sql).as_bytes());
                 body.push(0);
                 body.extend_from_slice(&0i16.to_be_bytes());
             });
             ""
         };
-        bind(out, name, &request.params);
+        bind(out, name, params);
         // Execute the unnamed portal, all rows; then Sync ends the transaction.
         put_message(out, b'E', |body| {
             body.push(0);

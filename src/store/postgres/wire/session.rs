@@ -18,6 +18,7 @@ use super::connect::{failure, lost, Target};
 use super::{row_values, DbError};
 use crate::store::event_loop::Failure;
 use crate::store::postgres::errors::{code_and_verb, missing_objects};
+use crate::store::postgres::sql::Statement;
 use crate::store::Code;
 
 const UNSPOKEN: &str = "the server asks for a login method this store does not speak";
@@ -169,8 +170,13 @@ pub(super) async fn start<S: AsyncRead + AsyncWrite + Unpin>(
         // naming the function they lack.
         let _ = talk.query(&sql.create_holds).await;
     }
+    // Nor the line: without it, each waiter waits on its own.
+    let line = !ready(0) || ready(2) || talk.query(&sql.create_line).await.is_ok();
+    sql.found_line(line);
     let prepared = match talk.server_process {
-        Some(process) => serves_us_alone(&mut talk, process).await? && prepare(&mut talk).await,
+        Some(process) => {
+            serves_us_alone(&mut talk, process).await? && prepare(&mut talk, line).await
+        }
         None => false,
     };
     Ok((talk.server_process, prepared))
@@ -195,10 +201,13 @@ async fn serves_us_alone<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// Prepare every statement under its name ([`Sql::statement_name`]); false
 /// if the server refused any (then each operation parses its own).
-async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>) -> bool {
+async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>, line: bool) -> bool {
     let sql = Arc::clone(&talk.target.sql);
     let mut out = BytesMut::new();
     for (index, text) in sql.statements().iter().enumerate() {
+        if !line && Statement::ALL[index].of_the_line() {
+            continue;
+        }
         if frontend::parse(
             sql.statement_name(index),
             text,

@@ -1,0 +1,173 @@
+// The line a plain lock's waiters in other processes wait in, on a store
+// that keeps one (its capability `waitsInLine`): one place per process. A
+// release hands the lock to the first in line and tells that process alone;
+// arrival order across processes is kept; a process that died while
+// waiting, or whose waiters gave up, holds nobody up for long; an attempt
+// that does not wait never takes a place; nothing is left behind. Child
+// processes (helpers/child.mjs) open the same store; each store's test file
+// registers all of it with one call, with its way of looking at the server:
+//
+//   lineContract({ env, store, places, observe, leftovers })
+//
+// `env` opens the same store in a child; `store` is this process's (set as
+// the lock store); `places(key)` how many processes wait in `key`'s line;
+// `observe()` starts watching the server and resolves to `{ attempts(key),
+// told(), stop() }`: the acquire attempts on `key` the server ran, and
+// `{ handOvers, broadcasts }`: how many processes were told of a lock handed
+// to them, and how many announcements went to every listener;
+// `leftovers(key)` what the line keeps of `key` (0 once nobody waits).
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { lock } from '@shaferllc/keel/core'
+import { uniqueKey } from '../../support/servers.mjs'
+import { runChild } from '../helpers/processes.mjs'
+import { eventually } from '../helpers/eventually.mjs'
+
+const CHILD = fileURLToPath(new URL('../helpers/child.mjs', import.meta.url))
+
+/** @param {() => { env: Record<string, string>, store: any, places: (key: string) => Promise<number>, observe: () => Promise<{ attempts: (key: string) => Promise<number>, told: () => Promise<{ handOvers: number, broadcasts: number }>, stop: () => Promise<void> | void }>, leftovers: (key: string) => Promise<number> }} current */
+export function lineContract(current) {
+  let dir
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'keel-line-'))
+  })
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** A child waiting for `key` (up to `timeoutMs`); resolves to what it printed, and can be killed. */
+  function waiter(key, timeoutMs) {
+    const child = spawn(process.execPath, [CHILD, 'queue', key, String(timeoutMs)], {
+      env: { ...process.env, ...current().env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (err += d))
+    const done = new Promise((resolve, reject) =>
+      child.once('exit', (code, signal) => {
+        if (signal === 'SIGKILL') return resolve({ killed: true })
+        if (code !== 0) return reject(new Error(`waiter exited with ${code ?? signal}:\n${err}`))
+        resolve(JSON.parse(out.trim().split('\n').pop()))
+      }),
+    )
+    return { child, done, kill: () => child.kill('SIGKILL') }
+  }
+
+  /** Start a waiter and wait until its process has its place in line (`places` in all). */
+  async function inLine(key, timeoutMs, places) {
+    const w = waiter(key, timeoutMs)
+    await eventually(async () => assert.equal(await current().places(key), places, `${places} in line`), 10_000)
+    return w
+  }
+
+  test('line: waiters in other processes get a held lock in the order they came, each process told alone', async () => {
+    const key = uniqueKey('order')
+    // Watched from before anyone asks (MONITOR started among replies confuses its client).
+    const watching = await current().observe()
+    try {
+      const holder = lock(key, 30_000)
+      assert.equal(await holder.acquire(), true)
+      const waiters = []
+      for (let i = 1; i <= 3; i++) waiters.push(await inLine(key, 20_000, i))
+      assert.equal(await holder.release(), true)
+      const got = await Promise.all(waiters.map((w) => w.done))
+      assert.deepEqual(
+        got.map((g) => g.acquired),
+        [true, true, true],
+      )
+      const order = got.map((g, i) => [g.at, i]).sort((a, b) => a[0] - b[0])
+      assert.deepEqual(
+        order.map(([, i]) => i),
+        [0, 1, 2],
+        'in the order they came',
+      )
+      // One hand-over per release, each told to its process alone; nothing to all.
+      assert.deepEqual(await watching.told(), { handOvers: 3, broadcasts: 0 })
+    } finally {
+      await watching.stop()
+    }
+    assert.equal(await current().store.isLocked(key), false)
+  })
+
+  test('line: 16 waiters in 4 processes, starting together: each gets in once, alone, for about one attempt each', async () => {
+    const key = uniqueKey('burst')
+    const watching = await current().observe()
+    try {
+      const startAt = Date.now() + 1_500
+      const results = await Promise.all(
+        Array.from({ length: 4 }, () => runChild(current().env, 'burst', dir, key, '4', String(startAt))),
+      )
+      assert.deepEqual(
+        results.map((r) => [r.ran, r.overlaps]),
+        Array(4).fill([4, 0]),
+      )
+      // A process's first attempt counts, and its polls (every retryDelay) while
+      // it waits; a hand-over needs no attempt at all (where every process
+      // tried after every release, this was about 4 a section).
+      const attempts = await watching.attempts(key)
+      assert.ok(attempts >= 4 && attempts <= 32, `${attempts} acquire attempts for 16 critical sections`)
+    } finally {
+      await watching.stop()
+    }
+  })
+
+  test('line: a waiter killed while first in line holds the others up for well under a second', async () => {
+    for (const pause of [0, 800]) {
+      const key = uniqueKey(`killed-${pause}`)
+      const holder = lock(key, 30_000)
+      assert.equal(await holder.acquire(), true)
+      const first = await inLine(key, 30_000, 1)
+      const second = await inLine(key, 30_000, 2)
+      first.kill()
+      assert.deepEqual(await first.done, { killed: true })
+      // Released at once, the lock goes to the dead one (its place has not
+      // lapsed) and is free again when its claim window ends; released later,
+      // its place has lapsed and the lock goes straight to the second.
+      await sleep(pause)
+      const released = Date.now()
+      assert.equal(await holder.release(), true)
+      const got = await second.done
+      assert.equal(got.acquired, true)
+      const late = got.at - released
+      assert.ok(late < 1_000, `the second waiter got in ${late} ms after the release (pause ${pause} ms)`)
+    }
+  })
+
+  test('line: a process whose waiters gave up leaves the line at once', async () => {
+    const key = uniqueKey('gave-up')
+    const holder = lock(key, 30_000)
+    assert.equal(await holder.acquire(), true)
+    const impatient = await inLine(key, 300, 1)
+    const patient = await inLine(key, 20_000, 2)
+    assert.equal((await impatient.done).acquired, false)
+    await eventually(async () => assert.equal(await current().places(key), 1, 'only the patient one left'))
+    const released = Date.now()
+    assert.equal(await holder.release(), true)
+    const got = await patient.done
+    assert.equal(got.acquired, true)
+    assert.ok(got.at - released < 400, `got in ${got.at - released} ms after the release`)
+  })
+
+  test('line: an attempt that does not wait never takes a place, and a line leaves nothing behind', async () => {
+    const key = uniqueKey('immediate')
+    const { store } = current()
+    assert.equal(await store.acquire(key, 'someone', 30_000), true)
+    assert.equal(await lock(key).acquireImmediately(), false)
+    assert.equal(await current().places(key), 0, 'no place for an attempt that does not wait')
+    // One that waits, then gives up: its place goes with it.
+    assert.equal(await lock(key).acquire({ timeout: 200, retryDelay: 20 }), false)
+    await eventually(async () => assert.equal(await current().places(key), 0))
+    assert.equal(await store.release(key, 'someone'), true)
+    // Nobody waits: nothing of the line is kept once places would have lapsed.
+    await eventually(async () => assert.equal(await current().leftovers(key), 0), 3_000)
+  })
+}

@@ -1,0 +1,243 @@
+//! The line a plain lock's waiters wait in on PostgreSQL (`store::line`),
+//! in SQL: a table of places and one function that does every step of it.
+//!
+//! `<table>_line` holds one row per process waiting for a key: its id, when
+//! it arrived (µs on the server's clock), when its place lapses, and the
+//! owner token a hand-over makes the lock; once the lock went to it, the
+//! fencing token it was handed with (`handed`), until it claims it. The
+//! function takes a transaction advisory lock on the key first, so a
+//! release and a waiter taking its place never miss each other, and each
+//! statement after it (READ COMMITTED, a volatile function) reads what the
+//! one before committed. The process whose id is `<id>` is told of a lock
+//! handed to it on the channel `keel_wake_<id>`, alone.
+//!
+//! A plain acquire stays one statement and, for a key nobody holds or
+//! waits for, as cheap as a set-if-absent: the function runs only when
+//! that insert took nothing.
+
+/// Where the process whose id follows is told of a lock handed to it.
+pub const WAKE_CHANNEL: &str = "keel_wake_";
+
+/// What the store's statements of the line are made of for one table: the
+/// objects, and the statements that call the function.
+pub(super) struct LineSql {
+    /// The line's table and function, made if missing.
+    pub create: String,
+    /// Whether both are there (one boolean column).
+    pub exists: String,
+    /// A plain lock's acquire: `$1` key, `$2` owner, `$3` TTL, `$4` this
+    /// process's id ("" for one that never waits), `$5` how it waits
+    /// (`Wait` as 0, 1, 2), `$6` a spare owner token. Answers no row or
+    /// NULL (refused), a fencing token, or `h <token> <owner>` (a lock
+    /// handed to this process, claimed for this TTL).
+    pub acquire: String,
+    /// `$1` key, `$2` owner, `$4` this process's id: `1` or `0` (whether it
+    /// held the lock), then ` <token> <owner>` when the lock went on to this
+    /// process.
+    pub release: String,
+    /// A lock handed to this process claimed for its TTL (`$1`-`$6` as an
+    /// acquire's): `1` or `0`.
+    pub claim: String,
+    /// Every waiter of this process (`$4`) gave up on `$1`: `1`.
+    pub leave: String,
+    /// Deletes a bounded batch (`$1`) of lapsed places, within the sweep.
+    pub sweep: String,
+}
+
+impl LineSql {
+    /// `now` is the statements' clock CTE, `sequence` the fencing counter.
+    pub fn new(table: &str, sequence: &str, now: &str, lease_ms: u64, claim_ms: u64) -> Self {
+        let line = format!("{table}_line");
+        let join = |next: &str| JOIN.replace("{line}", &line).replace("{next}", next);
+        let hand_over = HAND_OVER
+            .replace("{table}", table)
+            .replace("{line}", &line)
+            .replace("{sequence}", sequence)
+            .replace("{wake}", WAKE_CHANNEL);
+        let body = LINE_FUNCTION
+            .replace("{join_who}", &join("who"))
+            .replace("{join_spare}", &join("spare"))
+            .replace("{hand_over}", &hand_over)
+            .replace("{table}", table)
+            .replace("{line}", &line)
+            .replace("{sequence}", sequence);
+        // Named after its body, as the hold function is (`sql`).
+        let function = format!("{line}_{}", &super::sql::name_of(&body)[5..13]);
+        let call = |op: &str| {
+            format!(
+                "{function}('{op}', $1::text, $2::text, $3::bigint, $4::text, $5::int, $6::text, {lease_ms}, {claim_ms})"
+            )
+        };
+        LineSql {
+            create: format!(
+                "CREATE TABLE IF NOT EXISTS {line} (
+                   key TEXT NOT NULL,
+                   process TEXT NOT NULL,
+                   arrived BIGINT NOT NULL,
+                   lapses_at BIGINT NOT NULL,
+                   next_owner TEXT NOT NULL,
+                   handed BIGINT,
+                   PRIMARY KEY (key, process)
+                 );
+                 CREATE OR REPLACE FUNCTION {function}(op text, k text, who text, ttl bigint,
+                   me text, code int, spare text, lease bigint, claim bigint)
+                   RETURNS text LANGUAGE plpgsql AS $fn${body}$fn$;"
+            ),
+            exists: format!(
+                "to_regclass('{line}') IS NOT NULL
+                 AND to_regprocedure('{function}(text,text,text,bigint,text,int,text,bigint,bigint)') IS NOT NULL"
+            ),
+            // A key with no row and nobody in line: one insert, no function.
+            // (DO NOTHING locks no row it finds, so the function, which takes
+            // the key's advisory lock first and rows after, never waits on it.)
+            acquire: format!(
+                "WITH {now}, taken AS (
+                   INSERT INTO {table} (key, owner, expires_at)
+                   SELECT $1::text, $2::text, now.ms + $3::bigint FROM now
+                   WHERE NOT EXISTS (SELECT 1 FROM {line} WHERE key = $1::text)
+                   ON CONFLICT (key) DO NOTHING
+                   RETURNING 1
+                 )
+                 SELECT nextval('{sequence}')::text FROM taken
+                 UNION ALL
+                 SELECT {} WHERE NOT EXISTS (SELECT 1 FROM taken)",
+                call("acquire")
+            ),
+            release: format!("SELECT {}", call("release")),
+            claim: format!("SELECT {}", call("claim")),
+            leave: format!("SELECT {}", call("leave")),
+            sweep: format!(
+                "DELETE FROM {line} WHERE ctid = ANY (ARRAY(
+                   SELECT ctid FROM {line}
+                   WHERE lapses_at <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+                   LIMIT $1 FOR UPDATE SKIP LOCKED))"
+            ),
+        }
+    }
+}
+
+/// Take (or keep) this process's place at the back of the line, for the
+/// owner token `{next}` a hand-over would make the lock. A place kept keeps
+/// its arrival; one whose lock was handed over (and not claimed) is a new one.
+const JOIN: &str =
+    "INSERT INTO {line} AS place VALUES (k, me, now_us, now_ms + lease, {next}, NULL)
+      ON CONFLICT (key, process) DO UPDATE SET
+        arrived = CASE WHEN place.handed IS NULL THEN place.arrived ELSE EXCLUDED.arrived END,
+        lapses_at = EXCLUDED.lapses_at, next_owner = EXCLUDED.next_owner, handed = NULL;";
+
+/// The lock (free) goes to the first in line, held for it `claim` ms, with
+/// a fencing token; its process is told alone (unless it is this one, which
+/// learns it from the answer). Sets `first_p`, `first_next`, `tok` (the
+/// first is NULL when nobody was handed it).
+const HAND_OVER: &str = "
+    first_p := NULL;
+    SELECT process, next_owner INTO first_p, first_next FROM {line}
+      WHERE key = k AND handed IS NULL ORDER BY arrived, process LIMIT 1;
+    IF first_p IS NOT NULL THEN
+      INSERT INTO {table} AS held (key, owner, expires_at) VALUES (k, first_next, now_ms + claim)
+        ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+        WHERE held.expires_at <= now_ms;
+      IF FOUND THEN
+        tok := nextval('{sequence}');
+        UPDATE {line} SET handed = tok, lapses_at = now_ms + claim WHERE key = k AND process = first_p;
+        told := tok || ' ' || first_next || ' ' || k;
+        IF first_p <> me AND octet_length(told) < 8000 THEN
+          PERFORM pg_notify('{wake}' || first_p, told);
+        END IF;
+      ELSE
+        first_p := NULL;
+      END IF;
+    END IF;";
+
+/// Every step of the line. `op`: `acquire` (take the lock if it is free and
+/// nobody else's turn, or claim it if it was handed to this process; if
+/// refused and `code` is not 0, wait in line), `release`, `claim`, `leave`.
+/// `code` 2: more of this process wait behind this one, so once it has the
+/// lock the process keeps a place at the back, for the owner `spare`.
+const LINE_FUNCTION: &str = r#"
+DECLARE
+  now_us bigint;
+  now_ms bigint;
+  first_p text;
+  first_next text;
+  tok bigint;
+  told text;
+  mine_owner text;
+  mine_token bigint;
+  held_until bigint;
+BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'the line of {table} needs READ COMMITTED, and this transaction is %',
+      current_setting('transaction_isolation');
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtext('keel-lock:{line}'), hashtext(k));
+  -- The clock is read once the key is ours: the wait for it does not count.
+  now_us := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+  now_ms := now_us / 1000;
+  IF op = 'release' THEN
+    DELETE FROM {table} WHERE key = k AND owner = who RETURNING expires_at INTO held_until;
+    IF held_until IS NULL THEN RETURN '0'; END IF;
+    -- Nobody in line (the advisory lock makes sure of it): nothing to hand over.
+    IF NOT EXISTS (SELECT 1 FROM {line} WHERE key = k) THEN
+      RETURN (held_until > now_ms)::int::text;
+    END IF;
+  END IF;
+  DELETE FROM {line} WHERE key = k AND lapses_at <= now_ms;
+  IF op = 'acquire' THEN
+    IF me <> '' THEN
+      DELETE FROM {line} WHERE key = k AND process = me AND handed IS NOT NULL
+        RETURNING next_owner, handed INTO mine_owner, mine_token;
+      IF mine_token IS NOT NULL THEN
+        UPDATE {table} SET expires_at = now_ms + ttl
+          WHERE key = k AND owner = mine_owner AND expires_at > now_ms;
+        IF FOUND THEN
+          IF code = 2 THEN {join_spare} END IF;
+          RETURN 'h ' || mine_token || ' ' || mine_owner;
+        END IF;
+      END IF;
+    END IF;
+    SELECT process INTO first_p FROM {line}
+      WHERE key = k AND handed IS NULL ORDER BY arrived, process LIMIT 1;
+    IF first_p IS NULL OR first_p = me THEN
+      INSERT INTO {table} AS held (key, owner, expires_at) VALUES (k, who, now_ms + ttl)
+        ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+        WHERE held.expires_at <= now_ms OR held.owner = EXCLUDED.owner;
+      IF FOUND THEN
+        IF first_p IS NOT NULL THEN DELETE FROM {line} WHERE key = k AND process = me; END IF;
+        IF code = 2 THEN {join_spare} END IF;
+        RETURN nextval('{sequence}')::text;
+      END IF;
+    ELSIF NOT EXISTS (SELECT 1 FROM {table} WHERE key = k AND expires_at > now_ms) THEN
+      {hand_over}
+    END IF;
+    IF code <> 0 AND me <> '' THEN {join_who} END IF;
+    RETURN NULL;
+  ELSIF op = 'release' THEN
+    IF me <> '' THEN
+      DELETE FROM {line} WHERE key = k AND process = me AND handed IS NOT NULL AND next_owner = who;
+    END IF;
+    {hand_over}
+    IF first_p = me THEN
+      RETURN (held_until > now_ms)::int || ' ' || tok || ' ' || first_next;
+    END IF;
+    RETURN (held_until > now_ms)::int::text;
+  ELSIF op = 'claim' THEN
+    DELETE FROM {line} WHERE key = k AND process = me AND handed IS NOT NULL AND next_owner = who;
+    UPDATE {table} SET expires_at = now_ms + ttl WHERE key = k AND owner = who AND expires_at > now_ms;
+    IF NOT FOUND THEN RETURN '0'; END IF;
+    IF code = 2 THEN {join_spare} END IF;
+    RETURN '1';
+  ELSIF op = 'leave' THEN
+    DELETE FROM {line} WHERE key = k AND process = me
+      RETURNING next_owner, handed INTO mine_owner, mine_token;
+    IF mine_token IS NOT NULL THEN
+      DELETE FROM {table} WHERE key = k AND owner = mine_owner;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM {table} WHERE key = k AND expires_at > now_ms) THEN
+      {hand_over}
+    END IF;
+    RETURN '1';
+  END IF;
+  RAISE EXCEPTION 'unknown operation %', op;
+END
+"#;
