@@ -13,7 +13,16 @@
 //!
 //! A plain acquire stays one statement and, for a key nobody holds or
 //! waits for, as cheap as a set-if-absent: the function runs only when
-//! that insert took nothing.
+//! that insert took nothing. A release is one plain delete unless someone
+//! may wait: a held row's `expires_at` is kept even, and made odd (one ms
+//! later) by a waiter taking its place, which updates the row. A release
+//! takes the key's advisory lock too, first: it waits for a waiter taking
+//! its place and deletes (and returns) that waiter's version of the row,
+//! so it always sees the mark, and only then calls the function; a waiter
+//! that comes after it finds no row to mark, the lock freed, and hands it
+//! on itself. So the TTL a row keeps is rounded up to
+//! the even millisecond (at most 2 ms past what was asked, never short of
+//! it), and the time left is told 1 ms short, never past what was asked.
 
 /// Where the process whose id follows is told of a lock handed to it.
 pub const WAKE_CHANNEL: &str = "keel_wake_";
@@ -31,9 +40,9 @@ pub(super) struct LineSql {
     /// NULL (refused), a fencing token, or `h <token> <owner>` (a lock
     /// handed to this process, claimed for this TTL).
     pub acquire: String,
-    /// `$1` key, `$2` owner, `$4` this process's id: `1` or `0` (whether it
-    /// held the lock), then ` <token> <owner>` when the lock went on to this
-    /// process.
+    /// `$1` key, `$2` owner, `$4` this process's id (`$3`: 0): no row (not
+    /// held), or `1` or `0` (whether it was still held), then ` <token>
+    /// <owner>` when the lock went on to this process.
     pub release: String,
     /// A lock handed to this process claimed for its TTL (`$1`-`$6` as an
     /// acquire's): `1` or `0`.
@@ -49,18 +58,23 @@ impl LineSql {
     pub fn new(table: &str, sequence: &str, now: &str, lease_ms: u64, claim_ms: u64) -> Self {
         let line = format!("{table}_line");
         let join = |next: &str| JOIN.replace("{line}", &line).replace("{next}", next);
+        let even_ttl = even("now.ms + $3::bigint");
         let hand_over = HAND_OVER
+            .replace("{mark}", MARK)
             .replace("{table}", table)
             .replace("{line}", &line)
             .replace("{sequence}", sequence)
             .replace("{wake}", WAKE_CHANNEL);
         let body = LINE_FUNCTION
+            .replace("{mark}", MARK)
             .replace("{join_who}", &join("who"))
             .replace("{join_spare}", &join("spare"))
             .replace("{hand_over}", &hand_over)
             .replace("{table}", table)
             .replace("{line}", &line)
-            .replace("{sequence}", sequence);
+            .replace("{sequence}", sequence)
+            .replace("{even_ttl}", &even("now_ms + ttl"))
+            .replace("{even_claim}", &even("now_ms + claim"));
         // Named after its body, as the hold function is (`sql`).
         let function = format!("{line}_{}", &super::sql::name_of(&body)[5..13]);
         let call = |op: &str| {
@@ -93,7 +107,7 @@ impl LineSql {
             acquire: format!(
                 "WITH {now}, taken AS (
                    INSERT INTO {table} (key, owner, expires_at)
-                   SELECT $1::text, $2::text, now.ms + $3::bigint FROM now
+                   SELECT $1::text, $2::text, {even_ttl} FROM now
                    WHERE NOT EXISTS (SELECT 1 FROM {line} WHERE key = $1::text)
                    ON CONFLICT (key) DO NOTHING
                    RETURNING 1
@@ -103,7 +117,23 @@ impl LineSql {
                  SELECT {} WHERE NOT EXISTS (SELECT 1 FROM taken)",
                 call("acquire")
             ),
-            release: format!("SELECT {}", call("release")),
+            // The row goes; only when it was marked (someone may wait) does
+            // the function run, to hand it on. The key's advisory lock comes
+            // first (a one-time filter, before the row's lock), as in the
+            // function: a waiter marking the row holds it, and would wait for
+            // the row. (`$3` is not used: every statement of the line takes
+            // the same six parameters.)
+            release: format!(
+                "WITH {now}, gone AS (
+                   DELETE FROM {table} WHERE key = $1::text AND owner = $2::text AND $3::bigint IS NOT NULL
+                     AND (SELECT pg_advisory_xact_lock(hashtext('keel-lock:{line}'), hashtext($1::text))) IS NOT NULL
+                   RETURNING expires_at
+                 )
+                 SELECT CASE WHEN gone.expires_at & 1 = 0 THEN (gone.expires_at > now.ms)::int::text
+                   ELSE {function}('release', $1::text, $2::text, gone.expires_at, $4::text, $5::int, $6::text, {lease_ms}, {claim_ms})
+                 END
+                 FROM gone, now"
+            ),
             claim: format!("SELECT {}", call("claim")),
             leave: format!("SELECT {}", call("leave")),
             sweep: format!(
@@ -115,6 +145,18 @@ impl LineSql {
         }
     }
 }
+
+/// `expr` (a time in ms) rounded up to the even millisecond: a held row's
+/// expiry, which a waiter's mark makes odd.
+pub(super) fn even(expr: &str) -> String {
+    format!("(({expr}) + (({expr}) & 1))")
+}
+
+/// Mark the held row (its expiry made odd) if anyone waits in line, so its
+/// release calls the function.
+const MARK: &str = "UPDATE {table} SET expires_at = expires_at | 1
+      WHERE key = k AND expires_at > now_ms AND expires_at & 1 = 0
+        AND EXISTS (SELECT 1 FROM {line} WHERE key = k AND handed IS NULL);";
 
 /// Take (or keep) this process's place at the back of the line, for the
 /// owner token `{next}` a hand-over would make the lock. A place kept keeps
@@ -134,12 +176,13 @@ const HAND_OVER: &str = "
     SELECT process, next_owner INTO first_p, first_next FROM {line}
       WHERE key = k AND handed IS NULL ORDER BY arrived, process LIMIT 1;
     IF first_p IS NOT NULL THEN
-      INSERT INTO {table} AS held (key, owner, expires_at) VALUES (k, first_next, now_ms + claim)
+      INSERT INTO {table} AS held (key, owner, expires_at) VALUES (k, first_next, {even_claim})
         ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
         WHERE held.expires_at <= now_ms;
       IF FOUND THEN
         tok := nextval('{sequence}');
         UPDATE {line} SET handed = tok, lapses_at = now_ms + claim WHERE key = k AND process = first_p;
+        {mark}
         told := tok || ' ' || first_next || ' ' || k;
         IF first_p <> me AND octet_length(told) < 8000 THEN
           PERFORM pg_notify('{wake}' || first_p, told);
@@ -151,7 +194,9 @@ const HAND_OVER: &str = "
 
 /// Every step of the line. `op`: `acquire` (take the lock if it is free and
 /// nobody else's turn, or claim it if it was handed to this process; if
-/// refused and `code` is not 0, wait in line), `release`, `claim`, `leave`.
+/// refused and `code` is not 0, wait in line), `release` (of a marked row
+/// the release statement deleted, its expiry in `ttl`: hand it on),
+/// `claim`, `leave`.
 /// `code` 2: more of this process wait behind this one, so once it has the
 /// lock the process keeps a place at the back, for the owner `spare`.
 const LINE_FUNCTION: &str = r#"
@@ -174,24 +219,17 @@ BEGIN
   -- The clock is read once the key is ours: the wait for it does not count.
   now_us := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
   now_ms := now_us / 1000;
-  IF op = 'release' THEN
-    DELETE FROM {table} WHERE key = k AND owner = who RETURNING expires_at INTO held_until;
-    IF held_until IS NULL THEN RETURN '0'; END IF;
-    -- Nobody in line (the advisory lock makes sure of it): nothing to hand over.
-    IF NOT EXISTS (SELECT 1 FROM {line} WHERE key = k) THEN
-      RETURN (held_until > now_ms)::int::text;
-    END IF;
-  END IF;
   DELETE FROM {line} WHERE key = k AND lapses_at <= now_ms;
   IF op = 'acquire' THEN
     IF me <> '' THEN
       DELETE FROM {line} WHERE key = k AND process = me AND handed IS NOT NULL
         RETURNING next_owner, handed INTO mine_owner, mine_token;
       IF mine_token IS NOT NULL THEN
-        UPDATE {table} SET expires_at = now_ms + ttl
+        UPDATE {table} SET expires_at = {even_ttl}
           WHERE key = k AND owner = mine_owner AND expires_at > now_ms;
         IF FOUND THEN
           IF code = 2 THEN {join_spare} END IF;
+          {mark}
           RETURN 'h ' || mine_token || ' ' || mine_owner;
         END IF;
       END IF;
@@ -199,20 +237,34 @@ BEGIN
     SELECT process INTO first_p FROM {line}
       WHERE key = k AND handed IS NULL ORDER BY arrived, process LIMIT 1;
     IF first_p IS NULL OR first_p = me THEN
-      INSERT INTO {table} AS held (key, owner, expires_at) VALUES (k, who, now_ms + ttl)
+      INSERT INTO {table} AS held (key, owner, expires_at) VALUES (k, who, {even_ttl})
         ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
         WHERE held.expires_at <= now_ms OR held.owner = EXCLUDED.owner;
       IF FOUND THEN
         IF first_p IS NOT NULL THEN DELETE FROM {line} WHERE key = k AND process = me; END IF;
         IF code = 2 THEN {join_spare} END IF;
+        {mark}
         RETURN nextval('{sequence}')::text;
       END IF;
     ELSIF NOT EXISTS (SELECT 1 FROM {table} WHERE key = k AND expires_at > now_ms) THEN
       {hand_over}
     END IF;
-    IF code <> 0 AND me <> '' THEN {join_who} END IF;
-    RETURN NULL;
+    IF code = 0 OR me = '' THEN RETURN NULL; END IF;
+    {join_who}
+    -- Mark the held row. A release deleting it meanwhile waits for this and
+    -- sees the mark; one that deleted it first leaves no row to mark: the
+    -- lock is free, and goes to the first in line now (this one, maybe).
+    UPDATE {table} SET expires_at = expires_at | 1 WHERE key = k AND expires_at > now_ms;
+    IF FOUND THEN RETURN NULL; END IF;
+    {hand_over}
+    IF first_p IS DISTINCT FROM me THEN RETURN NULL; END IF;
+    DELETE FROM {line} WHERE key = k AND process = me;
+    UPDATE {table} SET expires_at = {even_ttl} WHERE key = k AND owner = first_next;
+    {mark}
+    RETURN 'h ' || tok || ' ' || first_next;
   ELSIF op = 'release' THEN
+    -- Its row is gone (the release statement deleted it), and was marked.
+    held_until := ttl;
     IF me <> '' THEN
       DELETE FROM {line} WHERE key = k AND process = me AND handed IS NOT NULL AND next_owner = who;
     END IF;
@@ -223,9 +275,10 @@ BEGIN
     RETURN (held_until > now_ms)::int::text;
   ELSIF op = 'claim' THEN
     DELETE FROM {line} WHERE key = k AND process = me AND handed IS NOT NULL AND next_owner = who;
-    UPDATE {table} SET expires_at = now_ms + ttl WHERE key = k AND owner = who AND expires_at > now_ms;
+    UPDATE {table} SET expires_at = {even_ttl} WHERE key = k AND owner = who AND expires_at > now_ms;
     IF NOT FOUND THEN RETURN '0'; END IF;
     IF code = 2 THEN {join_spare} END IF;
+    {mark}
     RETURN '1';
   ELSIF op = 'leave' THEN
     DELETE FROM {line} WHERE key = k AND process = me

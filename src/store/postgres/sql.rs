@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::holds_sql::HOLD_FUNCTION;
-use super::line_sql::LineSql;
+use super::line_sql::{even, LineSql};
 use crate::store::line::{CLAIM_MS, LEASE_MS};
 
 /// The server's clock, epoch milliseconds, as a one-row `now(ms)`.
@@ -290,18 +290,22 @@ impl Sql {
                              THEN pg_notify('{channel}', $1) END
                  FROM gone, now"
             ),
+            // (Keeping the line's mark: someone may wait.)
             extend: format!(
                 "WITH {NOW}
-                 UPDATE {table} SET expires_at = now.ms + $3 FROM now
-                 WHERE key = $1 AND owner = $2 AND expires_at > now.ms"
+                 UPDATE {table} SET expires_at = {} | (expires_at & 1) FROM now
+                 WHERE key = $1 AND owner = $2 AND expires_at > now.ms",
+                even("now.ms + $3::bigint")
             ),
             is_locked: format!(
                 "WITH {NOW}
                  SELECT EXISTS (SELECT 1 FROM {table}, now WHERE key = $1 AND expires_at > now.ms)"
             ),
+            // Told 1 ms short, the line's rounding to the even ms undone.
             remaining_time: format!(
                 "WITH {NOW}
-                 SELECT expires_at - now.ms FROM {table}, now WHERE key = $1 AND expires_at > now.ms"
+                 SELECT greatest((expires_at & ~1) - 1 - now.ms, 1)
+                 FROM {table}, now WHERE key = $1 AND expires_at > now.ms"
             ),
             holds: format!(
                 "WITH {NOW}
