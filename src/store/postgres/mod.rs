@@ -7,14 +7,16 @@
 //!
 //! The table is the docs' database store's, so processes using either
 //! exclude each other; what this store adds lives beside it (a sequence for
-//! fencing tokens, a notification channel). Each operation is one prepared
-//! statement, one round trip, and every time in it is the server's.
+//! fencing tokens, notification channels, the line a plain lock's waiters
+//! wait in). Each operation is one prepared statement, one round trip, and
+//! every time in it is the server's.
 //!
 //! Read in this order: this file (the store, and its one dispatch on the
 //! kind of hold), `ops` (every operation once, as data: its statement, its
 //! parameters, its key, and the reader of its answer), `answer` (what
 //! either transport reads of an answer, and the readers), `sql` (the
-//! statements), `transport` (how statements reach the server, chosen once
+//! statements), `holds_sql` and `line_sql` (the functions of semaphores and
+//! read-write locks, and of the line), `transport` (how statements reach the server, chosen once
 //! as the store is made) with `via_loop` and `wire` (the event loop's
 //! connections, and PostgreSQL's protocol for them) or `via_tokio` and
 //! `pool` (tokio-postgres connections on Tokio), `listen` (releases
