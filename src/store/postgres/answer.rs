@@ -81,11 +81,8 @@ pub(super) fn line_token(answer: Answer) -> Result<Acquired, &'static str> {
 /// (Sent as the plain release, `answer::released`'s answer.)
 pub(super) fn line_release(answer: Answer) -> Result<Release, &'static str> {
     let text = match answer.first {
-        None => return Ok(Release::NotHeld),
-        Some(Some(text)) if text == "t" => return Ok(Release::Released),
-        Some(Some(text)) if text == "f" => return Ok(Release::NotHeld),
-        Some(Some(text)) => text,
-        Some(None) => return Err("NULL where a release's answer belongs"),
+        Some(Some(text)) if text != "t" && text != "f" => text,
+        _ => return released(answer),
     };
     let (held, handed) = match text.split_once(' ') {
         Some((held, handed)) => (held, Some(handed)),

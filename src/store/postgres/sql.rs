@@ -365,16 +365,16 @@ impl Sql {
     /// are there (made, if they were missing and it could). Missing once
     /// is missing for good (`LINE_MISSING`).
     pub fn found_line(&self, there: bool) {
-        let state = if there { LINE_READY } else { LINE_MISSING };
+        if !there {
+            self.line_state.store(LINE_MISSING, Ordering::Release);
+            return;
+        }
         let _ = self.line_state.compare_exchange(
             LINE_UNKNOWN,
-            state,
+            LINE_READY,
             Ordering::AcqRel,
             Ordering::Acquire,
         );
-        if !there {
-            self.line_state.store(LINE_MISSING, Ordering::Release);
-        }
     }
 
     /// The name statement `index` of [`Sql::statements`] is prepared under.
