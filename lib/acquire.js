@@ -18,7 +18,7 @@ const { isThenable, noop } = require('./check.js')
 const { isUnreachable } = require('./errors.js')
 const { timer, cancel, realNow } = require('./timers.js')
 const { withdraw } = require('./marks.js')
-const { waitersOf, takeTicket, firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, firstTake, noteAsked } = require('./waiting.js')
+const { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, pollLater, giveBack, NEXT, leave, firstTake, noteAsked } = require('./waiting.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
 /** @typedef {import('./hold.js').Target} Target */
@@ -50,8 +50,9 @@ function acquire(taker, target, timeout, retryDelay) {
   const ticket = takeTicket()
   // With waiters queued in this thread, a newcomer queues behind them.
   if (waitersOf(handle, lane) !== undefined) return timeout === 0 ? null : queued(new Waiter(taker, target, ticket, timeout, retryDelay))
-  // In a store's line, a caller that waits takes its process's place if refused.
-  const grant = inLine(target) ? ops.acquire(handle, key, ttlMs, timeout === 0 ? WAIT.now : WAIT.inLine) : ops.acquire(handle, key, ttlMs)
+  // In a store's line, a caller that waits takes its process's place if refused
+  // (and, with first attempts of this thread out already, keeps it for them if it gets in).
+  const grant = inLine(target) ? ops.acquire(handle, key, ttlMs, lineWait(target, timeout)) : ops.acquire(handle, key, ttlMs)
   if (!isThenable(grant)) {
     // Answered at once: no waiter is made unless it has to wait.
     if (grant !== null) return taker[kTook](/** @type {NonNullable<Grant>} */ (grant), target.capabilities.saysWhenLapsed ? 0 : realNow())
@@ -64,6 +65,20 @@ function acquire(taker, target, timeout, retryDelay) {
   const sent = realNow()
   if (timeout === 0) return answer.then((g) => (g === null ? refused(target) : taker[kTook](g, sent)))
   return new Waiter(taker, target, ticket, timeout, retryDelay).firstTry(answer, sent)
+}
+
+/**
+ * How a first attempt waits in its store's line: not at all (`timeout` 0);
+ * or, refused, in its process's place, which it keeps for the waiters of
+ * this thread whose first attempts are out already should it get in first
+ * (they may have been refused, and so be waiting in that place).
+ *
+ * @param {Target} target
+ * @param {number} timeout
+ */
+function lineWait({ handle, lane }, timeout) {
+  if (timeout === 0) return WAIT.now
+  return firstTriesOut(handle, lane) ? WAIT.inLineWithMore : WAIT.inLine
 }
 
 /**

@@ -205,6 +205,14 @@ function firstTryInFlight(waiter, inFlight) {
 }
 
 /**
+ * Whether first attempts of this thread on `lane` are out (sent, not yet answered).
+ *
+ * @param {object} handle
+ * @param {string} lane
+ */
+const firstTriesOut = (handle, lane) => firstTries.get(handle)?.has(lane) === true
+
+/**
  * Queue `waiter` in its lane, in arrival order; at the head, it polls (or,
  * with `lookNow`, tries at once: a release came while its first attempt was out).
  *
@@ -367,4 +375,4 @@ function leaveLine({ handle, key, ops }) {
   } catch {}
 }
 
-module.exports = { waitersOf, takeTicket, firstTryInFlight, enqueue, wake, pollLater, giveBack, NEXT, leave, firstTake, noteAsked }
+module.exports = { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, wake, pollLater, giveBack, NEXT, leave, firstTake, noteAsked }

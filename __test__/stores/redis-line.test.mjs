@@ -3,10 +3,10 @@
 // waits in line with its own owner, and a hand-over is told by a PUBLISH to
 // `keel:wake:<id>` (any other PUBLISH would reach every listener). The line's
 // data: the sorted set `keel:line:{k:<key>}` and its hash `...:entries`.
-import { before, after } from 'node:test'
+import { before, after, test } from 'node:test'
 import assert from 'node:assert/strict'
 import Redis from 'ioredis'
-import { setLockStore, RedisLockStore } from '@shaferllc/keel/core'
+import { lock, setLockStore, RedisLockStore } from '@shaferllc/keel/core'
 import { startRedis } from '../../support/servers.mjs'
 import { shaOfShown } from '../../support/monitor.mjs'
 import { eventually } from '../helpers/eventually.mjs'
@@ -54,6 +54,11 @@ async function observe() {
   })
   return {
     attempts: async (key) => seen.filter((c) => c.key === key && c.script?.includes('wait_in_line(me, owner)')).length,
+    // How each script run on `key` with four keys and eight arguments (the
+    // line's acquire and claim, as this store runs them) waits: its ARGV[7],
+    // 0 never, 1 in line, 2 in line keeping a place for more of the process.
+    waits: (key) =>
+      seen.filter((c) => c.name.startsWith('eval') && c.args[2] === '4' && c.args.length === 15 && c.args[3].endsWith(key)).map((c) => c.args[13]),
     told: async () => {
       const published = seen.filter((c) => c.name === 'publish').map((c) => c.args[1])
       const handOvers = published.filter((channel) => channel.startsWith('keel:wake:'))
@@ -73,3 +78,26 @@ lineContract(() => ({
   observe,
   leftovers: async (key) => (await inspect.keys(`${lineOf(key)}*`)).length,
 }))
+
+test('line: of first attempts out together, each after the first keeps the place for the others should it get in', async () => {
+  const key = `first-tries:${Math.random()}`
+  const watching = await observe()
+  try {
+    const holder = lock(key, 30_000)
+    assert.equal(await holder.acquire(), true)
+    await eventually(async () => assert.deepEqual(watching.waits(key), ['0']))
+    // Sent in one turn: nobody of this process queued yet, every attempt goes out
+    // (what comes after them, their polls, keeps the place anyway).
+    const waiters = [lock(key, 30_000), lock(key, 30_000), lock(key, 30_000)]
+    const got = waiters.map((w) => w.acquire({ timeout: 10_000 }))
+    await eventually(async () => assert.deepEqual(watching.waits(key).slice(1, 4), ['1', '2', '2']))
+    assert.equal(await holder.release(), true)
+    for (let i = 0; i < waiters.length; i++) {
+      assert.equal(await got[i], true)
+      assert.equal(await waiters[i].release(), true)
+    }
+  } finally {
+    watching.stop()
+  }
+  assert.equal(await store.isLocked(key), false)
+})

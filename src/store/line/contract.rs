@@ -8,6 +8,27 @@ use crate::store::event_loop::tests::Harness;
 use crate::store::follow::{OnReleased, Released};
 use crate::store::{line, Acquired, Hold, LockStore, Op, Wait};
 
+/// What the stores were told, in order (the stores stand for processes;
+/// they share it).
+#[derive(Clone, Default)]
+struct Told(Arc<Mutex<Vec<(Released, String)>>>);
+
+impl Told {
+    fn tell(&self) -> OnReleased {
+        let told = Arc::clone(&self.0);
+        Arc::new(move |released, text| told.lock().expect("told").push((released, text)))
+    }
+
+    /// The text of the last thing told, which must be a hand-over.
+    fn last_hand_over(&self) -> String {
+        let here = self.0.lock().expect("told").clone();
+        match here.last() {
+            Some((Released::Handed, text)) => text.clone(),
+            _ => panic!("told of a hand-over: {here:?}"),
+        }
+    }
+}
+
 /// `op`'s answer.
 fn ok<T: 'static>(harness: &Harness, op: Op<T>) -> T {
     harness.settle(op).expect("an answer")
@@ -22,12 +43,8 @@ pub fn the_line_hands_the_lock_over_in_order<S: LockStore>(
     harness: &Harness,
     make: &dyn Fn(OnReleased) -> S,
 ) {
-    let told = Arc::new(Mutex::new(Vec::new()));
-    let tell = |told: &Arc<Mutex<Vec<(Released, String)>>>| -> OnReleased {
-        let told = Arc::clone(told);
-        Arc::new(move |released, text| told.lock().expect("told").push((released, text)))
-    };
-    let (a, b) = (make(tell(&told)), make(tell(&told)));
+    let told = Told::default();
+    let (a, b) = (make(told.tell()), make(told.tell()));
     let lock = Hold::Lock;
     assert!(matches!(
         ok(harness, a.acquire(lock, "k", "a1", 10_000.0, Wait::Not)),
@@ -74,13 +91,72 @@ pub fn the_line_hands_the_lock_over_in_order<S: LockStore>(
         Acquired::Refused
     );
     assert!(ok(harness, a.release(lock, "k", "a2")));
-    let here = told.lock().expect("told").clone();
-    let Some((Released::Handed, text)) = here.last() else {
-        panic!("told of the hand-over: {here:?}");
-    };
-    assert!(matches!(line::parse(text), Some((_, "a4", "k"))), "{text}");
+    let text = told.last_hand_over();
+    assert!(matches!(line::parse(&text), Some((_, "a4", "k"))), "{text}");
     assert!(ok(harness, a.claim("k", "a4", 10_000.0, false)));
     assert!(ok(harness, a.release(lock, "k", "a4")));
     // Nobody in line: a release frees it.
     assert!(!ok(harness, a.would_wait(lock, "k")));
+}
+
+/// An attempt that gets in with more of its process waiting behind it
+/// ([`Wait::InLineWithMore`]) keeps that process a place at the back
+/// whichever way it got in, so their turn comes by hand-over, not by their
+/// next poll: the lock free with nobody in line (the one-command path), or
+/// its process first in line for a lock that lapsed unreleased.
+pub fn more_waiting_keep_their_place<S: LockStore>(
+    harness: &Harness,
+    make: &dyn Fn(OnReleased) -> S,
+) {
+    let told = Told::default();
+    let (a, b) = (make(told.tell()), make(told.tell()));
+    let lock = Hold::Lock;
+    let got_in = |store: &S, owner: &str, ttl: f64, wait: Wait| {
+        matches!(
+            ok(harness, store.acquire(lock, "m", owner, ttl, wait)),
+            Acquired::Fenced(_)
+        )
+    };
+    let refused = |store: &S, owner: &str| {
+        ok(
+            harness,
+            store.acquire(lock, "m", owner, 10_000.0, Wait::InLine),
+        ) == Acquired::Refused
+    };
+    // Free, nobody in line: a gets in, and keeps its place ahead of b's.
+    assert!(got_in(&a, "a1", 10_000.0, Wait::InLineWithMore));
+    assert!(refused(&b, "b1"));
+    assert!(ok(harness, a.release(lock, "m", "a1")));
+    assert!(
+        !ok(harness, b.holds(lock, "m", "b1")),
+        "handed to b, past a's place"
+    );
+    let text = told.last_hand_over();
+    let Some((_, spare, "m")) = line::parse(&text) else {
+        panic!("handed to a: {text}");
+    };
+    assert!(ok(harness, a.claim("m", spare, 10_000.0, false)));
+    // b's turn; a waits behind it, b's lock lapses unreleased (a short
+    // TTL): a, first in line, gets in with more waiting, and keeps a place.
+    assert!(ok(harness, a.release(lock, "m", spare)));
+    assert!(ok(harness, b.holds(lock, "m", "b1")));
+    assert!(ok(harness, b.claim("m", "b1", 50.0, false)));
+    assert!(refused(&a, "a2"));
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    assert!(got_in(&a, "a3", 10_000.0, Wait::InLineWithMore));
+    assert!(refused(&b, "b2"));
+    assert!(ok(harness, a.release(lock, "m", "a3")));
+    assert!(
+        !ok(harness, b.holds(lock, "m", "b2")),
+        "handed to b, past a's place"
+    );
+    let text = told.last_hand_over();
+    let Some((_, spare, "m")) = line::parse(&text) else {
+        panic!("handed to a: {text}");
+    };
+    assert!(ok(harness, a.claim("m", spare, 10_000.0, false)));
+    assert!(ok(harness, a.release(lock, "m", spare)));
+    assert!(ok(harness, b.claim("m", "b2", 10_000.0, false)));
+    assert!(ok(harness, b.release(lock, "m", "b2")));
+    assert!(!ok(harness, a.would_wait(lock, "m")));
 }

@@ -101,14 +101,16 @@ impl LineSql {
                 "to_regclass('{line}') IS NOT NULL
                  AND to_regprocedure('{function}(text,text,text,bigint,text,int,text,bigint,bigint)') IS NOT NULL"
             ),
-            // A key with no row and nobody in line: one insert, no function.
-            // (DO NOTHING locks no row it finds, so the function, which takes
-            // the key's advisory lock first and rows after, never waits on it.)
+            // A key with no row and nobody in line: one insert, no function
+            // (unless more of this process wait behind the caller: the
+            // function keeps them a place). DO NOTHING locks no row it finds,
+            // so the function, which takes the key's advisory lock first and
+            // rows after, never waits on it.
             acquire: format!(
                 "WITH {now}, taken AS (
                    INSERT INTO {table} (key, owner, expires_at)
                    SELECT $1::text, $2::text, {even_ttl} FROM now
-                   WHERE NOT EXISTS (SELECT 1 FROM {line} WHERE key = $1::text)
+                   WHERE $5::int <> 2 AND NOT EXISTS (SELECT 1 FROM {line} WHERE key = $1::text)
                    ON CONFLICT (key) DO NOTHING
                    RETURNING 1
                  )

@@ -4,7 +4,9 @@
 
 use super::tests::{options, World};
 use super::*;
-use crate::store::line::contract::the_line_hands_the_lock_over_in_order;
+use crate::store::line::contract::{
+    more_waiting_keep_their_place, the_line_hands_the_lock_over_in_order,
+};
 
 fn store(world: &World, told: OnReleased, on_loop: bool) -> PostgresStore {
     let make_host = world.harness.make_host();
@@ -18,6 +20,13 @@ fn on_the_event_loop_the_line_hands_the_lock_over_in_order() {
     let world = World::new();
     let make = |told: OnReleased| store(&world, told, true);
     the_line_hands_the_lock_over_in_order(&world.harness, &make);
+}
+
+#[test]
+fn an_attempt_with_more_waiting_keeps_their_place_however_it_gets_in() {
+    let world = World::new();
+    let make = |told: OnReleased| store(&world, told, true);
+    more_waiting_keep_their_place(&world.harness, &make);
 }
 
 #[test]

@@ -5,7 +5,9 @@
 use super::tests::Server;
 use super::*;
 use crate::store::event_loop::tests::Harness;
-use crate::store::line::contract::the_line_hands_the_lock_over_in_order;
+use crate::store::line::contract::{
+    more_waiting_keep_their_place, the_line_hands_the_lock_over_in_order,
+};
 
 #[test]
 fn on_the_event_loop_the_line_hands_the_lock_over_in_order() {
@@ -22,4 +24,13 @@ fn on_tokio_the_line_hands_the_lock_over_the_same() {
     let make =
         |told: OnReleased| RedisStore::new(server.options(), Some(told), None).expect("a store");
     the_line_hands_the_lock_over_in_order(&harness, &make);
+}
+
+#[test]
+fn an_attempt_with_more_waiting_keeps_their_place_however_it_gets_in() {
+    let (server, harness) = (Server::start(), Harness::new());
+    let make = |told: OnReleased| {
+        RedisStore::new(server.options(), Some(told), Some(&harness.make_host())).expect("a store")
+    };
+    more_waiting_keep_their_place(&harness, &make);
 }

@@ -105,8 +105,9 @@ end
 /// never claimed it) goes to the first in line.
 pub const LINE_ACQUIRE: &str = concat!(
     r#"
--- Nobody in line, nothing handed over: a plain set-if-absent, as fast as one.
-if redis.call("exists", KEYS[3], KEYS[4]) == 0 then
+-- Nobody in line, nothing handed over: a plain set-if-absent, as fast as one
+-- (unless more of this process wait behind it: they keep a place, below).
+if ARGV[7] ~= "2" and redis.call("exists", KEYS[3], KEYS[4]) == 0 then
   if redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2], "NX") or redis.call("get", KEYS[1]) == ARGV[1] then
     return redis.call("incr", KEYS[2])
   end
