@@ -1,26 +1,23 @@
-// One process of the cross-process burst: opens an implementation, waits for
-// the agreed start time, runs its share of waiters, prints their critical
-// sections as JSON.
+// One process of the cross-process burst, kept for every burst of a round as
+// a long-lived app process would be: opens an implementation, says `ready`,
+// then for each line `{ key, startAt, retryDelay }` on stdin waits for the
+// agreed start, runs its share of waiters and prints their critical sections
+// as one line of JSON. It closes the implementation and exits when stdin ends,
+// which is after every process printed its last burst: no process exits while
+// another still hands the lock on.
+import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { IMPLEMENTATIONS } from './implementations.mjs'
 import { burst } from './scenarios.mjs'
 
-const [name, key, retryDelay, startAt, waiters] = process.argv.slice(2)
+const [name, waiters] = process.argv.slice(2)
 const impl = await IMPLEMENTATIONS[name].open({ redisUrl: process.env.REDIS_URL, postgresUrl: process.env.POSTGRES_URL })
 impl.install?.()
-// Warm up as a long-lived process would be: one handoff on a key of its own
-// (a store that follows releases opens what it follows them with now).
-const warm = `${key}:warm:${process.pid}`
-let release = () => {}
-let holding
-const started = new Promise((resolve) => (holding = resolve))
-const held = impl.run(warm, () => new Promise((resolve) => ((release = resolve), holding())), { timeout: 5_000 })
-await Promise.race([started, held])
-const waiter = impl.run(warm, async () => {}, { timeout: 5_000, retryDelay: 5 })
-await sleep(50)
-release()
-await Promise.all([held, waiter])
-await sleep(Math.max(0, Number(startAt) - Date.now()))
-const sections = await burst(impl, { key, retryDelay: Number(retryDelay), waiters: Number(waiters) })
-process.stdout.write(JSON.stringify(sections))
+process.stdout.write('ready\n')
+for await (const line of createInterface({ input: process.stdin })) {
+  const { key, startAt, retryDelay } = JSON.parse(line)
+  await sleep(Math.max(0, startAt - Date.now()))
+  const sections = await burst(impl, { key, retryDelay, waiters: Number(waiters) })
+  process.stdout.write(`${JSON.stringify(sections)}\n`)
+}
 await impl.close()

@@ -162,10 +162,12 @@ function onClosed(listener) {
 }
 
 /**
- * Releases run() ended on without waiting for their answers (a store that
- * tells when they are written), per store handle: close() lets them be
- * answered first, so a run() followed by close() neither cuts its release
- * off nor warns that it failed.
+ * What was sent without waiting for its answer, per store handle: releases
+ * run() ended on (a store that tells when they are written), locks given
+ * back, places left in a store's line. close() lets them be answered first,
+ * so a run() followed by close() neither cuts its release off nor warns that
+ * it failed, and a waiter that gave up just before close() leaves no lock
+ * or place behind to lapse.
  *
  * @typedef {{ count: number, idle: (() => void) | undefined }} Unanswered
  * @type {WeakMap<object, Unanswered>}
@@ -188,6 +190,19 @@ function releaseInFlight(handle) {
 /** @param {Unanswered} flight */
 function releaseAnswered(flight) {
   if (--flight.count === 0) flight.idle?.()
+}
+
+/**
+ * `answer`, of an operation on `handle` nobody waits for, is let in before
+ * close() (as run()'s releases are).
+ *
+ * @param {object} handle
+ * @param {Promise<unknown>} answer
+ */
+function answeredBeforeClose(handle, answer) {
+  const flight = releaseInFlight(handle)
+  const answered = () => releaseAnswered(flight)
+  answer.then(answered, answered)
 }
 
 /**
@@ -232,7 +247,8 @@ class RedisLockStore extends NativeLockStore {
   }
 
   /**
-   * Close the connection, once the releases run() sent are answered. Later
+   * Close the connection, once what the locks sent without waiting (run()'s
+   * releases, locks given back, places left in line) is answered. Later
    * operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED.
    */
   async close() {
@@ -259,7 +275,8 @@ class PostgresLockStore extends NativeLockStore {
   }
 
   /**
-   * Close the connections, once the releases run() sent are answered. Later
+   * Close the connections, once what the locks sent without waiting (run()'s
+   * releases, locks given back, places left in line) is answered. Later
    * operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED.
    */
   async close() {
@@ -278,4 +295,4 @@ class PostgresLockStore extends NativeLockStore {
   }
 }
 
-module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease, onClosed, releaseInFlight, releaseAnswered }
+module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease, onClosed, releaseInFlight, releaseAnswered, answeredBeforeClose }

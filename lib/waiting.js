@@ -22,7 +22,7 @@
 const { laneOf, inLine, opsOf, LINE_RENEW_MS, LINE_CLAIM_MS } = require('./protocol.js')
 const { realNow } = require('./timers.js')
 const { isThenable, noop } = require('./check.js')
-const { onAnnouncedRelease, onClosed } = require('./stores.js')
+const { onAnnouncedRelease, onClosed, answeredBeforeClose } = require('./stores.js')
 const { timer, cancel } = require('./timers.js')
 const { dropCrossedMarks } = require('./marks.js')
 
@@ -317,8 +317,10 @@ function giveBack(want, grant) {
   const after = want.capabilities !== undefined && inLine(/** @type {Want} */ (want)) ? noop : (/** @type {boolean} */ released) => released && wake(handle, lane)
   try {
     const released = ops.release(handle, key, typeof grant === 'string' ? grant : grant[0])
-    if (isThenable(released)) /** @type {Promise<boolean>} */ (released).then(after, noop)
-    else after(/** @type {boolean} */ (released))
+    if (!isThenable(released)) return after(/** @type {boolean} */ (released))
+    const answer = /** @type {Promise<boolean>} */ (released)
+    answeredBeforeClose(handle, answer)
+    answer.then(after, noop)
   } catch {}
 }
 
@@ -371,7 +373,7 @@ function leave(waiter, settle, next) {
 function leaveLine({ handle, key, ops }) {
   try {
     const left = ops.leaveLine?.(handle, key)
-    if (isThenable(left)) /** @type {Promise<void>} */ (left).then(noop, noop)
+    if (isThenable(left)) answeredBeforeClose(handle, /** @type {Promise<void>} */ (left))
   } catch {}
 }
 

@@ -13,7 +13,8 @@
 //!
 //! A plain acquire stays one statement and, for a key nobody holds or
 //! waits for, as cheap as a set-if-absent: the function runs only when
-//! that insert took nothing. A release is one plain delete unless someone
+//! that insert took nothing, and not for a waiter whose process keeps its
+//! place while the lock stays held (it renews the place itself). A release is one plain delete unless someone
 //! may wait: a held row's `expires_at` is kept even, and made odd (one ms
 //! later) by a waiter taking its place, which updates the row. A release
 //! takes the key's advisory lock too, first: it waits for a waiter taking
@@ -106,6 +107,12 @@ impl LineSql {
             // function keeps them a place). DO NOTHING locks no row it finds,
             // so the function, which takes the key's advisory lock first and
             // rows after, never waits on it.
+            //
+            // A waiter whose process has its place already, the lock held and
+            // marked, renews the place (its lease, the owner a hand-over
+            // gives) without the function: nothing else changes, so nothing
+            // waits on the key's advisory lock. (A place handed the lock
+            // meanwhile, or a lock freed, leaves it to the function.)
             acquire: format!(
                 "WITH {now}, taken AS (
                    INSERT INTO {table} (key, owner, expires_at)
@@ -113,10 +120,20 @@ impl LineSql {
                    WHERE $5::int <> 2 AND NOT EXISTS (SELECT 1 FROM {line} WHERE key = $1::text)
                    ON CONFLICT (key) DO NOTHING
                    RETURNING 1
+                 ), kept AS (
+                   UPDATE {line} AS place SET lapses_at = now.ms + {lease_ms}, next_owner = $2::text
+                   FROM now
+                   WHERE place.key = $1::text AND place.process = $4::text AND place.handed IS NULL
+                     AND $5::int <> 0 AND NOT EXISTS (SELECT 1 FROM taken)
+                     AND EXISTS (SELECT 1 FROM {table}
+                       WHERE key = $1::text AND expires_at > now.ms AND expires_at & 1 = 1)
+                   RETURNING 1
                  )
                  SELECT nextval('{sequence}')::text FROM taken
                  UNION ALL
-                 SELECT {} WHERE NOT EXISTS (SELECT 1 FROM taken)",
+                 SELECT NULL FROM kept
+                 UNION ALL
+                 SELECT {} WHERE NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM kept)",
                 call("acquire")
             ),
             // The row goes; only when it was marked (someone may wait) does
