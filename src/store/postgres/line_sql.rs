@@ -13,8 +13,9 @@
 //!
 //! A plain acquire stays one statement and, for a key nobody holds or
 //! waits for, as cheap as a set-if-absent: the function runs only when
-//! that insert took nothing, and not for a waiter whose process keeps its
-//! place while the lock stays held (it renews the place itself). A release is one plain delete unless someone
+//! that insert took nothing; for a waiter whose process keeps its place
+//! while the lock stays held, it renews the place without waiting for the
+//! key's advisory lock. A release is one plain delete unless someone
 //! may wait: a held row's `expires_at` is kept even, and made odd (one ms
 //! later) by a waiter taking its place, which updates the row. A release
 //! takes the key's advisory lock too, first: it waits for a waiter taking
@@ -107,12 +108,6 @@ impl LineSql {
             // function keeps them a place). DO NOTHING locks no row it finds,
             // so the function, which takes the key's advisory lock first and
             // rows after, never waits on it.
-            //
-            // A waiter whose process has its place already, the lock held and
-            // marked, renews the place (its lease, the owner a hand-over
-            // gives) without the function: nothing else changes, so nothing
-            // waits on the key's advisory lock. (A place handed the lock
-            // meanwhile, or a lock freed, leaves it to the function.)
             acquire: format!(
                 "WITH {now}, taken AS (
                    INSERT INTO {table} (key, owner, expires_at)
@@ -120,20 +115,10 @@ impl LineSql {
                    WHERE $5::int <> 2 AND NOT EXISTS (SELECT 1 FROM {line} WHERE key = $1::text)
                    ON CONFLICT (key) DO NOTHING
                    RETURNING 1
-                 ), kept AS (
-                   UPDATE {line} AS place SET lapses_at = now.ms + {lease_ms}, next_owner = $2::text
-                   FROM now
-                   WHERE place.key = $1::text AND place.process = $4::text AND place.handed IS NULL
-                     AND $5::int <> 0 AND NOT EXISTS (SELECT 1 FROM taken)
-                     AND EXISTS (SELECT 1 FROM {table}
-                       WHERE key = $1::text AND expires_at > now.ms AND expires_at & 1 = 1)
-                   RETURNING 1
                  )
                  SELECT nextval('{sequence}')::text FROM taken
                  UNION ALL
-                 SELECT NULL FROM kept
-                 UNION ALL
-                 SELECT {} WHERE NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM kept)",
+                 SELECT {} WHERE NOT EXISTS (SELECT 1 FROM taken)",
                 call("acquire")
             ),
             // The row goes; only when it was marked (someone may wait) does
@@ -233,6 +218,17 @@ BEGIN
   IF current_setting('transaction_isolation') <> 'read committed' THEN
     RAISE EXCEPTION 'the line of {table} needs READ COMMITTED, and this transaction is %',
       current_setting('transaction_isolation');
+  END IF;
+  -- A waiter whose process keeps its place while the lock stays held (and
+  -- marked) renews the place alone: nothing else changes, so it does not
+  -- queue for the key. (A place handed the lock meanwhile, re-read once its
+  -- row is free, or a lock freed, goes on below.)
+  IF op = 'acquire' AND code <> 0 AND me <> '' THEN
+    now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+    UPDATE {line} SET lapses_at = now_ms + lease, next_owner = who
+      WHERE key = k AND process = me AND handed IS NULL
+        AND EXISTS (SELECT 1 FROM {table} WHERE key = k AND expires_at > now_ms AND expires_at & 1 = 1);
+    IF FOUND THEN RETURN NULL; END IF;
   END IF;
   PERFORM pg_advisory_xact_lock(hashtext('keel-lock:{line}'), hashtext(k));
   -- The clock is read once the key is ours: the wait for it does not count.
