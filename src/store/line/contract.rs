@@ -111,51 +111,46 @@ pub fn more_waiting_keep_their_place<S: LockStore>(
     let told = Told::default();
     let (a, b) = (make(told.tell()), make(told.tell()));
     let lock = Hold::Lock;
-    let got_in = |store: &S, owner: &str, ttl: f64, wait: Wait| {
-        matches!(
-            ok(harness, store.acquire(lock, "m", owner, ttl, wait)),
-            Acquired::Fenced(_)
-        )
-    };
     let refused = |store: &S, owner: &str| {
         ok(
             harness,
             store.acquire(lock, "m", owner, 10_000.0, Wait::InLine),
         ) == Acquired::Refused
     };
-    // Free, nobody in line: a gets in, and keeps its place ahead of b's.
-    assert!(got_in(&a, "a1", 10_000.0, Wait::InLineWithMore));
-    assert!(refused(&b, "b1"));
-    assert!(ok(harness, a.release(lock, "m", "a1")));
-    assert!(
-        !ok(harness, b.holds(lock, "m", "b1")),
-        "handed to b, past a's place"
-    );
-    let text = told.last_hand_over();
-    let Some((_, spare, "m")) = line::parse(&text) else {
-        panic!("handed to a: {text}");
+    // a gets in with more waiting, b asks after it: a's release hands the
+    // lock back to a (claimed here), not to b. The owner it went to.
+    let a_keeps_its_place = |owner: &str, behind: &str| -> String {
+        assert!(matches!(
+            ok(
+                harness,
+                a.acquire(lock, "m", owner, 10_000.0, Wait::InLineWithMore)
+            ),
+            Acquired::Fenced(_)
+        ));
+        assert!(refused(&b, behind));
+        assert!(ok(harness, a.release(lock, "m", owner)));
+        assert!(
+            !ok(harness, b.holds(lock, "m", behind)),
+            "handed to b, past a's place"
+        );
+        let text = told.last_hand_over();
+        let Some((_, spare, "m")) = line::parse(&text) else {
+            panic!("handed to a: {text}");
+        };
+        assert!(ok(harness, a.claim("m", spare, 10_000.0, false)));
+        spare.to_owned()
     };
-    assert!(ok(harness, a.claim("m", spare, 10_000.0, false)));
+    // Free, nobody in line.
+    let spare = a_keeps_its_place("a1", "b1");
     // b's turn; a waits behind it, b's lock lapses unreleased (a short
-    // TTL): a, first in line, gets in with more waiting, and keeps a place.
-    assert!(ok(harness, a.release(lock, "m", spare)));
+    // TTL): a, first in line, gets in.
+    assert!(ok(harness, a.release(lock, "m", &spare)));
     assert!(ok(harness, b.holds(lock, "m", "b1")));
     assert!(ok(harness, b.claim("m", "b1", 50.0, false)));
     assert!(refused(&a, "a2"));
     std::thread::sleep(std::time::Duration::from_millis(120));
-    assert!(got_in(&a, "a3", 10_000.0, Wait::InLineWithMore));
-    assert!(refused(&b, "b2"));
-    assert!(ok(harness, a.release(lock, "m", "a3")));
-    assert!(
-        !ok(harness, b.holds(lock, "m", "b2")),
-        "handed to b, past a's place"
-    );
-    let text = told.last_hand_over();
-    let Some((_, spare, "m")) = line::parse(&text) else {
-        panic!("handed to a: {text}");
-    };
-    assert!(ok(harness, a.claim("m", spare, 10_000.0, false)));
-    assert!(ok(harness, a.release(lock, "m", spare)));
+    let spare = a_keeps_its_place("a3", "b2");
+    assert!(ok(harness, a.release(lock, "m", &spare)));
     assert!(ok(harness, b.claim("m", "b2", 10_000.0, false)));
     assert!(ok(harness, b.release(lock, "m", "b2")));
     assert!(!ok(harness, a.would_wait(lock, "m")));
