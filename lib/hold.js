@@ -14,7 +14,7 @@ const { describe, isThenable, noop } = require('./check.js')
 const { LockNotHeldError } = require('./errors.js')
 const { realTimer, cancel, realNow } = require('./timers.js')
 const { wake, giveBack } = require('./waiting.js')
-const { releaseInFlight, releaseAnswered } = require('./stores.js')
+const { answeredBeforeClose } = require('./stores.js')
 const { inLine } = require('./protocol.js')
 
 /**
@@ -279,14 +279,9 @@ class Hold {
     // buffer, so they reach the server even if the process exits next, and
     // the key's next operation is behind them), a round trip sooner. Its
     // close() waits for the answer.
-    const flight = releaseInFlight(handle)
-    const answered = /** @type {Promise<boolean>} */ (released).then(
-      () => releaseAnswered(flight),
-      (/** @type {unknown} */ releaseError) => {
-        releaseAnswered(flight)
-        warn(releaseError)
-      },
-    )
+    const answer = /** @type {Promise<boolean>} */ (released)
+    answeredBeforeClose(handle, answer)
+    const answered = answer.then(noop, warn)
     try {
       return /** @type {NonNullable<import('./protocol.js').StoreOps['sent']>} */ (ops.sent)(handle, key)
     } catch {

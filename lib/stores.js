@@ -295,4 +295,4 @@ class PostgresLockStore extends NativeLockStore {
   }
 }
 
-module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease, onClosed, releaseInFlight, releaseAnswered, answeredBeforeClose }
+module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease, onClosed, answeredBeforeClose }
