@@ -113,6 +113,16 @@ export interface AcquireOptions {
    * the process alive. Default: false.
    */
   autoExtend?: boolean
+  /**
+   * Stop waiting when this signal aborts: the acquire rejects at once with
+   * `signal.reason` (an `AbortError` `DOMException` when `abort()` was given
+   * none), leaves the queue, and `run()` never calls `fn`. A lock granted after
+   * the abort is given back at once; a signal aborted already rejects without
+   * asking the store. Combines with `timeout`: whichever comes first ends the
+   * wait. Once the lock is held, the signal has no effect on it. One signal may
+   * serve any number of waits; its listener goes when the last of them ends.
+   */
+  signal?: AbortSignal
 }
 
 /** The result of {@link Lock.run}: `[true, result]` if `fn` ran, `[false, undefined]` if the lock was taken. */
@@ -545,6 +555,94 @@ export interface LockStoreReport {
  * @throws TypeError (rejected) if `store` is not an object, or an option is unknown or malformed.
  */
 export declare function verifyLockStore(store: LockStore, options?: VerifyLockStoreOptions): Promise<LockStoreReport>
+
+/**
+ * The `node:diagnostics_channel` names the lock publishes on. `acquire`, `run`,
+ * `release` and `extend` are tracing channels (`diagnostics_channel.tracingChannel(name)`):
+ * each operation publishes one context object on `start`, `end`, then `asyncStart` and
+ * `asyncEnd` (and `error` before them when it rejects), with `result` or `error` set on it
+ * as Node's `tracePromise` does. `lost` is a plain channel: one {@link LockLostMessage}
+ * per hold known to be lost. With nobody subscribed nothing is built or published.
+ * No context carries the owner token.
+ */
+export declare const channels: {
+  /** Every acquisition attempt of a handle: `acquire()`, `acquireImmediately()`, and the one in `run()`. */
+  readonly acquire: 'keel:lock:acquire'
+  /** A whole `run()`, the callback included. */
+  readonly run: 'keel:lock:run'
+  /** A release: `release()`, and the one that ends `run()`. */
+  readonly release: 'keel:lock:release'
+  /** An extension: `extend()`, and `autoExtend`'s. */
+  readonly extend: 'keel:lock:extend'
+  /** A hold known to be lost. */
+  readonly lost: 'keel:lock:lost'
+}
+
+/** What every traced context and lost message says of its lock. */
+export interface LockTraceFields {
+  key: string
+  kind: 'lock' | 'semaphore' | 'read' | 'write'
+  /** A semaphore's number of permits; null for the other kinds. */
+  limit: number | null
+  /** The store's constructor name: `'MemoryLockStore'`, `'RedisLockStore'`, or your store's class. */
+  store: string
+  /** The lock's TTL; for an extension, the TTL it extends by. */
+  ttlMs: number
+}
+
+/** The context of a traced operation: what the tracing channel's events carry. */
+export interface LockTraceContext<Result> extends LockTraceFields {
+  /** Set before `asyncStart` when it resolved. */
+  result?: Result
+  /** Set before `error` when it rejected. */
+  error?: unknown
+}
+
+/** `channels.acquire`'s context; `result` is whether it got the lock. */
+export interface AcquireTraceContext extends LockTraceContext<boolean> {
+  /** The acquire's `timeout` option (0: it does not wait). */
+  timeoutMs: number
+  /** ms from the call to the answer; set before `asyncStart` (and `error`). */
+  waitedMs: number
+  /** Acquire requests it sent the store (0 for a lock handed to it from a store's line); set before `asyncStart`. */
+  attempts: number
+  /** The acquisition's fencing token, or null (refused, or a store that gives none); set before `asyncStart`. */
+  fencingToken: number | bigint | null
+}
+
+/** `channels.run`'s context; `result` is what `run()` resolves to. */
+export interface RunTraceContext extends LockTraceContext<RunResult<unknown>> {
+  /** The run's `timeout` option. */
+  timeoutMs: number
+}
+
+/** `channels.release`'s context; `result` is whether the store released it. */
+export interface ReleaseTraceContext extends LockTraceContext<boolean> {
+  /**
+   * ms from the acquisition to this release, or null when unknown here (a
+   * handle from `restoreLock()`, or a lock taken while nobody listened to `release`).
+   */
+  heldMs: number | null
+}
+
+/**
+ * `channels.extend`'s context; `ttlMs` is the extension's; `result` is whether
+ * the store extended it (`extend()` then rejects with a {@link LockNotHeldError} when not).
+ */
+export interface ExtendTraceContext extends LockTraceContext<boolean> {}
+
+/**
+ * How a hold was found lost: an extension refused (`extend`, `autoExtend`);
+ * its time up by this process's clock (`expired`: its TTL passed with no
+ * extension, which holds taken while someone listens to `channels.lost` are
+ * watched for); `isExpired()` finding it gone; a release finding it gone.
+ */
+export type LockLostReason = 'extend' | 'autoExtend' | 'expired' | 'isExpired' | 'release'
+
+/** What `channels.lost` publishes, once per hold known to be lost. */
+export interface LockLostMessage extends LockTraceFields {
+  reason: LockLostReason
+}
 
 declare global {
   // Node 20 defines Symbol.asyncDispose; declared here too so the types need

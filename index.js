@@ -17,6 +17,7 @@ const { handleFor } = require('./lib/js-store.js')
 const { Lock, newLock } = require('./lib/lock.js')
 const { semaphoreKind, READ, WRITE, kindFields } = require('./lib/kinds.js')
 const { verifyLockStore } = require('./lib/verify.js')
+const { CHANNELS } = require('./lib/tracing.js')
 
 /**
  * The store lock() uses now, with what a Lock needs of it.
@@ -170,4 +171,5 @@ module.exports = {
   LockNotHeldError,
   LockStoreError,
   verifyLockStore,
+  channels: CHANNELS,
 }

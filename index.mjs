@@ -17,4 +17,5 @@ export const {
   LockNotHeldError,
   LockStoreError,
   verifyLockStore,
+  channels,
 } = core

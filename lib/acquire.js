@@ -10,7 +10,9 @@
  * or polled, until it gets in or its timeout passes. The timeout counts the
  * first attempt too, even if the store never answers it; a grant that arrives
  * after the caller gave up goes back at once; a store that cannot be reached
- * is "not yet" while time is left.
+ * is "not yet" while time is left. A caller's AbortSignal ends the wait as
+ * the timeout does, but rejecting with the signal's reason; an aborted one
+ * stops the acquire before the store is asked.
  */
 
 const { DEFAULT_RETRY_DELAY_MS, WAIT, LINE_CLAIM_MS, inLine } = require('./protocol.js')
@@ -18,6 +20,8 @@ const { isThenable, noop } = require('./check.js')
 const { isUnreachable } = require('./errors.js')
 const { timer, cancel, realNow } = require('./timers.js')
 const { withdraw } = require('./marks.js')
+const { answeredBeforeClose } = require('./stores.js')
+const { cancelWith, endWith } = require('./abort.js')
 const { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, pollLater, giveBack, NEXT, leave, firstTake, noteAsked } = require('./waiting.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
@@ -35,36 +39,48 @@ const kTook = Symbol('Lock.took')
  */
 
 /**
+ * What a traced acquire counts (lib/tracing.js): its store round trips.
+ *
+ * @typedef {{ attempts: number }} Trace
+ */
+
+/**
  * Acquire `target` for a fresh owner, for `taker`: its Hold, or null if the
  * lock stayed held for `timeout` ms; or a promise of that when the store (or
- * the wait) has to be awaited.
+ * the wait) has to be awaited. Throws (or rejects with) `signal`'s reason
+ * once it aborted.
  *
  * @param {Taker} taker
  * @param {Target} target
  * @param {number} timeout
  * @param {number} retryDelay
+ * @param {AbortSignal | undefined} signal
+ * @param {Trace | undefined} trace
  * @returns {Hold | null | Promise<Hold | null>}
  */
-function acquire(taker, target, timeout, retryDelay) {
+function acquire(taker, target, timeout, retryDelay, signal, trace) {
+  if (signal?.aborted) throw signal.reason
   const { handle, key, lane, ttlMs, ops } = target
   const ticket = takeTicket()
   // With waiters queued in this thread, a newcomer queues behind them.
-  if (waitersOf(handle, lane) !== undefined) return timeout === 0 ? null : queued(new Waiter(taker, target, ticket, timeout, retryDelay))
+  if (waitersOf(handle, lane) !== undefined) return timeout === 0 ? null : queued(new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace))
+  if (trace !== undefined) trace.attempts++
   // In a store's line, a caller that waits takes its process's place if refused
   // (and, with first attempts of this thread out already, keeps it for them if it gets in).
   const grant = inLine(target) ? ops.acquire(handle, key, ttlMs, lineWait(target, timeout)) : ops.acquire(handle, key, ttlMs)
   if (!isThenable(grant)) {
     // Answered at once: no waiter is made unless it has to wait.
     if (grant !== null) return taker[kTook](/** @type {NonNullable<Grant>} */ (grant), target.capabilities.saysWhenLapsed ? 0 : realNow())
-    return timeout === 0 ? refused(target) : queued(new Waiter(taker, target, ticket, timeout, retryDelay))
+    return timeout === 0 ? refused(target) : queued(new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace))
   }
   const answer = /** @type {Promise<Grant>} */ (grant)
   // The hold's time runs on the real clock (the store's TTL does); the
   // timeout on performance.now, which, like setTimeout, follows fake timers
   // when a test installs them.
   const sent = realNow()
-  if (timeout === 0) return answer.then((g) => (g === null ? refused(target) : taker[kTook](g, sent)))
-  return new Waiter(taker, target, ticket, timeout, retryDelay).firstTry(answer, sent)
+  // (One that does not wait still answers an abort at once, as a Waiter with no deadline.)
+  if (timeout === 0 && signal === undefined) return answer.then((g) => (g === null ? refused(target) : taker[kTook](g, sent)))
+  return new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace).firstTry(answer, sent)
 }
 
 /**
@@ -111,10 +127,12 @@ class Waiter {
    * @param {Taker} taker
    * @param {Target} want
    * @param {number} ticket when acquire was called, for arrival order
-   * @param {number} timeout ms from now
+   * @param {number} timeout ms from now (0: its first attempt only, which it sent)
    * @param {number} retryDelay
+   * @param {AbortSignal | undefined} signal ends the wait when it aborts
+   * @param {Trace | undefined} trace
    */
-  constructor(taker, want, ticket, timeout, retryDelay) {
+  constructor(taker, want, ticket, timeout, retryDelay, signal, trace) {
     this.taker = taker
     this.want = want
     this.ticket = ticket
@@ -146,7 +164,12 @@ class Waiter {
       this.resolve = resolve
       this.reject = reject
     })
-    this.deadline = timer(() => this.giveUp(), timeout)
+    this.deadline = timeout === 0 ? undefined : timer(() => this.giveUp(), timeout)
+    this.signal = signal
+    this.trace = trace
+    // (A JS store's acquire, called before this, may have aborted it already.)
+    if (signal?.aborted) queueMicrotask(() => this.aborted(signal.reason))
+    else if (signal !== undefined) cancelWith(signal, this)
   }
 
   /**
@@ -160,7 +183,8 @@ class Waiter {
   firstTry(answer, sent) {
     this.trying = true
     this.since = sent
-    firstTryInFlight(this, true)
+    // (One that will not wait is no first attempt others keep a place in line for.)
+    if (this.deadline !== undefined) firstTryInFlight(this, true)
     answer.then(
       (grant) => this.answered(grant),
       (error) => this.failedTry(error),
@@ -184,6 +208,7 @@ class Waiter {
     this.since = realNow()
     const { want } = this
     const { ops, handle, key, ttlMs } = want
+    if (this.trace !== undefined) this.trace.attempts++
     let grant
     try {
       // In a store's line: with more of this thread behind it, the process keeps a place once it gets in.
@@ -214,7 +239,7 @@ class Waiter {
     // A lock handed over can come twice (by message, and in this reply): taken
     // once, by whoever it reached first (even one that gave up, which gives
     // it back: never one another waiter here already holds).
-    if (grant !== null && inLine(this.want) && !firstTake(this.want.handle, ownerOf(grant))) grant = null
+    if (grant !== null && typeof grant !== 'string' && grant.length === 3 && !firstTake(this.want.handle, grant[0])) grant = null
     const first = this.queue === undefined
     if (first) firstTryInFlight(this, false)
     // It gave up while this attempt was in flight: whatever it took goes back.
@@ -286,6 +311,32 @@ class Waiter {
   }
 
   /**
+   * Its signal aborted: it stops waiting at once and rejects with `reason`
+   * (an attempt still in flight gives back whatever it takes; a writer's
+   * mark is withdrawn, answered before its store closes).
+   *
+   * @param {unknown} reason
+   */
+  aborted(reason) {
+    if (this.gone) return
+    this.gaveUp = true
+    const settle = () => this.reject(reason)
+    if (this.queue === undefined) {
+      firstTryInFlight(this, false)
+      return this.leaveBeforeQueueing(settle)
+    }
+    const withdrawn = withdraw(this.want)
+    if (withdrawn !== undefined) answeredBeforeClose(this.want.handle, withdrawn)
+    leave(this, settle, NEXT.now)
+  }
+
+  /** It left (settled): no timeout or signal ends it any more. */
+  ended() {
+    cancel(this.deadline)
+    if (this.signal !== undefined) endWith(this.signal, this)
+  }
+
+  /**
    * The lock was handed to it from its store's line, for `owner` (held since
    * no later than `since`, for the claim window): it leaves the queue with a
    * hold, and claims the lock for its TTL at once.
@@ -319,7 +370,7 @@ class Waiter {
     const queue = /** @type {Waiter[]} */ (this.queue)
     const more = queue.length > 0
     const after = (/** @type {boolean} */ claimed) => {
-      if (!claimed) return hold.markLost()
+      if (!claimed) return hold.markLost('expired')
       hold.extended(sent, ttlMs)
       if (more) noteAsked(queue, sent)
     }
@@ -338,7 +389,7 @@ class Waiter {
    */
   leaveBeforeQueueing(settle) {
     this.gone = true
-    cancel(this.deadline)
+    this.ended()
     settle()
   }
 

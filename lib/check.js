@@ -48,38 +48,65 @@ function checkMs(where, value, name, zeroOk) {
   return value
 }
 
-/** @type {[timeout: number, retryDelay: number]} */
-const NO_OPTIONS = [0, DEFAULT_RETRY_DELAY_MS]
+/** @typedef {[timeout: number, retryDelay: number, signal: AbortSignal | undefined]} WaitOptions */
+
+/** @type {WaitOptions} */
+const NO_OPTIONS = [0, DEFAULT_RETRY_DELAY_MS, undefined]
+
+const KNOWN_OPTIONS = 'timeout, retryDelay, autoExtend, signal'
 
 /**
- * run()'s and acquire()'s options as [timeout, retryDelay], with autoExtend
- * checked (the caller acts on it). A misspelt option is an error: it must not
- * fall back to a default silently (`timeot` would mean "don't wait").
+ * run()'s and acquire()'s options as [timeout, retryDelay, signal], with
+ * autoExtend checked (the caller acts on it). A misspelt option is an error:
+ * it must not fall back to a default silently (`timeot` would mean "don't wait").
  *
  * @param {string} where
  * @param {unknown} options
- * @returns {[timeout: number, retryDelay: number]}
+ * @returns {WaitOptions}
  */
 function readOptions(where, options) {
   if (options === undefined || options === null) return NO_OPTIONS
   if (typeof options !== 'object') {
     throw new TypeError(
-      `${where}: options must be an object like { timeout, retryDelay, autoExtend }, got ${describe(options)}`,
+      `${where}: options must be an object like { ${KNOWN_OPTIONS} }, got ${describe(options)}`,
     )
   }
   for (const name in options) {
-    if (name !== 'timeout' && name !== 'retryDelay' && name !== 'autoExtend') {
-      throw new TypeError(`${where}: unknown option ${JSON.stringify(name)} (known: timeout, retryDelay, autoExtend)`)
+    if (name !== 'timeout' && name !== 'retryDelay' && name !== 'autoExtend' && name !== 'signal') {
+      throw new TypeError(`${where}: unknown option ${JSON.stringify(name)} (known: ${KNOWN_OPTIONS})`)
     }
   }
-  const { timeout, retryDelay, autoExtend } = /** @type {import('../index').AcquireOptions} */ (options)
+  const { timeout, retryDelay, autoExtend, signal } = /** @type {import('../index').AcquireOptions} */ (options)
   if (autoExtend !== undefined && typeof autoExtend !== 'boolean') {
     throw new TypeError(`${where}: options.autoExtend must be true or false, got ${describe(autoExtend)}`)
+  }
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    throw new TypeError(`${where}: options.signal must be an AbortSignal (such as AbortController's signal), got ${describe(signal)}`)
   }
   return [
     timeout === undefined ? 0 : checkMs(where, timeout, 'options.timeout', true),
     retryDelay === undefined ? DEFAULT_RETRY_DELAY_MS : checkMs(where, retryDelay, 'options.retryDelay', true),
+    signal,
   ]
+}
+
+/**
+ * An AbortSignal, also one of another realm (a test framework's `vm`
+ * context): what the wait uses of one.
+ *
+ * @param {unknown} value
+ * @returns {value is AbortSignal}
+ */
+function isAbortSignal(value) {
+  if (value instanceof AbortSignal) return true
+  const signal = /** @type {Partial<Record<string, unknown>> | null} */ (value)
+  return (
+    typeof signal === 'object' &&
+    signal !== null &&
+    typeof signal.aborted === 'boolean' &&
+    typeof signal.addEventListener === 'function' &&
+    typeof signal.removeEventListener === 'function'
+  )
 }
 
 /**

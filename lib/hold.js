@@ -16,6 +16,7 @@ const { realTimer, cancel, realNow } = require('./timers.js')
 const { wake, giveBack } = require('./waiting.js')
 const { answeredBeforeClose } = require('./stores.js')
 const { inLine } = require('./protocol.js')
+const { releaseChannel, extendChannel, lostChannel, traceRelease, traceExtend, publishLost } = require('./tracing.js')
 
 /**
  * What a lock is on, shared by a handle, the handles run() makes from it and
@@ -41,6 +42,7 @@ const { inLine } = require('./protocol.js')
  * @property {import('./timers.js').Timer | undefined} expiry aborts the signal when the time is up
  * @property {import('./timers.js').Timer | undefined} renewal autoExtend's next extension
  * @property {AbortController | undefined} ended the aborted one a released hold's handle gives out
+ * @property {boolean} watched its expiry is watched (for its signal, or a listener of lost holds)
  */
 
 class Hold {
@@ -67,6 +69,8 @@ class Hold {
     this.token = token
     /** @type {Extra | undefined} */
     this.extra = undefined
+    /** realNow() when it was taken, for a traced release's heldMs; 0 when nobody listened then. */
+    this.takenAt = releaseChannel.hasSubscribers ? realNow() : 0
   }
 
   /** A hold restored from serialize(): it started elsewhere, at a time unknown here. @param {Target} target @param {string} owner */
@@ -74,7 +78,17 @@ class Hold {
     const hold = new Hold(target, owner, 0, undefined)
     // Until an extension dates it, its signal aborts only on a loss the store reports.
     hold.extras().heldFor = Infinity
-    return hold
+    hold.takenAt = 0
+    return hold.watchIfListened()
+  }
+
+  /**
+   * With someone listening for lost holds, a hold whose time runs out
+   * unextended is one: its expiry timer (the signal's) is armed now.
+   */
+  watchIfListened() {
+    if (lostChannel.hasSubscribers) this.watchExpiry()
+    return this
   }
 
   /** What a handle that never held anything speaks for. @param {Target} target */
@@ -85,7 +99,7 @@ class Hold {
   }
 
   extras() {
-    return (this.extra ??= { heldFor: undefined, controller: undefined, expiry: undefined, renewal: undefined, ended: undefined })
+    return (this.extra ??= { heldFor: undefined, controller: undefined, expiry: undefined, renewal: undefined, ended: undefined, watched: false })
   }
 
   /** The fencing token, while held: handed over, or (memory) looked up in the store. */
@@ -108,7 +122,7 @@ class Hold {
         extra.controller = new AbortController()
         this.watchExpiry()
       } else if (!extra.controller.signal.aborted && this.left() <= 0) {
-        this.markLost()
+        this.markLost('expired')
       }
       return extra.controller.signal
     }
@@ -142,15 +156,16 @@ class Hold {
     this.since = sent
     const extra = this.extra
     if (ttl !== this.target.ttlMs || extra?.heldFor !== undefined) this.extras().heldFor = ttl
-    if (extra?.controller !== undefined) this.watchExpiry()
+    if (extra?.watched === true) this.watchExpiry()
   }
 
   /** Abort the signal when the hold's time is up (re-armed by each extension). */
   watchExpiry() {
     const extra = this.extras()
+    extra.watched = true
     cancel(extra.expiry)
     const left = this.left()
-    if (left <= 0) return this.markLost()
+    if (left <= 0) return this.markLost('expired')
     if (left === Infinity) return
     // The in-memory store counts whole ms: a timer a hair early looks again.
     extra.expiry = realTimer(() => this.held && this.watchExpiry(), Math.max(1, Math.ceil(left)))
@@ -172,12 +187,12 @@ class Hold {
     if (!this.held) return
     // Woken after the hold ran out (a stalled event loop): it may have been
     // someone else's meanwhile, even if an extension would still succeed.
-    if (this.left() <= 0) return this.markLost()
+    if (this.left() <= 0) return this.markLost('expired')
     const { capabilities, handle, key, ttlMs, ops } = this.target
     const sent = capabilities.saysWhenLapsed ? 0 : realNow()
     const after = (/** @type {boolean} */ extended) => {
       if (!this.held) return
-      if (!extended) return this.markLost()
+      if (!extended) return this.markLost('autoExtend')
       this.extended(sent, ttlMs)
       this.renewLater()
     }
@@ -185,7 +200,7 @@ class Hold {
     const retry = () => this.renewLater()
     let extended
     try {
-      extended = ops.extend(handle, key, this.owner, ttlMs)
+      extended = extendChannel.hasSubscribers ? traceExtend(this.target, ttlMs, () => ops.extend(handle, key, this.owner, ttlMs)) : ops.extend(handle, key, this.owner, ttlMs)
     } catch {
       return retry()
     }
@@ -199,6 +214,11 @@ class Hold {
    * @returns {boolean | Promise<boolean>}
    */
   giveBack() {
+    return releaseChannel.hasSubscribers ? traceRelease(this, () => this.giveBackUntraced()) : this.giveBackUntraced()
+  }
+
+  /** @returns {boolean | Promise<boolean>} */
+  giveBackUntraced() {
     // Marked before the store call, so a second release() racing this one
     // returns false instead of sending a second delete.
     this.held = false
@@ -235,7 +255,10 @@ class Hold {
    */
   released(released, wakeNext) {
     if (released && wakeNext) wake(this.target.handle, this.target.lane)
-    else if (!released && !this.held) this.lost = true
+    else if (!released && !this.held && !this.lost) {
+      this.lost = true
+      if (lostChannel.hasSubscribers) publishLost(this.target, 'release')
+    }
     return released
   }
 
@@ -289,13 +312,15 @@ class Hold {
     }
   }
 
-  markLost() {
+  /** @param {import('./tracing.js').LostReason} reason how it was found lost (for listeners) */
+  markLost(reason) {
     if (!this.held) return
     this.held = false
     this.lost = true
     this.endTimers()
     // The aborted signal stays this hold's.
     this.extra?.controller?.abort(new LockNotHeldError(this.target.key))
+    if (lostChannel.hasSubscribers) publishLost(this.target, reason)
   }
 
   /** Stop the hold's timers (its signal is left as it was). */
@@ -315,7 +340,10 @@ class Hold {
   fetchToken() {
     const { store, key } = this.target
     const fail = (/** @type {unknown} */ error) => {
-      this.markLost()
+      // Never the caller's, so not a loss anyone is told of.
+      this.held = false
+      this.lost = true
+      this.endTimers()
       giveBack(this.target, this.owner)
       throw error
     }

@@ -26,6 +26,7 @@ const { LockNotHeldError, fromStore } = require('./errors.js')
 const { realNow } = require('./timers.js')
 const { Hold } = require('./hold.js')
 const { acquire, kTook } = require('./acquire.js')
+const { acquireChannel, runChannel, extendChannel, traceAcquire, traceRun, traceExtend } = require('./tracing.js')
 
 const kCreate = Symbol('Lock.create')
 
@@ -94,7 +95,17 @@ class Lock {
    * @param {import('../index').AcquireOptions} [options]
    * @returns {Promise<[true, Awaited<T>] | [false, undefined]>}
    */
-  async run(fn, options) {
+  run(fn, options) {
+    return runChannel.hasSubscribers ? traceRun(this.#target, options, () => this.#run(fn, options)) : this.#run(fn, options)
+  }
+
+  /**
+   * @template T
+   * @param {(lock: Lock) => T | PromiseLike<T>} fn
+   * @param {import('../index').AcquireOptions} [options]
+   * @returns {Promise<[true, Awaited<T>] | [false, undefined]>}
+   */
+  async #run(fn, options) {
     if (typeof fn !== 'function') throw new TypeError(`Lock.run: fn must be a function, got ${describe(fn)}`)
     // The hold this call took is the one it gives back and the one fn's handle
     // speaks for, even if this handle is used by another run() meanwhile.
@@ -178,15 +189,16 @@ class Lock {
     const hold = this.#hold
     if (hold === null || !hold.held) throw new LockNotHeldError(key)
     const sent = capabilities.saysWhenLapsed ? 0 : realNow()
+    const { ops } = this.#target
     let extended
     try {
-      extended = this.#target.ops.extend(handle, key, hold.owner, ttl)
+      extended = extendChannel.hasSubscribers ? traceExtend(this.#target, ttl, () => ops.extend(handle, key, hold.owner, ttl)) : ops.extend(handle, key, hold.owner, ttl)
       if (isThenable(extended)) extended = await extended
     } catch (error) {
       throw this.#failed(error)
     }
     if (!extended) {
-      hold.markLost()
+      hold.markLost('extend')
       throw new LockNotHeldError(key)
     }
     hold.extended(sent, ttl)
@@ -216,7 +228,7 @@ class Lock {
       throw this.#failed(error)
     }
     if (held) return false
-    hold.markLost()
+    hold.markLost('isExpired')
     return true
   }
 
@@ -281,8 +293,9 @@ class Lock {
    * @returns {Hold | null | Promise<Hold | null>}
    */
   #take(where, options) {
-    const [timeout, retryDelay] = readOptions(where, options)
-    return acquire(this, this.#target, timeout, retryDelay)
+    const [timeout, retryDelay, signal] = readOptions(where, options)
+    if (!acquireChannel.hasSubscribers) return acquire(this, this.#target, timeout, retryDelay, signal, undefined)
+    return traceAcquire(this.#target, timeout, (context) => acquire(this, this.#target, timeout, retryDelay, signal, context))
   }
 
   /**
@@ -295,8 +308,8 @@ class Lock {
    */
   [kTook](grant, since) {
     const target = this.#target
-    if (typeof grant !== 'string') return (this.#hold = new Hold(target, grant[0], since, grant[1]))
-    const hold = new Hold(target, grant, since, undefined)
+    if (typeof grant !== 'string') return (this.#hold = new Hold(target, grant[0], since, grant[1]).watchIfListened())
+    const hold = new Hold(target, grant, since, undefined).watchIfListened()
     this.#hold = hold
     // (A JS store's fencingToken speaks for its plain locks only.)
     const fenced = target.capabilities.fencesAfterAcquire && target.holdKind === undefined

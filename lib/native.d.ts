@@ -8,7 +8,7 @@
  * wait; 1, a waiter's (refused, it keeps this process's place in line); 2,
  * a waiter's with more of this process behind it.
  */
-export declare function acquire(handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number): string | [string, number] | null | Promise<string | [string, number] | null>
+export declare function acquire(handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number): string | [string, number] | [string, number, true] | null | Promise<string | [string, number] | [string, number, true] | null>
 
 /**
  * Claim a plain lock handed to this process from its store's line, for

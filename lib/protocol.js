@@ -38,7 +38,7 @@ const { HoldKind } = native
  * carrying the bridge's functions, with the same names and arguments.
  *
  * @typedef {object} StoreOps
- * @property {(handle: object, key: string, ttlMs: number, laneOrWait?: any) => string | [string, number] | null | Promise<string | [string, number] | null>} acquire
+ * @property {(handle: object, key: string, ttlMs: number, laneOrWait?: any) => import('./waiting.js').Grant | Promise<import('./waiting.js').Grant>} acquire
  *   (a JS store's fourth argument is the lane whose waiters a failed acquire's give-back wakes, the
  *   key's by default; a native store's is how a refused attempt waits in its line: one of WAIT)
  * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean>} release

@@ -28,9 +28,10 @@ const { dropCrossedMarks } = require('./marks.js')
 
 /**
  * An acquisition attempt's answer: the owner token, `[owner, fencing token]`
- * (RedisLockStore, PostgresLockStore), or null when the lock is held.
+ * (RedisLockStore, PostgresLockStore), `[owner, fencing token, true]` for a
+ * lock handed over from a store's line, or null when the lock is held.
  *
- * @typedef {string | [string, number] | null} Grant
+ * @typedef {string | [string, number] | [string, number, true] | null} Grant
  */
 
 /**
@@ -63,7 +64,7 @@ const { dropCrossedMarks } = require('./marks.js')
  *   sent before this thread's queue formed, and which has not tried since
  * @property {Waiter[] | undefined} queue its lane's queue, once it queued
  * @property {import('./timers.js').Timer | undefined} poll
- * @property {import('./timers.js').Timer | undefined} deadline
+ * @property {() => void} ended it left: its timeout (and signal) no longer end it
  * @property {() => void} attempt one attempt now (or, while one is in flight, another right after it)
  * @property {(owner: string, token: number, since: number) => void} handed the lock was handed to
  *   it from its store's line, for `owner`, held since no later than `since` (lib/acquire.js)
@@ -104,11 +105,14 @@ const askedAt = new WeakMap()
  * Owner tokens of locks handed to this thread, per store handle, once one
  * of its waiters took it: the same hand-over can arrive twice (told by
  * message, and in the reply of an attempt that ran after it), and is taken
- * once. Kept a minute.
+ * once. Kept a minute, oldest first (so the old ones go from the front, a
+ * few at a time); only hand-overs are kept, never fresh grants, whose owner
+ * no hand-over can name.
  *
  * @type {WeakMap<object, Map<string, number>>}
  */
 const handedTaken = new WeakMap()
+const HANDED_KEPT_MS = 60_000
 
 /**
  * Whether `owner`, handed to this thread, is taken for the first time now
@@ -122,7 +126,10 @@ function firstTake(handle, owner) {
   if (taken === undefined) handedTaken.set(handle, (taken = new Map()))
   if (taken.has(owner)) return false
   const now = realNow()
-  if (taken.size >= 256) for (const [old, at] of taken) if (now - at > 60_000) taken.delete(old)
+  for (const [old, at] of taken) {
+    if (now - at <= HANDED_KEPT_MS) break
+    taken.delete(old)
+  }
   taken.set(owner, now)
   return true
 }
@@ -337,7 +344,7 @@ const NEXT = /** @type {const} */ ({ later: 0, now: 1, readers: 2 })
 function leave(waiter, settle, next) {
   waiter.gone = true
   cancel(waiter.poll)
-  cancel(waiter.deadline)
+  waiter.ended()
   const queue = /** @type {Waiter[]} */ (waiter.queue)
   const at = queue.indexOf(waiter)
   if (at !== -1) queue.splice(at, 1)

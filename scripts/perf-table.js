@@ -2,7 +2,8 @@
 'use strict'
 // The tables of docs/performance.md, made from what the benchmarks last wrote:
 // bench/results.json (`npm run bench`), bench/kinds-results.json
-// (bench/kinds.mjs) and bench/features.json (`npm run bench:features`). Each
+// (bench/kinds.mjs), bench/features.json (`npm run bench:features`) and
+// bench/features-against.json (`npm run bench:features -- --against <commit>`). Each
 // table sits between `<!-- perf-table:NAME -->` and `<!-- /perf-table:NAME -->`.
 //   node scripts/perf-table.js           rewrites the tables in the page
 //   node scripts/perf-table.js --check   exits 1 if the page differs from the files
@@ -152,21 +153,30 @@ function kindsTable(kinds) {
   return lines.join('\n')
 }
 
-/** @param {any} features bench/features.json */
+/** How the features bench's variants head their columns. */
+const VARIANTS = {
+  idle: 'idle',
+  'reads fencingToken': 'reads `fencingToken`',
+  'reads signal': 'reads `signal`',
+  'gives a signal': 'gives a `signal`',
+  traced: 'traced',
+}
+
+/** @param {any} features bench/features.json, or features-against.json */
 function featuresTable(features) {
-  const variants = ['idle', 'reads fencingToken', 'reads signal']
+  const variants = Object.keys(VARIANTS).filter((v) => features.rows.some((/** @type {any} */ r) => r.variant === v))
   /** @type {Map<string, Record<string, number>>} */
   const rows = new Map()
   for (const r of features.rows) {
-    const backend = r.backend === 'memory' ? 'memory' : r.backend === 'redis' ? '`RedisLockStore`' : r.backend
+    const backend = { memory: 'memory', redis: '`RedisLockStore`', postgres: '`PostgresLockStore`' }[/** @type {string} */ (r.backend)] ?? r.backend
     const key = `${backend}, (${r.scenario.slice(0, 1)}) ${r.scenario.startsWith('1') ? 'sequential' : '64 keys'}`
     rows.set(key, { ...rows.get(key), [r.variant]: r.vsReference })
   }
   const lines = [
     `Results of ${day(features.when)}; ${features.settings.rounds} rounds, medians of per-round ratios to commit \`${features.reference}\`.`,
     '',
-    row(['backend, scenario', 'idle', 'reads `fencingToken`', 'reads `signal`']),
-    row(Array(4).fill('---')),
+    row(['backend, scenario', ...variants.map((v) => VARIANTS[/** @type {keyof VARIANTS} */ (v)])]),
+    row(Array(variants.length + 1).fill('---')),
   ]
   for (const [key, v] of rows) {
     lines.push(row([key, ...variants.map((variant, i) => (v[variant] === undefined ? '' : i === 0 ? `**${v[variant].toFixed(2)}x**` : `${v[variant].toFixed(2)}x`))]))
@@ -180,6 +190,7 @@ function tables() {
     lock: lockTable(read('results.json')),
     kinds: kindsTable(read('kinds-results.json')),
     features: featuresTable(read('features.json')),
+    against: featuresTable(read('features-against.json')),
   }
 }
 

@@ -33,6 +33,11 @@ pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
 pub struct Grant {
     pub owner: SmallStr,
     pub token: Option<u64>,
+    /// A lock handed to this process from the store's line (for the owner
+    /// its place left), not taken fresh: the same hand-over may reach the
+    /// process by message too, and is taken once. A fresh grant's owner was
+    /// minted for this attempt, so no hand-over can name it.
+    pub handed: bool,
 }
 
 /// Try once to take `key` in `hold` for a fresh owner (waiting in the
@@ -90,14 +95,20 @@ pub fn acquire(
 fn grant(owner: SmallStr, answer: Acquired) -> Option<Grant> {
     match answer {
         Acquired::Refused => None,
-        Acquired::Taken => Some(Grant { owner, token: None }),
+        Acquired::Taken => Some(Grant {
+            owner,
+            token: None,
+            handed: false,
+        }),
         Acquired::Fenced(token) => Some(Grant {
             owner,
             token: Some(token),
+            handed: false,
         }),
         Acquired::Handed { owner, token } => Some(Grant {
             owner,
             token: Some(token),
+            handed: true,
         }),
     }
 }

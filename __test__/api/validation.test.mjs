@@ -54,12 +54,27 @@ test('timeout and retryDelay must be finite non-negative numbers', async () => {
 test('a misspelt option is a TypeError naming it, not a silent default', async () => {
   const store = setLockStore(new AsyncMapLockStore())
   const l = lock('k')
-  for (const options of [{ timeot: 1_000 }, { timeout: 5, retrydelay: 5 }, { autoextend: true }, { signal: null }]) {
+  for (const options of [{ timeot: 1_000 }, { timeout: 5, retrydelay: 5 }, { autoextend: true }, { abortSignal: new AbortController().signal }]) {
     const name = Object.keys(options).find((k) => !['timeout', 'retryDelay', 'autoExtend'].includes(k))
-    await assert.rejects(l.run(() => {}, options), error(TypeError, 'Lock.run', `unknown option "${name}"`, 'timeout, retryDelay, autoExtend'))
+    await assert.rejects(l.run(() => {}, options), error(TypeError, 'Lock.run', `unknown option "${name}"`, 'timeout, retryDelay, autoExtend, signal'))
     await assert.rejects(l.acquire(options), error(TypeError, 'Lock.acquire', `unknown option "${name}"`))
   }
   assert.deepEqual(methodsCalled(store), [], 'no store call was made')
+  setLockStore(new MemoryLockStore())
+})
+
+test('options.signal must be an AbortSignal, checked before any store call', async () => {
+  const store = setLockStore(new AsyncMapLockStore())
+  const l = lock('k')
+  for (const bad of [null, 'abort', 1, {}, { aborted: false }, new AbortController(), new EventTarget()]) {
+    await assert.rejects(l.acquire({ timeout: 100, signal: bad }), error(TypeError, 'Lock.acquire', 'options.signal', 'AbortSignal'))
+    await assert.rejects(l.run(() => {}, { signal: bad }), error(TypeError, 'Lock.run', 'options.signal', 'AbortSignal'))
+  }
+  assert.deepEqual(methodsCalled(store), [], 'no store call was made')
+  // undefined is no signal; a real one is taken
+  assert.equal(await l.acquire({ signal: undefined }), true)
+  assert.equal(await lock('k2').acquire({ signal: new AbortController().signal }), true)
+  assert.equal(await lock('k3').acquire({ signal: AbortSignal.timeout(10_000) }), true)
   setLockStore(new MemoryLockStore())
 })
 

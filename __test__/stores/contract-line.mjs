@@ -25,6 +25,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { lock } from '@shaferllc/keel/core'
 import { uniqueKey } from '../../support/servers.mjs'
 import { runChild } from '../helpers/processes.mjs'
@@ -155,6 +157,54 @@ export function lineContract(current) {
     const got = await patient.done
     assert.equal(got.acquired, true)
     assert.ok(got.at - released < 400, `got in ${got.at - released} ms after the release`)
+  })
+
+  test('line: a waiter whose signal aborts leaves the line at once, and a hand-over that comes after goes back', async () => {
+    const key = uniqueKey('aborted')
+    const { store } = current()
+    assert.equal(await store.acquire(key, 'someone', 30_000), true)
+    const controller = new AbortController()
+    const waiting = lock(key).acquire({ timeout: 20_000, signal: controller.signal })
+    await eventually(async () => assert.equal(await current().places(key), 1, 'the waiter took its place'))
+    controller.abort()
+    await assert.rejects(waiting, { name: 'AbortError' })
+    await eventually(async () => assert.equal(await current().places(key), 0, 'and left it'))
+    assert.equal(await store.release(key, 'someone'), true)
+    assert.equal(await lock(key).isLocked(), false, 'nobody was handed the lock')
+    // Aborted as the lock is handed to it: the hand-over goes back, and the key is free.
+    assert.equal(await store.acquire(key, 'someone', 30_000), true)
+    const late = new AbortController()
+    const handedLate = lock(key).acquire({ timeout: 20_000, signal: late.signal })
+    await eventually(async () => assert.equal(await current().places(key), 1))
+    const releasing = store.release(key, 'someone')
+    late.abort()
+    await assert.rejects(handedLate, { name: 'AbortError' })
+    assert.equal(await releasing, true)
+    await eventually(async () => assert.equal(await lock(key).isLocked(), false, 'the hand-over went back'), 3_000)
+    const after = lock(key)
+    assert.equal(await after.acquireImmediately(), true)
+    assert.equal(await after.release(), true)
+    await eventually(async () => assert.equal(await current().leftovers(key), 0), 3_000)
+  })
+
+  test('line: 32,000 waiting acquires that get in at once leave nothing behind in this process', async () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc')
+    const base = uniqueKey('at-once')
+    // 32 loops, each on a key of its own: every acquire may wait, and none has to.
+    const loops = (pass) =>
+      Promise.all(
+        Array.from({ length: 32 }, async (_, n) => {
+          for (let i = 0; i < 1_000; i++) assert.equal((await lock(`${base}:${pass}:${n}`).run(() => {}, { timeout: 5_000 }))[0], true)
+        }),
+      )
+    await loops('warm')
+    gc()
+    const before = process.memoryUsage().heapUsed
+    await loops('measured')
+    gc()
+    const grown = process.memoryUsage().heapUsed - before
+    assert.ok(grown < 1.5 * 1024 * 1024, `the heap grew ${(grown / 1e6).toFixed(2)} MB over 32,000 acquisitions`)
   })
 
   test('line: an attempt that does not wait never takes a place, and a line leaves nothing behind', async () => {

@@ -34,6 +34,7 @@ import { jsStoreOver } from '../helpers/js-stores.mjs'
 import { runChild, startHolder, killHard } from '../helpers/processes.mjs'
 import { eventually } from '../helpers/eventually.mjs'
 import { kindsContract } from './contract-kinds.mjs'
+import { tracingContract } from './contract-tracing.mjs'
 
 /** The cross-process counter check: how many processes, each incrementing how many times. */
 export const PROCESSES = 4
@@ -96,6 +97,10 @@ export function storeContract(
 
     describe('semaphores and read-write locks', () => {
       kindsContract(() => ({ opened, dir }), { semaphores, readWrite, fencing, processes, announcesReleases })
+    })
+
+    describe('tracing and cancelling a wait', () => {
+      tracingContract(() => ({ opened }), { fencing, readWrite })
     })
 
     test('acquire, isLocked, getRemainingTime, extend, release', async () => {
@@ -487,7 +492,8 @@ export function storeContract(
     test('run(fn, { autoExtend: true }) keeps the lock past its TTL, then releases and stops', async () => {
       const key = uniqueKey('auto')
       let signal
-      const [ran, seen] = await lock(key, 150).run(
+      // (A TTL of 300 ms leaves room for an extension's round trip on a loaded machine.)
+      const [ran, seen] = await lock(key, 300).run(
         async (l) => {
           signal = l.signal
           const checks = []
@@ -500,7 +506,7 @@ export function storeContract(
         { autoExtend: true },
       )
       assert.equal(ran, true)
-      assert.deepEqual(seen, [false, false, false, false, false, false], 'nobody got in during 600 ms on a 150 ms TTL')
+      assert.deepEqual(seen, [false, false, false, false, false, false], 'nobody got in during 600 ms on a 300 ms TTL')
       assert.equal(signal.aborted, false)
       assert.equal(await store.isLocked(key), false, 'released at the end')
       await sleep(200)

@@ -1,5 +1,6 @@
 // Compiled by `tsc --noEmit` in `npm test`: every public API, typed as users
 // write it. The @ts-expect-error lines are misuse that must not compile.
+import diagnostics from 'node:diagnostics_channel'
 import {
   lock,
   semaphore,
@@ -14,6 +15,13 @@ import {
   LockNotHeldError,
   LockStoreError,
   Lock,
+  channels,
+  type AcquireTraceContext,
+  type RunTraceContext,
+  type ReleaseTraceContext,
+  type ExtendTraceContext,
+  type LockLostMessage,
+  type LockLostReason,
   type LockStore,
   type AcquireOptions,
   type RunResult,
@@ -326,4 +334,56 @@ export async function fencing(): Promise<void> {
   void wrong
   // @ts-expect-error read-only
   l.fencingToken = 3
+}
+
+export async function cancelling(): Promise<void> {
+  const controller = new AbortController()
+  const options: AcquireOptions = { timeout: 5_000, signal: controller.signal }
+  const got: boolean = await lock('k').acquire(options)
+  const [ran] = await lock('k').run(() => 1, { timeout: 1_000, signal: AbortSignal.timeout(500) })
+  void [got, ran]
+  // @ts-expect-error a signal is an AbortSignal, not its controller
+  await lock('k').acquire({ signal: controller })
+}
+
+export function tracing(): void {
+  const acquire: 'keel:lock:acquire' = channels.acquire
+  const names: string[] = [channels.run, channels.release, channels.extend, channels.lost]
+  void [acquire, names]
+  diagnostics.tracingChannel<unknown, AcquireTraceContext>(channels.acquire).subscribe({
+    start(c) {
+      const key: string = c.key
+      const kind: 'lock' | 'semaphore' | 'read' | 'write' = c.kind
+      const limit: number | null = c.limit
+      const store: string = c.store
+      const timeoutMs: number = c.timeoutMs
+      void [key, kind, limit, store, timeoutMs]
+    },
+    end() {},
+    asyncStart() {},
+    asyncEnd(c) {
+      const got: boolean | undefined = c.result
+      const waited: number = c.waitedMs
+      const attempts: number = c.attempts
+      const token: number | bigint | null = c.fencingToken
+      void [got, waited, attempts, token]
+      // @ts-expect-error no context carries the owner token
+      void c.owner
+    },
+    error(c) {
+      const why: unknown = c.error
+      void why
+    },
+  })
+  const run = (c: RunTraceContext): RunResult<unknown> | undefined => c.result
+  const held = (c: ReleaseTraceContext): number | null => c.heldMs
+  const extended = (c: ExtendTraceContext): boolean | undefined => c.result
+  diagnostics.subscribe(channels.lost, (message) => {
+    const lost = message as LockLostMessage
+    const reason: LockLostReason = lost.reason
+    void reason
+  })
+  // @ts-expect-error the channel names are read-only
+  channels.lost = 'mine'
+  void [run, held, extended]
 }

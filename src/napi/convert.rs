@@ -105,8 +105,9 @@ impl FromNapiValue for HoldArg {
 }
 
 /// An acquisition as JS receives it: the owner token alone (a string is the
-/// cheapest value to hand over), or `[owner, token]` when the store gave a
-/// fencing token with its reply.
+/// cheapest value to hand over), `[owner, token]` when the store gave a
+/// fencing token with its reply, or `[owner, token, true]` for a lock handed
+/// over from the store's line.
 impl ToNapiValue for Grant {
     unsafe fn to_napi_value(
         env: napi::sys::napi_env,
@@ -119,11 +120,16 @@ impl ToNapiValue for Grant {
             return Ok(owner);
         };
         let mut pair = std::ptr::null_mut();
-        check_status!(unsafe { napi::sys::napi_create_array_with_length(env, 2, &mut pair) })?;
+        let length = if value.handed { 3 } else { 2 };
+        check_status!(unsafe { napi::sys::napi_create_array_with_length(env, length, &mut pair) })?;
         // Tokens count acquisitions: far below 2^53, exact as a JS number.
         let token = unsafe { f64::to_napi_value(env, token as f64)? };
         check_status!(unsafe { napi::sys::napi_set_element(env, pair, 0, owner) })?;
         check_status!(unsafe { napi::sys::napi_set_element(env, pair, 1, token) })?;
+        if value.handed {
+            let handed = unsafe { bool::to_napi_value(env, true)? };
+            check_status!(unsafe { napi::sys::napi_set_element(env, pair, 2, handed) })?;
+        }
         Ok(pair)
     }
 }

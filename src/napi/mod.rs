@@ -62,7 +62,7 @@ fn hold(HoldArg(kind): HoldArg, limit: f64) -> Hold {
 #[napi(
     catch_unwind,
     ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number",
-    ts_return_type = "string | [string, number] | null | Promise<string | [string, number] | null>"
+    ts_return_type = "string | [string, number] | [string, number, true] | null | Promise<string | [string, number] | [string, number, true] | null>"
 )]
 pub fn acquire<'env>(
     env: &'env Env,

@@ -37,4 +37,7 @@ export async function bare(): Promise<void> {
   })
   const sum: number = ran ? (n ?? 0) + 1 : 0
   void sum
+  // A signal from the package itself stops a wait, still with no DOM or Node types.
+  const waited: boolean = await lock('k2').acquire({ timeout: 10, signal: l.signal })
+  void waited
 }

@@ -1,0 +1,134 @@
+// The lock on node:diagnostics_channel, where a store of this process shows
+// what a server cannot: a store's own failure traced, autoExtend's
+// extensions and its loss, a restored hold's release, the async context a
+// subscriber binds, and nothing published once nobody listens. (Every
+// store's fields and phases: the store contract, contract-tracing.mjs.)
+import { test, afterEach } from 'node:test'
+import assert from 'node:assert/strict'
+import diagnostics from 'node:diagnostics_channel'
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { lock, restoreLock, setLockStore, MemoryLockStore, channels } from '@shaferllc/keel/core'
+import { MapLockStore, AsyncMapLockStore } from '../helpers/js-stores.mjs'
+import { eventually } from '../helpers/eventually.mjs'
+
+/** Subscribes `handlers` to a tracing channel until the test ends. */
+const unsubscribe = []
+function listen(name, handlers) {
+  const channel = diagnostics.tracingChannel(channels[name])
+  channel.subscribe(handlers)
+  unsubscribe.push(() => channel.unsubscribe(handlers))
+}
+function listenLost(onMessage) {
+  diagnostics.subscribe(channels.lost, onMessage)
+  unsubscribe.push(() => diagnostics.unsubscribe(channels.lost, onMessage))
+}
+afterEach(() => {
+  for (const stop of unsubscribe.splice(0)) stop()
+  setLockStore(new MemoryLockStore())
+})
+
+test('the channel names are exported, frozen, under keel:lock', () => {
+  assert.deepEqual({ ...channels }, {
+    acquire: 'keel:lock:acquire',
+    run: 'keel:lock:run',
+    release: 'keel:lock:release',
+    extend: 'keel:lock:extend',
+    lost: 'keel:lock:lost',
+  })
+  assert.ok(Object.isFrozen(channels))
+})
+
+test("a store's failure is the acquire's error, after one attempt; the store is named by its class", async () => {
+  class FailingStore extends AsyncMapLockStore {
+    async acquire() {
+      throw new Error('the database is read-only')
+    }
+  }
+  setLockStore(new FailingStore())
+  const seen = []
+  listen('acquire', { error: (c) => seen.push(['error', { ...c }]), asyncEnd: (c) => seen.push(['asyncEnd', { ...c }]) })
+  await assert.rejects(lock('k', 1_000).acquire({ timeout: 500 }), /read-only/)
+  assert.deepEqual(seen.map(([phase]) => phase), ['error', 'asyncEnd'])
+  const context = seen[1][1]
+  assert.equal(context.error.message, 'the database is read-only')
+  assert.equal(context.store, 'FailingStore')
+  assert.equal(context.attempts, 1)
+  assert.ok(context.waitedMs >= 0 && context.waitedMs < 500)
+})
+
+test("autoExtend's extensions are traced, and one refused is told as a lost hold", async () => {
+  const store = setLockStore(new MapLockStore())
+  const extensions = []
+  const lost = []
+  listen('extend', { asyncEnd: (c) => extensions.push([c.ttlMs, c.result]) })
+  listenLost((m) => lost.push(m))
+  const l = lock('renewed', 150)
+  assert.equal(await l.acquire({ autoExtend: true }), true)
+  await eventually(() => assert.ok(extensions.length >= 2, `${extensions.length} extensions`))
+  assert.deepEqual(extensions.slice(0, 2), [[150, true], [150, true]])
+  // Taken from it behind its back: its next extension is refused.
+  store.held.set('renewed', { owner: 'someone else', expiresAt: Date.now() + 10_000 })
+  await eventually(() => assert.equal(lost.length, 1))
+  assert.deepEqual(lost[0], { key: 'renewed', kind: 'lock', limit: null, store: 'MapLockStore', ttlMs: 150, reason: 'autoExtend' })
+  assert.equal(extensions.at(-1)[1], false)
+  assert.equal(l.signal.aborted, true)
+  await sleep(200)
+  assert.equal(lost.length, 1, 'told once')
+})
+
+test('a release says how long the hold was held, when that is known here', async () => {
+  const released = []
+  const unheard = lock('before', 5_000)
+  assert.equal(await unheard.acquire(), true)
+  listen('release', { asyncEnd: (c) => released.push([c.key, c.heldMs, c.result]) })
+  const heard = lock('after', 5_000)
+  assert.equal(await heard.acquire(), true)
+  await sleep(50)
+  const restored = restoreLock(heard.serialize())
+  assert.equal(await unheard.release(), true)
+  assert.equal(await restored.release(), true)
+  assert.equal(await heard.release(), false)
+  assert.deepEqual(released.map(([key, heldMs]) => [key, heldMs]), [
+    ['before', null],
+    ['after', null],
+    ['after', released[2][1]],
+  ])
+  assert.ok(released[2][1] >= 45, `held ${released[2][1]} ms`)
+  assert.deepEqual(released.map(([, , result]) => result), [true, true, false])
+})
+
+test('a store bound to the start event is the async context of the whole operation, the callback included', async () => {
+  setLockStore(new AsyncMapLockStore())
+  const spans = new AsyncLocalStorage()
+  const runChannel = diagnostics.tracingChannel(channels.run)
+  const acquireChannel = diagnostics.tracingChannel(channels.acquire)
+  runChannel.start.bindStore(spans, (context) => ({ name: 'run', key: context.key }))
+  acquireChannel.start.bindStore(spans, (context) => ({ name: 'acquire', parent: spans.getStore() }))
+  unsubscribe.push(() => runChannel.start.unbindStore(spans), () => acquireChannel.start.unbindStore(spans))
+  const parents = []
+  listen('acquire', { start: () => parents.push(spans.getStore()) })
+  const [, inside] = await lock('contextual').run(async () => {
+    await sleep(5)
+    return spans.getStore()
+  })
+  assert.deepEqual(inside, { name: 'run', key: 'contextual' })
+  assert.deepEqual(parents, [{ name: 'acquire', parent: { name: 'run', key: 'contextual' } }])
+  assert.equal(spans.getStore(), undefined, 'and not after it')
+})
+
+test('once nobody listens, nothing is published', async () => {
+  const seen = []
+  const handlers = { start: () => seen.push('start'), asyncEnd: () => seen.push('asyncEnd') }
+  listen('run', handlers)
+  await lock('k').run(() => {})
+  assert.deepEqual(seen, ['start', 'asyncEnd'])
+  for (const stop of unsubscribe.splice(0)) stop()
+  for (const name of ['acquire', 'run', 'release', 'extend']) assert.equal(diagnostics.tracingChannel(channels[name]).hasSubscribers, false)
+  await lock('k').run(() => {})
+  const l = lock('k', 100)
+  await l.acquire()
+  await l.extend()
+  await l.release()
+  assert.deepEqual(seen, ['start', 'asyncEnd'])
+})
