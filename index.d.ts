@@ -604,7 +604,7 @@ export interface AcquireTraceContext extends LockTraceContext<boolean> {
   timeoutMs: number
   /** ms from the call to the answer; set before `asyncStart` (and `error`). */
   waitedMs: number
-  /** Acquire requests it sent the store (0 for a lock handed to it from a store's line); set before `asyncStart`. */
+  /** Acquire requests it sent the store (a lock handed to it from a store's line adds none); set before `asyncStart`. */
   attempts: number
   /** The acquisition's fencing token, or null (refused, or a store that gives none); set before `asyncStart`. */
   fencingToken: number | bigint | null

@@ -26,10 +26,24 @@ const CHANNELS = Object.freeze({
   lost: 'keel:lock:lost',
 })
 
-const acquireChannel = diagnostics.tracingChannel(CHANNELS.acquire)
-const runChannel = diagnostics.tracingChannel(CHANNELS.run)
-const releaseChannel = diagnostics.tracingChannel(CHANNELS.release)
-const extendChannel = diagnostics.tracingChannel(CHANNELS.extend)
+/**
+ * A tracing channel with `hasSubscribers`, which Node has from 20.13 on:
+ * before, it is asked of its five channels.
+ *
+ * @param {string} name
+ */
+function tracingChannel(name) {
+  const channel = diagnostics.tracingChannel(name)
+  if ('hasSubscribers' in channel) return channel
+  const { start, end, asyncStart, asyncEnd, error } = /** @type {import('node:diagnostics_channel').TracingChannel} */ (channel)
+  const hasSubscribers = () => start.hasSubscribers || end.hasSubscribers || asyncStart.hasSubscribers || asyncEnd.hasSubscribers || error.hasSubscribers
+  return Object.defineProperty(channel, 'hasSubscribers', { get: hasSubscribers })
+}
+
+const acquireChannel = tracingChannel(CHANNELS.acquire)
+const runChannel = tracingChannel(CHANNELS.run)
+const releaseChannel = tracingChannel(CHANNELS.release)
+const extendChannel = tracingChannel(CHANNELS.extend)
 const lostChannel = diagnostics.channel(CHANNELS.lost)
 
 /**

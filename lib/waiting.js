@@ -135,6 +135,14 @@ function firstTake(handle, owner) {
 }
 
 /**
+ * Whether `owner`, handed to this thread, was taken already.
+ *
+ * @param {object} handle
+ * @param {string} owner
+ */
+const wasTaken = (handle, owner) => handedTaken.get(handle)?.has(owner) === true
+
+/**
  * A request of `queue`'s that left this process's place in its store's line
  * was answered: the lane's hand-overs run from no earlier than when it was sent.
  *
@@ -373,6 +381,17 @@ function leave(waiter, settle, next) {
 }
 
 /**
+ * A first attempt of `want`'s lane that was refused, and so took its
+ * process's place in the store's line, is not waiting after all: the place
+ * goes, unless others of this thread wait in that lane.
+ *
+ * @param {Want} want
+ */
+function leftAlone(want) {
+  if (inLine(want) && waitersOf(want.handle, want.lane) === undefined && !firstTriesOut(want.handle, want.lane)) leaveLine(want)
+}
+
+/**
  * Leave the store's line (errors are dropped: the place lapses by itself).
  *
  * @param {Want} want
@@ -384,4 +403,4 @@ function leaveLine({ handle, key, ops }) {
   } catch {}
 }
 
-module.exports = { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, wake, pollLater, giveBack, NEXT, leave, firstTake, noteAsked }
+module.exports = { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, wake, pollLater, giveBack, NEXT, leave, leftAlone, firstTake, wasTaken, noteAsked }

@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { getEventListeners } from 'node:events'
 import { lock, semaphore, setLockStore, MemoryLockStore } from '@shaferllc/keel/core'
-import { AsyncMapLockStore } from '../helpers/js-stores.mjs'
+import { AsyncMapLockStore, MapLockStore } from '../helpers/js-stores.mjs'
 import { runNode } from '../helpers/node-test.mjs'
 
 const methodsCalled = (store) => store.calls.map(([method]) => method)
@@ -48,6 +48,24 @@ test('a grant the store answers after the abort is released at once, with its ow
     assert.deepEqual(store.calls.filter(([method]) => method === 'release'), [['release', 'k', owner]])
     assert.equal(await store.isLocked('k'), false)
     assert.equal(listeners(controller.signal), 0)
+  } finally {
+    setLockStore(new MemoryLockStore())
+  }
+})
+
+test('waiters of one lane aborted together all reject: none tries the store again, none gets the lock', async () => {
+  const store = setLockStore(new MapLockStore())
+  try {
+    assert.equal(await lock('lane', 30_000).acquire(), true)
+    const controller = new AbortController()
+    const waiting = Array.from({ length: 3 }, () => lock('lane').acquire({ timeout: 5_000, retryDelay: 60_000, signal: controller.signal }))
+    // The lock goes behind their backs (an operator, a flush): nothing wakes them.
+    store.held.delete('lane')
+    const calls = store.calls.length
+    controller.abort()
+    for (const outcome of await Promise.allSettled(waiting)) assert.equal(outcome.reason?.name, 'AbortError')
+    assert.deepEqual(store.calls.slice(calls).filter(([method]) => method === 'acquire'), [], 'no attempt after the abort')
+    assert.equal(store.held.has('lane'), false)
   } finally {
     setLockStore(new MemoryLockStore())
   }

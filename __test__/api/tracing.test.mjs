@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { lock, restoreLock, setLockStore, MemoryLockStore, channels } from '@shaferllc/keel/core'
 import { MapLockStore, AsyncMapLockStore } from '../helpers/js-stores.mjs'
 import { eventually } from '../helpers/eventually.mjs'
+import { runNode } from '../helpers/node-test.mjs'
 
 /** Subscribes `handlers` to a tracing channel until the test ends. */
 const unsubscribe = []
@@ -131,4 +132,20 @@ test('once nobody listens, nothing is published', async () => {
   await l.extend()
   await l.release()
   assert.deepEqual(seen, ['start', 'asyncEnd'])
+})
+
+test('on a Node whose tracing channels lack hasSubscribers (before 20.13), the lock still publishes', async () => {
+  const script = `
+    import diagnostics from 'node:diagnostics_channel'
+    const prototype = Object.getPrototypeOf(diagnostics.tracingChannel('probe'))
+    delete prototype.hasSubscribers
+    const { lock, channels } = await import('@shaferllc/keel/core')
+    const seen = []
+    diagnostics.tracingChannel(channels.acquire).subscribe({ asyncEnd: (c) => seen.push(c.result) })
+    await lock('k').run(() => {})
+    console.log(JSON.stringify({ gone: !('hasSubscribers' in prototype), seen }))
+  `
+  const { code, output } = await runNode(['--input-type=module', '-e', script])
+  assert.equal(code, 0, output)
+  assert.deepEqual(JSON.parse(output), { gone: true, seen: [true] })
 })

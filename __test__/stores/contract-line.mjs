@@ -187,6 +187,21 @@ export function lineContract(current) {
     await eventually(async () => assert.equal(await current().leftovers(key), 0), 3_000)
   })
 
+  test('line: a first attempt refused after its signal aborted gives up the place it took at once', async () => {
+    const key = uniqueKey('aborted-first')
+    const { store } = current()
+    assert.equal(await store.acquire(key, 'someone', 30_000), true)
+    const controller = new AbortController()
+    const waiting = lock(key).acquire({ timeout: 20_000, signal: controller.signal })
+    controller.abort()
+    await assert.rejects(waiting, { name: 'AbortError' })
+    // Its attempt, still on its way, takes a place when refused; the answer gives it up,
+    // well before the place would lapse on its own (600 ms after it was taken).
+    await eventually(async () => assert.equal(await current().places(key), 0), 350)
+    assert.equal(await store.release(key, 'someone'), true)
+    assert.equal(await lock(key).isLocked(), false, 'nobody was handed the lock')
+  })
+
   test('line: 32,000 waiting acquires that get in at once leave nothing behind in this process', async () => {
     setFlagsFromString('--expose-gc')
     const gc = runInNewContext('gc')
