@@ -14,6 +14,7 @@ const { describe, isThenable, noop } = require('./check.js')
 const { LockNotHeldError } = require('./errors.js')
 const { realTimer, cancel, realNow } = require('./timers.js')
 const { wake, giveBack } = require('./waiting.js')
+const { holding } = require('./handed.js')
 const { answeredBeforeClose } = require('./stores.js')
 const { inLine } = require('./protocol.js')
 const { releaseChannel, extendChannel, lostChannel, traceRelease, traceExtend, publishLost } = require('./tracing.js')
@@ -71,6 +72,8 @@ class Hold {
     this.extra = undefined
     /** realNow() when it was taken, for a traced release's heldMs; 0 when nobody listened then. */
     this.takenAt = releaseChannel.hasSubscribers ? realNow() : 0
+    // (In a store's line, a hand-over of a lock held here is this lock come back: lib/waiting.js.)
+    if (inLine(target)) holding(target.handle, owner, target.ttlMs)
   }
 
   /** A hold restored from serialize(): it started elsewhere, at a time unknown here. @param {Target} target @param {string} owner */
@@ -94,7 +97,7 @@ class Hold {
   /** What a handle that never held anything speaks for. @param {Target} target */
   static nothing(target) {
     const hold = new Hold(target, '', 0, undefined)
-    hold.held = false
+    hold.ended()
     return hold
   }
 
@@ -221,8 +224,7 @@ class Hold {
   giveBackUntraced() {
     // Marked before the store call, so a second release() racing this one
     // returns false instead of sending a second delete.
-    this.held = false
-    this.endTimers()
+    this.ended()
     const { handle, key, ops } = this.target
     let released
     try {
@@ -264,7 +266,16 @@ class Hold {
 
   /** The store did not answer a release: we may still hold it, so a retry must be possible. */
   stillHeld() {
-    if (!this.lost) this.held = true
+    if (this.lost) return
+    this.held = true
+    if (inLine(this.target)) holding(this.target.handle, this.owner, this.target.ttlMs)
+  }
+
+  /** It is not held any more (released, or lost): its timers stop; its signal is left as it was. */
+  ended() {
+    this.held = false
+    this.endTimers()
+    if (inLine(this.target)) holding(this.target.handle, this.owner)
   }
 
   /**
@@ -315,9 +326,8 @@ class Hold {
   /** @param {import('./tracing.js').LostReason} reason how it was found lost (for listeners) */
   markLost(reason) {
     if (!this.held) return
-    this.held = false
+    this.ended()
     this.lost = true
-    this.endTimers()
     // The aborted signal stays this hold's.
     this.extra?.controller?.abort(new LockNotHeldError(this.target.key))
     if (lostChannel.hasSubscribers) publishLost(this.target, reason)
@@ -341,9 +351,8 @@ class Hold {
     const { store, key } = this.target
     const fail = (/** @type {unknown} */ error) => {
       // Never the caller's, so not a loss anyone is told of.
-      this.held = false
+      this.ended()
       this.lost = true
-      this.endTimers()
       giveBack(this.target, this.owner)
       throw error
     }

@@ -19,7 +19,8 @@ const { timer, cancel, realNow } = require('./timers.js')
 const { withdraw } = require('./marks.js')
 const { answeredBeforeClose } = require('./stores.js')
 const { cancelWith, endWith } = require('./abort.js')
-const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, firstTake, wasTaken, noteAsked, leftAlone } = require('./waiting.js')
+const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, noteAsked } = require('./waiting.js')
+const { firstTake, wasTaken } = require('./handed.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
 /** @typedef {import('./hold.js').Target} Target */
@@ -175,19 +176,15 @@ class Waiter {
     // once, by whoever it reached first (even one that gave up, which gives
     // it back: never one another waiter here already holds). A fresh grant
     // names a handed owner only when its attempt was sent again after a lost
-    // connection and its first sending took the place that owner was handed
-    // and claimed for: that lock is already taken here.
+    // connection, its first sending having left that owner as the process's
+    // place: a lock already taken here by its hand-over is not taken again
+    // (and, the other way round, a hand-over of a lock held here is ignored).
     if (grant !== null && inLine(this.want) && !takenOnce(this.want.handle, grant)) grant = null
     const first = this.queue === undefined
     if (first) firstTryInFlight(this, false)
     // It gave up while this attempt was in flight: whatever it took goes back.
     // (A writer's refused attempt marked the key again: that mark goes too.)
-    // (Refused in a store's line, it took its process's place: that goes, unless others here wait.)
-    if (this.gaveUp) {
-      if (grant !== null) return giveBack(this.want, grant)
-      withdraw(this.want)
-      return leftAlone(this.want)
-    }
+    if (this.gaveUp) return grant === null ? void withdraw(this.want) : giveBack(this.want, grant)
     this.failed = undefined
     if (first) {
       if (grant !== null) return this.leaveBeforeQueueing(() => this.took(grant))

@@ -12,7 +12,7 @@
  * that lapse at their TTL. A newcomer never jumps the queue, so a worker
  * looping back to the lock it released queues behind the others instead of
  * starving them. What one attempt does and how an acquire ends is
- * lib/acquire.js's.
+ * lib/waiter.js's.
  *
  * Waiting is timers, promises and wake-ups, which JS has for nanoseconds and
  * napi does not have at all: a hop to Rust per wait step would cost more than
@@ -25,6 +25,7 @@ const { isThenable, noop } = require('./check.js')
 const { onAnnouncedRelease, onClosed, answeredBeforeClose } = require('./stores.js')
 const { timer, cancel } = require('./timers.js')
 const { dropCrossedMarks } = require('./marks.js')
+const { firstTake, forget } = require('./handed.js')
 
 /**
  * An acquisition attempt's answer: the owner token, `[owner, fencing token]`
@@ -50,7 +51,7 @@ const { dropCrossedMarks } = require('./marks.js')
  */
 
 /**
- * A caller waiting for a hold (lib/acquire.js makes them), as its lane's
+ * A caller waiting for a hold (lib/waiter.js), as its lane's
  * queue sees it.
  *
  * @typedef {object} Waiter
@@ -67,7 +68,7 @@ const { dropCrossedMarks } = require('./marks.js')
  * @property {() => void} ended it left: its timeout (and signal) no longer end it
  * @property {() => void} attempt one attempt now (or, while one is in flight, another right after it)
  * @property {(owner: string, token: number, since: number) => void} handed the lock was handed to
- *   it from its store's line, for `owner`, held since no later than `since` (lib/acquire.js)
+ *   it from its store's line, for `owner`, held since no later than `since` (lib/waiter.js)
  */
 
 /** @type {WeakMap<object, Map<string, Waiter[]>>} store handle -> lane -> waiters */
@@ -76,7 +77,7 @@ const queues = new WeakMap()
 /**
  * First attempts in flight, per handle and lane, of callers not queued yet: a
  * release that lands meanwhile may come after the store looked, so they look
- * again (lib/acquire.js).
+ * again (lib/waiter.js).
  *
  * @type {WeakMap<object, Map<string, Set<Waiter>>>}
  */
@@ -100,47 +101,6 @@ function waitersOf(handle, lane) {
  * @type {WeakMap<Waiter[], number>}
  */
 const askedAt = new WeakMap()
-
-/**
- * Owner tokens of locks handed to this thread, per store handle, once one
- * of its waiters took it: the same hand-over can arrive twice (told by
- * message, and in the reply of an attempt that ran after it), and is taken
- * once. Kept a minute, oldest first (so the old ones go from the front, a
- * few at a time); only hand-overs are kept, never fresh grants, whose owner
- * no hand-over can name.
- *
- * @type {WeakMap<object, Map<string, number>>}
- */
-const handedTaken = new WeakMap()
-const HANDED_KEPT_MS = 60_000
-
-/**
- * Whether `owner`, handed to this thread, is taken for the first time now
- * (then it is marked taken).
- *
- * @param {object} handle
- * @param {string} owner
- */
-function firstTake(handle, owner) {
-  let taken = handedTaken.get(handle)
-  if (taken === undefined) handedTaken.set(handle, (taken = new Map()))
-  if (taken.has(owner)) return false
-  const now = realNow()
-  for (const [old, at] of taken) {
-    if (now - at <= HANDED_KEPT_MS) break
-    taken.delete(old)
-  }
-  taken.set(owner, now)
-  return true
-}
-
-/**
- * Whether `owner`, handed to this thread, was taken already.
- *
- * @param {object} handle
- * @param {string} owner
- */
-const wasTaken = (handle, owner) => handedTaken.get(handle)?.has(owner) === true
 
 /**
  * A request of `queue`'s that left this process's place in its store's line
@@ -179,7 +139,7 @@ function handedOver(handle, text) {
   // (Within half the claim window, the claim surely lands in it.)
   const since = askedAt.get(/** @type {Waiter[]} */ (queue)) ?? 0
   if (realNow() - since > LINE_CLAIM_MS / 2) {
-    handedTaken.get(handle)?.delete(owner)
+    forget(handle, owner)
     return head.attempt()
   }
   head.handed(owner, token, since)
@@ -381,17 +341,6 @@ function leave(waiter, settle, next) {
 }
 
 /**
- * A first attempt of `want`'s lane that was refused, and so took its
- * process's place in the store's line, is not waiting after all: the place
- * goes, unless others of this thread wait in that lane.
- *
- * @param {Want} want
- */
-function leftAlone(want) {
-  if (inLine(want) && waitersOf(want.handle, want.lane) === undefined && !firstTriesOut(want.handle, want.lane)) leaveLine(want)
-}
-
-/**
  * Leave the store's line (errors are dropped: the place lapses by itself).
  *
  * @param {Want} want
@@ -403,4 +352,4 @@ function leaveLine({ handle, key, ops }) {
   } catch {}
 }
 
-module.exports = { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, wake, pollLater, giveBack, NEXT, leave, leftAlone, firstTake, wasTaken, noteAsked }
+module.exports = { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, wake, pollLater, giveBack, NEXT, leave, noteAsked }

@@ -2,7 +2,7 @@
 // environment (see stores.mjs), does one job, prints its result as a JSON
 // line, and exits.
 //   count <file> <times> <key>     read-modify-write a counter file under the lock
-//   count-unlocked <file> <times>  the same without a lock (the control)
+//   count-unlocked <file> <times> [startAt]  the same without a lock (the control), from startAt (epoch ms)
 //   take <key> <ttlMs> [kind]      acquire, print serialize() and the fencing token, exit still holding
 //   try <key> <ttlMs>              one acquire attempt, print whether it took the lock
 //   hold <key> <ttlMs> [kind]      acquire, print serialize(), stay until killed
@@ -96,7 +96,9 @@ switch (command) {
     break
   }
   case 'count-unlocked': {
-    const [file, times] = args
+    const [file, times, startAt] = args
+    // Together from `startAt` (epoch ms), however long each took to start.
+    if (startAt !== undefined) await sleep(Math.max(0, Number(startAt) - Date.now()))
     for (let i = 0; i < Number(times); i++) await increment(file)
     print({ timeouts: 0 })
     break

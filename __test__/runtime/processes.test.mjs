@@ -24,7 +24,9 @@ test('control: without a lock, the same processes lose updates (so the counter t
   const file = join(dir, 'counter')
   writeFileSync(file, '0')
   const env = { KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url }
-  await Promise.all(Array.from({ length: PROCESSES }, () => runChild(env, 'count-unlocked', file, String(INCREMENTS))))
+  // They start together, so that they overlap even where starting a process takes long.
+  const startAt = String(Date.now() + 2_000)
+  await Promise.all(Array.from({ length: PROCESSES }, () => runChild(env, 'count-unlocked', file, String(INCREMENTS), startAt)))
   const count = Number(readFileSync(file, 'utf8'))
   assert.ok(count < PROCESSES * INCREMENTS, `expected lost updates without a lock, got ${count}`)
 })

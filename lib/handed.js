@@ -1,0 +1,95 @@
+'use strict'
+/**
+ * Locks handed over from a store's line, taken once. The same hand-over can
+ * reach this thread twice (told by message, and in the reply of an attempt
+ * that ran after it), and an attempt sent again after a lost connection can
+ * be granted, fresh, the lock its first sending's place was handed: each is
+ * one lock, taken by whichever way reached a waiter first.
+ */
+
+const { realNow } = require('./timers.js')
+
+/**
+ * Owner tokens of locks handed to this thread, per store handle, once one
+ * of its waiters took it: the same hand-over can arrive twice (told by
+ * message, and in the reply of an attempt that ran after it), and is taken
+ * once. Kept a minute, oldest first (so the old ones go from the front, a
+ * few at a time). Fresh grants are not kept: only the holds of them still
+ * held (below), as a fresh grant's owner can be a hand-over's only when its
+ * attempt was sent again after a lost connection.
+ *
+ * @type {WeakMap<object, Map<string, number>>}
+ */
+const handedTaken = new WeakMap()
+const HANDED_KEPT_MS = 60_000
+
+/**
+ * Owner tokens of this thread's holds in a store's line still held, per
+ * store handle, with when their TTL passes unless extended: a hand-over of
+ * one of them is its own lock come back (a re-sent attempt took it fresh
+ * before the hand-over's message came), never a second lock. A hold never
+ * released is forgotten once its TTL has passed (from the front, oldest
+ * first, as others begin).
+ *
+ * @type {WeakMap<object, Map<string, number>>}
+ */
+const heldHere = new WeakMap()
+
+/**
+ * A hold of `owner` in a store's line begins, for `ttlMs`, or (with
+ * `ttlMs` undefined) ends.
+ *
+ * @param {object} handle
+ * @param {string} owner
+ * @param {number} [ttlMs]
+ */
+function holding(handle, owner, ttlMs) {
+  let held = heldHere.get(handle)
+  if (ttlMs === undefined) return void held?.delete(owner)
+  if (held === undefined) heldHere.set(handle, (held = new Map()))
+  const now = realNow()
+  for (const [old, until] of held) {
+    if (until > now) break
+    held.delete(old)
+  }
+  held.set(owner, now + ttlMs)
+}
+
+/**
+ * Whether `owner`, handed to this thread, is taken for the first time now
+ * (then it is marked taken).
+ *
+ * @param {object} handle
+ * @param {string} owner
+ */
+function firstTake(handle, owner) {
+  let taken = handedTaken.get(handle)
+  if (taken === undefined) handedTaken.set(handle, (taken = new Map()))
+  if (taken.has(owner) || heldHere.get(handle)?.has(owner) === true) return false
+  const now = realNow()
+  for (const [old, at] of taken) {
+    if (now - at <= HANDED_KEPT_MS) break
+    taken.delete(old)
+  }
+  taken.set(owner, now)
+  return true
+}
+
+/**
+ * Whether `owner`, handed to this thread, was taken already.
+ *
+ * @param {object} handle
+ * @param {string} owner
+ */
+const wasTaken = (handle, owner) => handedTaken.get(handle)?.has(owner) === true
+
+/**
+ * A hand-over that was marked taken is not, after all (its lane's first
+ * waiter asks the store instead: lib/waiting.js).
+ *
+ * @param {object} handle
+ * @param {string} owner
+ */
+const forget = (handle, owner) => void handedTaken.get(handle)?.delete(owner)
+
+module.exports = { firstTake, wasTaken, holding, forget }
