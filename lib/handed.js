@@ -27,32 +27,37 @@ const HANDED_KEPT_MS = 60_000
  * Owner tokens of this thread's holds in a store's line still held, per
  * store handle, with when their TTL passes unless extended: a hand-over of
  * one of them is its own lock come back (a re-sent attempt took it fresh
- * before the hand-over's message came), never a second lock. A hold never
- * released is forgotten once its TTL has passed (from the front, oldest
- * first, as others begin).
+ * before the hand-over's message came), never a second lock. Holds never
+ * released are forgotten once their TTL has passed, looked for only when
+ * many are kept (oldest first, from the front), so a hold that is released
+ * costs an insert and a delete.
  *
  * @type {WeakMap<object, Map<string, number>>}
  */
 const heldHere = new WeakMap()
 
+const HELD_KEPT_BEFORE_PRUNING = 256
+
 /**
- * A hold of `owner` in a store's line begins, for `ttlMs`, or (with
- * `ttlMs` undefined) ends.
+ * A hold of `owner` in a store's line begins, held until `until` (realNow)
+ * unless extended, or (with `until` undefined) ends.
  *
  * @param {object} handle
  * @param {string} owner
- * @param {number} [ttlMs]
+ * @param {number} [until]
  */
-function holding(handle, owner, ttlMs) {
+function holding(handle, owner, until) {
   let held = heldHere.get(handle)
-  if (ttlMs === undefined) return void held?.delete(owner)
+  if (until === undefined) return void held?.delete(owner)
   if (held === undefined) heldHere.set(handle, (held = new Map()))
-  const now = realNow()
-  for (const [old, until] of held) {
-    if (until > now) break
-    held.delete(old)
+  if (held.size >= HELD_KEPT_BEFORE_PRUNING) {
+    const now = realNow()
+    for (const [old, lapses] of held) {
+      if (lapses > now) break
+      held.delete(old)
+    }
   }
-  held.set(owner, now + ttlMs)
+  held.set(owner, until)
 }
 
 /**

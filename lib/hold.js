@@ -73,7 +73,7 @@ class Hold {
     /** realNow() when it was taken, for a traced release's heldMs; 0 when nobody listened then. */
     this.takenAt = releaseChannel.hasSubscribers ? realNow() : 0
     // (In a store's line, a hand-over of a lock held here is this lock come back: lib/waiting.js.)
-    if (inLine(target)) holding(target.handle, owner, target.ttlMs)
+    if (inLine(target)) holding(target.handle, owner, since + target.ttlMs)
   }
 
   /** A hold restored from serialize(): it started elsewhere, at a time unknown here. @param {Target} target @param {string} owner */
@@ -268,7 +268,7 @@ class Hold {
   stillHeld() {
     if (this.lost) return
     this.held = true
-    if (inLine(this.target)) holding(this.target.handle, this.owner, this.target.ttlMs)
+    if (inLine(this.target)) holding(this.target.handle, this.owner, this.since + (this.extra?.heldFor ?? this.target.ttlMs))
   }
 
   /** It is not held any more (released, or lost): its timers stop; its signal is left as it was. */
