@@ -191,7 +191,7 @@ class Hold {
     // Woken after the hold ran out (a stalled event loop): it may have been
     // someone else's meanwhile, even if an extension would still succeed.
     if (this.left() <= 0) return this.markLost('expired')
-    const { capabilities, handle, key, ttlMs, ops } = this.target
+    const { capabilities, ttlMs } = this.target
     const sent = capabilities.saysWhenLapsed ? 0 : realNow()
     const after = (/** @type {boolean} */ extended) => {
       if (!this.held) return
@@ -203,12 +203,25 @@ class Hold {
     const retry = () => this.renewLater()
     let extended
     try {
-      extended = extendChannel.hasSubscribers ? traceExtend(this.target, ttlMs, () => ops.extend(handle, key, this.owner, ttlMs)) : ops.extend(handle, key, this.owner, ttlMs)
+      extended = this.extendInStore(ttlMs)
     } catch {
       return retry()
     }
     if (isThenable(extended)) /** @type {Promise<boolean>} */ (extended).then(after, retry)
     else after(/** @type {boolean} */ (extended))
+  }
+
+  /**
+   * Ask the store to extend it by `ttl` (traced when someone listens):
+   * whether it did, now or as a promise. Lock.extend and autoExtend act on the answer.
+   *
+   * @param {number} ttl
+   * @returns {boolean | Promise<boolean>}
+   */
+  extendInStore(ttl) {
+    const { handle, key, ops } = this.target
+    if (!extendChannel.hasSubscribers) return ops.extend(handle, key, this.owner, ttl)
+    return traceExtend(this.target, ttl, () => ops.extend(handle, key, this.owner, ttl))
   }
 
   /**

@@ -26,7 +26,7 @@ const { LockNotHeldError, fromStore } = require('./errors.js')
 const { realNow } = require('./timers.js')
 const { Hold } = require('./hold.js')
 const { acquire, kTook } = require('./acquire.js')
-const { acquireChannel, runChannel, extendChannel, traceAcquire, traceRun, traceExtend } = require('./tracing.js')
+const { acquireChannel, runChannel, traceAcquire, traceRun } = require('./tracing.js')
 
 const kCreate = Symbol('Lock.create')
 
@@ -184,15 +184,14 @@ class Lock {
 
   /** @param {number} [ttlMs] */
   async extend(ttlMs) {
-    const { key, handle, capabilities } = this.#target
+    const { key, capabilities } = this.#target
     const ttl = ttlMs === undefined ? this.#target.ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
     const hold = this.#hold
     if (hold === null || !hold.held) throw new LockNotHeldError(key)
     const sent = capabilities.saysWhenLapsed ? 0 : realNow()
-    const { ops } = this.#target
     let extended
     try {
-      extended = extendChannel.hasSubscribers ? traceExtend(this.#target, ttl, () => ops.extend(handle, key, hold.owner, ttl)) : ops.extend(handle, key, hold.owner, ttl)
+      extended = hold.extendInStore(ttl)
       if (isThenable(extended)) extended = await extended
     } catch (error) {
       throw this.#failed(error)
