@@ -343,7 +343,7 @@ export interface RedisLockStoreOptions {
   cluster?: string[]
 }
 
-/** PEM text (string or bytes) for a TLS connection (Redis, PostgreSQL). */
+/** PEM text (string or bytes) for a TLS connection (Redis, PostgreSQL, MySQL). */
 export interface RedisTlsOptions {
   /** Trust only this CA (one or more PEM certificates) for the server, instead of the system's roots. */
   ca?: string | Uint8Array
@@ -373,12 +373,13 @@ export type LockStoreErrorCode =
   | 'ERR_LOCK_STORE_AUTH'
   | 'ERR_LOCK_STORE_REDIS'
   | 'ERR_LOCK_STORE_POSTGRES'
+  | 'ERR_LOCK_STORE_MYSQL'
   | 'ERR_LOCK_STORE_CLOSED'
   | 'ERR_LOCK_INTERNAL'
 
 /**
- * What MemoryLockStore, RedisLockStore and PostgresLockStore reject with when
- * the store failed (bad input stays a `TypeError` or `RangeError`): one class
+ * What MemoryLockStore, RedisLockStore, PostgresLockStore and MySqlLockStore
+ * reject with when the store failed (bad input stays a `TypeError` or `RangeError`): one class
  * for `import` and `require`, so `instanceof` narrows it. Its `stack` runs
  * through the calls that led to it (the caller's async functions included),
  * whether the store was called directly or through a {@link Lock}. A store
@@ -497,6 +498,82 @@ export declare class PostgresLockStore implements LockStore {
    * uses: the table and its sequence (plain locks), the holds table and
    * function (semaphores, read-write locks). A store makes what is missing
    * itself when its user may; for a database whose users may not, run this
+   * once as one who may. Throws `TypeError` for a table name the store
+   * would refuse.
+   */
+  static schema(table?: string): string
+}
+
+/** Options of {@link MySqlLockStore}. Every field is optional. */
+export interface MySqlLockStoreOptions {
+  /**
+   * `mysql://user:password@host:port/database`. Query parameters:
+   * `ssl-mode` is one of `DISABLED` (no TLS), `PREFERRED` (TLS when the
+   * server offers it), `REQUIRED` (TLS, the server's certificate not
+   * checked), `VERIFY_CA` (TLS, the certificate checked against the trusted
+   * CAs) and `VERIFY_IDENTITY` (that, and the certificate names the host);
+   * `socket` is the path of a Unix socket to connect through instead of
+   * `host:port`. Default `mysql://root@127.0.0.1:3306/test` when `url` is
+   * left out. Present but `undefined` (`{ url: process.env.DATABASE_URL }`
+   * with the variable unset) is a `TypeError`, never the default.
+   */
+  url?: string
+  /**
+   * The lock table: a lower-case name of letters, digits and underscores,
+   * not starting with a digit, optionally database-qualified
+   * (`"app.keel_locks"`); at most 50 characters (64 for the database), so
+   * the tables `<table>_holds` and `<table>_keys` beside it fit MySQL's
+   * limit. Lower case because whether MySQL tells `Locks` from `locks`
+   * depends on the server's operating system. Default `"keel_locks"`.
+   */
+  table?: string
+  /** Connections kept (each opened on first use). An integer from 1 to 100. Default 4. */
+  poolSize?: number
+  /** Milliseconds allowed to open (or re-open) a connection. Default 5000. */
+  connectTimeout?: number
+  /** Milliseconds allowed for a statement's answer. Default 5000. */
+  commandTimeout?: number
+  /** Expired rows are swept away, in batches, at most this often (ms) while locks are taken. Default 60000. */
+  sweepInterval?: number
+  /**
+   * Certificates for TLS: `ca` to check the server with instead of the
+   * system's roots, `cert` and `key` for a server that asks for a client
+   * certificate. Whether TLS is spoken is `url`'s `ssl-mode`.
+   */
+  tls?: RedisTlsOptions
+}
+
+/**
+ * A store on a MySQL (or MariaDB) server, spoken to natively over a small
+ * pool of connections. Usable directly as a {@link LockStore}; failed
+ * operations reject with a {@link LockStoreError}, whose `code` is a
+ * {@link LockStoreErrorCode}.
+ */
+export declare class MySqlLockStore implements LockStore {
+  /**
+   * A `mysql://` URL or options. With no argument, the local server
+   * (`mysql://root@127.0.0.1:3306/test`); an argument, or a `url` option,
+   * given as `undefined` (an environment variable that is not set) is a
+   * `TypeError` naming `url`, never the default. Throws `TypeError` (or
+   * `RangeError`) naming a malformed URL or option; a password in the URL
+   * is not repeated in the message.
+   */
+  constructor(urlOrOptions?: string | MySqlLockStoreOptions)
+  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
+  release(key: string, owner: string): Promise<boolean>
+  extend(key: string, owner: string, ttlMs: number): Promise<boolean>
+  isLocked(key: string): Promise<boolean>
+  remainingTime(key: string): Promise<number | null>
+  /**
+   * Close the connections; later operations, and acquires waiting on this
+   * store, reject with `ERR_LOCK_STORE_CLOSED` at once.
+   * A store lives until it is closed; once closed it can be garbage-collected.
+   */
+  close(): Promise<void>
+  /**
+   * The SQL that makes every object a store on `table` (default
+   * `'keel_locks'`) uses: the table, and `<table>_holds` and `<table>_keys`
+   * beside it. For a database whose users may not create tables, run it
    * once as one who may. Throws `TypeError` for a table name the store
    * would refuse.
    */

@@ -12,7 +12,7 @@ const native = require('./lib/native.js')
 const { DEFAULT_TTL_MS, opsOf, capabilitiesOf } = require('./lib/protocol.js')
 const { describe, checkKey, checkMs, checkStore } = require('./lib/check.js')
 const { LockNotHeldError, LockStoreError } = require('./lib/errors.js')
-const { MemoryLockStore, RedisLockStore, PostgresLockStore } = require('./lib/stores.js')
+const { MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore } = require('./lib/stores.js')
 const { handleFor } = require('./lib/js-store.js')
 const { Lock, newLock } = require('./lib/lock.js')
 const { semaphoreKind, READ, WRITE, kindFields } = require('./lib/kinds.js')
@@ -168,6 +168,7 @@ module.exports = {
   MemoryLockStore,
   RedisLockStore,
   PostgresLockStore,
+  MySqlLockStore,
   LockNotHeldError,
   LockStoreError,
   verifyLockStore,

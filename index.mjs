@@ -14,6 +14,7 @@ export const {
   MemoryLockStore,
   RedisLockStore,
   PostgresLockStore,
+  MySqlLockStore,
   LockNotHeldError,
   LockStoreError,
   verifyLockStore,

@@ -29,10 +29,11 @@ Object.defineProperty(LockNotHeldError.prototype, 'name', {
 })
 
 /**
- * What a store (MemoryLockStore, RedisLockStore, PostgresLockStore) fails
- * with when the failure is the store's, not the caller's input (that stays a
- * TypeError or RangeError): `code` says which, one of index.d.ts's
- * LockStoreErrorCode. A store written in JS may throw it too.
+ * What a store (MemoryLockStore, RedisLockStore, PostgresLockStore,
+ * MySqlLockStore) fails with when the failure is the store's, not the
+ * caller's input (that stays a TypeError or RangeError): `code` says which,
+ * one of index.d.ts's LockStoreErrorCode. A store written in JS may throw it
+ * too.
  */
 class LockStoreError extends Error {
   /**

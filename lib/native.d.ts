@@ -22,6 +22,12 @@ export declare function closeStore(handle: object): void
 export declare function createMemoryStore(): object
 
 /**
+ * A handle over a MySQL or MariaDB server. The URL is read now;
+ * connections open on the first operation.
+ */
+export declare function createMysqlStore(config: MysqlConfig): object
+
+/**
  * A handle over a PostgreSQL server. The URL is read now; connections open
  * on the first operation. `on_released` as for Redis; it is also called
  * with `w` and a warning's text, for the JS layer to emit.
@@ -71,6 +77,11 @@ export declare enum ErrorCode {
    * creatable, a read-only database, ...).
    */
   StorePostgres = 'ERR_LOCK_STORE_POSTGRES',
+  /**
+   * MySQL or MariaDB answered with another error (the store's tables missing
+   * and not creatable, a read-only server, ...).
+   */
+  StoreMysql = 'ERR_LOCK_STORE_MYSQL',
   /**
    * `close()` was called: operations after it, and acquires waiting on the
    * store, fail at once.
@@ -142,6 +153,20 @@ export interface Limits {
 
 /** Entries a memory store keeps, counting expired ones not yet swept. */
 export declare function memoryStoreSize(handle: object): number
+
+/** MySqlLockStore's options, already checked by the JS layer (times in ms). */
+export interface MysqlConfig {
+  url: string
+  table: string
+  poolSize: number
+  connectTimeout: number
+  commandTimeout: number
+  sweepInterval: number
+  tls?: TlsPem
+}
+
+/** The SQL that makes the objects of a MySQL store on `table` (checked by the JS layer). */
+export declare function mysqlSchema(table: string): string
 
 /** The fields of a serialized lock, or the reason it is malformed. */
 export declare function parseSerialized(text: string): Restored | string

@@ -1,11 +1,12 @@
 'use strict'
 /**
  * The stores that run natively: MemoryLockStore (the default, in memory on
- * the JS thread), RedisLockStore (a Redis server or Cluster) and
- * PostgresLockStore (a PostgreSQL server), spoken to from Rust. Each method checks its arguments, so a direct call with bad
- * input fails with the argument's name, then makes one native call; a
- * failure of the store is rethrown from the method as a LockStoreError whose
- * stack runs through the caller (lib/errors.js fromStore).
+ * the JS thread), RedisLockStore (a Redis server or Cluster),
+ * PostgresLockStore (a PostgreSQL server) and MySqlLockStore (a MySQL or
+ * MariaDB server), spoken to from Rust. Each method checks its arguments, so
+ * a direct call with bad input fails with the argument's name, then makes
+ * one native call; a failure of the store is rethrown from the method as a
+ * LockStoreError whose stack runs through the caller (lib/errors.js fromStore).
  */
 
 const native = require('./native.js')
@@ -13,6 +14,7 @@ const { checkKey, checkMs, isThenable, noop } = require('./check.js')
 const { fromStore } = require('./errors.js')
 const { readRedisOptions } = require('./redis-options.js')
 const { readPostgresOptions, checkTable } = require('./postgres-options.js')
+const { readMysqlOptions, checkTable: checkMysqlTable } = require('./mysql-options.js')
 
 /** A store used directly speaks of plain locks. */
 const LOCK = native.HoldKind.Lock
@@ -136,8 +138,8 @@ class MemoryLockStore extends NativeLockStore {
 
 /**
  * Who hears of a release another process announced through a
- * RedisLockStore or PostgresLockStore: the wait queues (lib/waiting.js, later in the order)
- * register here.
+ * RedisLockStore, PostgresLockStore or MySqlLockStore: the wait queues
+ * (lib/waiting.js, later in the order) register here.
  *
  * @type {(handle: object, tagged: string) => void}
  */
@@ -295,4 +297,36 @@ class PostgresLockStore extends NativeLockStore {
   }
 }
 
-module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, handleOf, onAnnouncedRelease, onClosed, answeredBeforeClose }
+/**
+ * A store on a MySQL (or MariaDB) server, spoken to from Rust over a small
+ * pool of connections.
+ */
+class MySqlLockStore extends NativeLockStore {
+  /** @param {unknown[]} urlOrOptions */
+  constructor(...urlOrOptions) {
+    const handle = native.createMysqlStore(readMysqlOptions(urlOrOptions))
+    super('MySqlLockStore', handle)
+  }
+
+  /**
+   * Close the connections, once what the locks sent without waiting (run()'s
+   * releases, locks given back, places left in line) is answered. Later
+   * operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED.
+   */
+  async close() {
+    await closeStore(this)
+  }
+
+  /**
+   * The SQL that makes every object a store on `table` uses, for a database
+   * whose users may not create them: run it once as a user who may.
+   *
+   * @param {unknown} [table]
+   */
+  static schema(table = 'keel_locks') {
+    checkMysqlTable('MySqlLockStore.schema', table, 'table')
+    return native.mysqlSchema(table)
+  }
+}
+
+module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore, handleOf, onAnnouncedRelease, onClosed, answeredBeforeClose }

@@ -1,7 +1,8 @@
 'use strict'
 /**
  * `tls: { ca, cert, key }` for the stores that speak TLS themselves
- * (RedisLockStore, PostgresLockStore), read and checked the same way.
+ * (RedisLockStore, PostgresLockStore, MySqlLockStore), read and checked the
+ * same way.
  */
 
 const { describe } = require('./check.js')

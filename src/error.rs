@@ -61,6 +61,9 @@ codes! {
     #[doc = "PostgreSQL answered with another error (the lock table missing and not"]
     #[doc = "creatable, a read-only database, ...)."]
     StorePostgres => "ERR_LOCK_STORE_POSTGRES",
+    #[doc = "MySQL or MariaDB answered with another error (the store's tables missing"]
+    #[doc = "and not creatable, a read-only server, ...)."]
+    StoreMysql => "ERR_LOCK_STORE_MYSQL",
     #[doc = "`close()` was called: operations after it, and acquires waiting on the"]
     #[doc = "store, fail at once."]
     StoreClosed => "ERR_LOCK_STORE_CLOSED",

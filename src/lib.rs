@@ -32,7 +32,7 @@
 //!   kinds of hold and what an acquire answers), `options.rs`, `tls.rs`,
 //!   `follow.rs` (announced releases), `line.rs` (the line a plain lock's
 //!   waiters wait in on a server), `line/`, `memory/`, `redis/`,
-//!   `postgres/`, and
+//!   `postgres/`, `mysql/`, and
 //!   `event_loop/` (what the server stores share: a connection on the JS
 //!   thread's event loop for any protocol that describes itself).
 //! - `src/store/line/`: `contract.rs` (what every store that keeps a line
@@ -57,6 +57,13 @@
 //!   `options.rs`, `tests.rs`, `line_tests.rs`.
 //! - `src/store/postgres/wire/`: `mod.rs` (PostgreSQL's protocol on the event
 //!   loop), `connect.rs` (TCP and TLS), `session.rs` (logging in, preparing).
+//! - `src/store/mysql/`: `mod.rs` (the store, one dispatch on the kind of
+//!   hold), `ops.rs` (each operation once: statement, key and answer
+//!   reader), `sql.rs`, `holds_sql.rs` (the procedure of semaphores and
+//!   read-write locks), `wire/`, `errors.rs`, `options.rs`.
+//! - `src/store/mysql/wire/`: `mod.rs` (MySQL's protocol on the event loop),
+//!   `packet.rs` (framing, OK and ERR), `connect.rs` (TCP, a unix socket,
+//!   TLS), `session.rs` (logging in, the session, the tables), `auth.rs`.
 //! - `src/store/event_loop/`: `mod.rs` (the protocol seam, `Wire`, and the
 //!   store's side of its connections), `conn.rs` (one connection's state),
 //!   `socket.rs` (bytes in and out, plain or TLS), `callbacks.rs` (the libuv

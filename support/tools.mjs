@@ -36,6 +36,18 @@ export function postgresBin() {
 }
 
 /**
+ * MariaDB's server, the script that makes a data folder and the command-line
+ * client (`{ server, installDb, client }`), or null when one is missing.
+ */
+export function mariadbPrograms() {
+  // mariadbd is in /usr/sbin, which a user's PATH often lacks.
+  const server = which('mariadbd', ['/usr/sbin', '/usr/local/sbin'])
+  const installDb = which('mariadb-install-db')
+  const client = which('mariadb')
+  return server && installDb && client ? { server, installDb, client } : null
+}
+
+/**
  * Each tool: how it is found, its Debian package, and what goes without it
  * (`required`: most of the suite, so nothing runs).
  */
@@ -71,6 +83,11 @@ export const TOOLS = {
     find: () => which('faketime'),
     package: 'faketime',
     needs: 'the clock-skew test (stores/postgres-clock)',
+  },
+  mariadb: {
+    find: mariadbPrograms,
+    package: 'mariadb-server',
+    needs: 'the MySQL/MariaDB tests, which start their own server',
   },
 }
 

@@ -12,7 +12,7 @@ const run = promisify(execFile)
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const require = createRequire(import.meta.url)
 const JS_STORES = new URL('../helpers/js-stores.mjs', import.meta.url).href
-const EXPORTS = ['Lock', 'LockNotHeldError', 'LockStoreError', 'MemoryLockStore', 'PostgresLockStore', 'RedisLockStore', 'channels', 'getLockStore', 'lock', 'readLock', 'restoreLock', 'semaphore', 'setLockStore', 'verifyLockStore', 'writeLock']
+const EXPORTS = ['Lock', 'LockNotHeldError', 'LockStoreError', 'MemoryLockStore', 'MySqlLockStore', 'PostgresLockStore', 'RedisLockStore', 'channels', 'getLockStore', 'lock', 'readLock', 'restoreLock', 'semaphore', 'setLockStore', 'verifyLockStore', 'writeLock']
 
 test('import and require give the same exports and the same module state', () => {
   const cjs = require('@shaferllc/keel/core')

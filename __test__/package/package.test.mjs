@@ -64,7 +64,7 @@ test('package.json has what npm and users need', () => {
 })
 
 test('the tarballs hold only what a user needs: no target/, no tests, no sources', () => {
-  const lib = ['abort', 'acquire', 'check', 'errors', 'handed', 'hold', 'js-read-write', 'js-store', 'kinds', 'lock', 'marks', 'native', 'postgres-options', 'protocol', 'redis-options', 'stores', 'timers', 'tls-options', 'tracing', 'verify', 'verify-read-write', 'waiter', 'waiting']
+  const lib = ['abort', 'acquire', 'check', 'errors', 'handed', 'hold', 'js-read-write', 'js-store', 'kinds', 'lock', 'marks', 'mysql-options', 'native', 'postgres-options', 'protocol', 'redis-options', 'stores', 'timers', 'tls-options', 'tracing', 'verify', 'verify-read-write', 'waiter', 'waiting']
   assert.deepEqual(
     filesIn(tarballs.main),
     [

@@ -12,6 +12,7 @@ import {
   MemoryLockStore,
   RedisLockStore,
   PostgresLockStore,
+  MySqlLockStore,
   LockNotHeldError,
   LockStoreError,
   Lock,
@@ -28,6 +29,7 @@ import {
   type RedisLockStoreOptions,
   type RedisTlsOptions,
   type PostgresLockStoreOptions,
+  type MySqlLockStoreOptions,
   type LockStoreReport,
   type ReadWriteLockStore,
   type LockStoreCheck,
@@ -274,6 +276,43 @@ export async function postgresStore(): Promise<void> {
   new PostgresLockStore({ poolSize: '4' })
   // @ts-expect-error a Redis option
   new PostgresLockStore({ prefix: 'locks:' })
+}
+
+export async function mysqlStore(): Promise<void> {
+  const byUrl = new MySqlLockStore('mysql://app:secret@db.internal:3306/orders?ssl-mode=VERIFY_IDENTITY')
+  const options: MySqlLockStoreOptions = { table: 'app.keel_locks', poolSize: 2, commandTimeout: 2_000, sweepInterval: 30_000 }
+  const store = setLockStore(new MySqlLockStore(options))
+  assertType<Equal<typeof store, MySqlLockStore>>(true)
+  const asStore: LockStore = byUrl
+  await asStore.acquire('k', 'owner', 1000)
+  const left: number | null = await store.remainingTime('k')
+  const closed: Promise<void> = store.close()
+  await closed
+  void left
+  const ddl: string = MySqlLockStore.schema('app.keel_locks')
+  const defaultDdl: string = MySqlLockStore.schema()
+  void [ddl, defaultDdl]
+  // @ts-expect-error a table is a name
+  MySqlLockStore.schema(42)
+  new MySqlLockStore()
+  new MySqlLockStore({ url: 'mysql://app@localhost/app?socket=/run/mysqld/mysqld.sock', connectTimeout: 1_000 })
+  new MySqlLockStore({ url: 'mysql://db/app?ssl-mode=VERIFY_CA', tls: { ca: '-----BEGIN CERTIFICATE-----', cert: new Uint8Array(), key: Buffer.from('') } })
+  // @ts-expect-error a port is not a URL
+  new MySqlLockStore(3306)
+  // @ts-expect-error misspelt option
+  new MySqlLockStore({ tabel: 'keel_locks' })
+  // @ts-expect-error the pool size is a number
+  new MySqlLockStore({ poolSize: '4' })
+  // @ts-expect-error timeouts are numbers of milliseconds
+  new MySqlLockStore({ commandTimeout: '2s' })
+  // @ts-expect-error a Redis option
+  new MySqlLockStore({ prefix: 'locks:' })
+  // @ts-expect-error a PostgresLockStore option
+  new MySqlLockStore({ listenUrl: 'mysql://db/app' })
+  // @ts-expect-error no switch to skip certificate checks (ssl-mode in the URL says that)
+  new MySqlLockStore({ tls: { rejectUnauthorized: false } })
+  // @ts-expect-error one URL, not a list of servers
+  new MySqlLockStore(['mysql://a/app', 'mysql://b/app'])
 }
 
 export async function signals(): Promise<void> {

@@ -14,7 +14,8 @@ use super::pump::Pump;
 use crate::store::event_loop::node_hosts;
 use crate::store::follow::{OnReleased, OnWarning, Released};
 use crate::store::{
-    MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TlsOptions,
+    MemoryStore, MySqlOptions, MySqlStore, PostgresOptions, PostgresStore, RedisOptions,
+    RedisStore, TlsOptions,
 };
 
 #[napi(catch_unwind, ts_return_type = "object")]
@@ -130,6 +131,37 @@ pub fn create_postgres_store(
     Ok(NewHandle(StoreHandle::new(Arc::new(postgres), Some(pump))))
 }
 
+/// MySqlLockStore's options, already checked by the JS layer (times in ms).
+#[napi(object)]
+pub struct MysqlConfig {
+    pub url: String,
+    pub table: String,
+    pub pool_size: u32,
+    pub connect_timeout: f64,
+    pub command_timeout: f64,
+    pub sweep_interval: f64,
+    pub tls: Option<TlsPem>,
+}
+
+/// A handle over a MySQL or MariaDB server. The URL is read now;
+/// connections open on the first operation.
+#[napi(catch_unwind, ts_return_type = "object")]
+pub fn create_mysql_store(env: &Env, config: MysqlConfig) -> Result<NewHandle> {
+    let options = MySqlOptions {
+        url: config.url,
+        table: config.table,
+        pool_size: usize::try_from(config.pool_size).unwrap_or(1),
+        connect_timeout: ms(config.connect_timeout),
+        command_timeout: ms(config.command_timeout),
+        sweep_interval: ms(config.sweep_interval),
+        tls: config.tls.map(tls_options),
+    };
+    let mysql = MySqlStore::new(options, &node_hosts(env))
+        .map_err(|reason| new_error(env, true, None, &format!("new MySqlLockStore: {reason}")))?;
+    let pump = Pump::new(env)?;
+    Ok(NewHandle(StoreHandle::new(Arc::new(mysql), Some(pump))))
+}
+
 /// The JS callback for announced releases, callable from Tokio. Weak:
 /// following releases never keeps the process alive by itself. It gets the
 /// key after a letter saying what it was of: `l` a plain lock, `s` a
@@ -180,4 +212,10 @@ fn tls_options(tls: TlsPem) -> TlsOptions {
 #[napi(catch_unwind)]
 pub fn postgres_schema(table: String) -> String {
     crate::store::postgres::schema(&table)
+}
+
+/// The SQL that makes the objects of a MySQL store on `table` (checked by the JS layer).
+#[napi(catch_unwind)]
+pub fn mysql_schema(table: String) -> String {
+    crate::store::mysql::schema(&table)
 }

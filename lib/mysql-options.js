@@ -1,0 +1,78 @@
+'use strict'
+/**
+ * MySqlLockStore's options, read and checked: a mysql:// URL or an options
+ * object. An unknown option is an error. (The URL itself is read by the
+ * addon, which knows which of its parameters the store can use.)
+ */
+
+const { describe, checkMs, checkOptionsObject, checkUrlGiven, checkUrlOption } = require('./check.js')
+const { readTls } = require('./tls-options.js')
+
+const MYSQL_DEFAULTS = Object.freeze({
+  url: 'mysql://root@127.0.0.1:3306/test',
+  table: 'keel_locks',
+  poolSize: 4,
+  connectTimeout: 5_000,
+  commandTimeout: 5_000,
+  sweepInterval: 60_000,
+  tls: undefined,
+})
+const WHERE = 'new MySqlLockStore'
+const MAX_POOL_SIZE = 100
+// Lower case only: whether MySQL tells `Locks` from `locks` depends on the
+// server's OS (lower_case_table_names), and a lower-case name is the same
+// table everywhere. A name is at most 64 characters; the table's leaves room
+// for the suffixes of the tables made beside it (`_holds`, `_keys`).
+const TABLE = /^(?:[a-z_][a-z0-9_]{0,63}\.)?[a-z_][a-z0-9_]{0,49}$/
+
+/**
+ * @param {string} where
+ * @param {unknown} table
+ * @param {string} name
+ * @returns {asserts table is string}
+ */
+function checkTable(where, table, name) {
+  if (typeof table !== 'string' || !TABLE.test(table)) {
+    throw new TypeError(
+      `${where}: ${name} must be a lower-case MySQL name (letters, digits and underscores, not starting with a digit), optionally database-qualified ("keel_locks", "app.keel_locks"), the table's name at most 50 characters and the database's at most 64, got ${describe(table)}`,
+    )
+  }
+}
+
+/**
+ * @param {unknown[]} args the constructor's arguments: none for the default server
+ * @returns {import('./native').MysqlConfig}
+ */
+function readMysqlOptions(args) {
+  if (args.length === 0) return { ...MYSQL_DEFAULTS, tls: undefined }
+  const [urlOrOptions] = args
+  checkUrlGiven(WHERE, urlOrOptions, MYSQL_DEFAULTS.url)
+  if (typeof urlOrOptions === 'string') return { ...MYSQL_DEFAULTS, url: urlOrOptions, tls: undefined }
+  const given = checkOptionsObject(
+    WHERE,
+    urlOrOptions,
+    MYSQL_DEFAULTS,
+    'a mysql:// URL or an options object like { url, table, poolSize, connectTimeout, commandTimeout }',
+  )
+  checkUrlOption(WHERE, given, 'url', MYSQL_DEFAULTS.url)
+  const { url = MYSQL_DEFAULTS.url, table = MYSQL_DEFAULTS.table, poolSize = MYSQL_DEFAULTS.poolSize } = given
+  if (typeof url !== 'string') throw new TypeError(`${WHERE}: options.url must be a string, got ${describe(url)}`)
+  checkTable(WHERE, table, 'options.table')
+  if (!Number.isSafeInteger(poolSize) || /** @type {number} */ (poolSize) < 1 || /** @type {number} */ (poolSize) > MAX_POOL_SIZE) {
+    throw new RangeError(`${WHERE}: options.poolSize must be an integer from 1 to ${MAX_POOL_SIZE}, got ${describe(poolSize)}`)
+  }
+  /** @param {'connectTimeout' | 'commandTimeout' | 'sweepInterval'} name */
+  const ms = (name) =>
+    given[name] === undefined ? MYSQL_DEFAULTS[name] : checkMs(WHERE, given[name], `options.${name}`, false)
+  return {
+    url,
+    table,
+    poolSize: /** @type {number} */ (poolSize),
+    connectTimeout: ms('connectTimeout'),
+    commandTimeout: ms('commandTimeout'),
+    sweepInterval: ms('sweepInterval'),
+    tls: readTls(WHERE, given.tls),
+  }
+}
+
+module.exports = { readMysqlOptions, checkTable }

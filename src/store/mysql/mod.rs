@@ -1,0 +1,279 @@
+//! A store on a MySQL or MariaDB server, spoken to natively: no JS client in
+//! the loop, and no client's clock in the decision. Connections are driven
+//! by the JS thread's own event loop (`wire`, on [`crate::store::event_loop`]);
+//! each operation is one statement, one round trip, and every time in it is
+//! the server's.
+//!
+//! Read in this order: this file (the store, and its one dispatch on the
+//! kind of hold), `ops` (every operation once, as data: its statement, its
+//! key, and the reader of its answer), `sql` (the statements and the
+//! tables), `holds_sql` (the procedure of semaphores and read-write locks),
+//! `wire` (the protocol on the event loop, and `wire::connect`, how a
+//! connection is opened and logged in), `errors` (what becomes which error
+//! code; a statement that finds its connection dead is sent again, which
+//! each allows), `options` (the URL).
+
+mod errors;
+mod holds_sql;
+mod ops;
+pub mod options;
+mod sql;
+mod wire;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rustls::pki_types::ServerName;
+
+use self::ops::{Reader, Request};
+pub use self::options::MySqlOptions;
+use self::options::{Place, TlsMode};
+use self::sql::Sql;
+use self::wire::connect::Target;
+use self::wire::{Direct, Local, ServerAnswer};
+use super::event_loop::host::MakeHost;
+use super::tls::client_config;
+use super::{
+    Acquired, BackendError, Capabilities, Code, Done, Hold, HoldOp, LocalOp, LockStore, Op,
+    StoreError, Wait,
+};
+
+/// The SQL that makes every object a store on `table` uses (what it runs
+/// itself when they are missing and it may): for a database whose users
+/// may not create objects, to run once as one who may.
+pub fn schema(table: &str) -> String {
+    Sql::new(table)
+        .create
+        .iter()
+        .map(|statement| format!("{statement};\n"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+struct Shared {
+    options: MySqlOptions,
+    /// When old rows were last swept (None: not yet).
+    swept: Mutex<Option<Instant>>,
+}
+
+impl Shared {
+    /// Whether a sweep is due (none ran within the sweep interval); if so,
+    /// it counts as started now.
+    fn sweep_due(&self) -> bool {
+        let Ok(mut swept) = self.swept.lock() else {
+            return false;
+        };
+        if swept.is_some_and(|at| at.elapsed() < self.options.sweep_interval) {
+            return false;
+        }
+        *swept = Some(Instant::now());
+        true
+    }
+}
+
+pub struct MySqlStore {
+    shared: Arc<Shared>,
+    direct: Direct,
+}
+
+impl MySqlStore {
+    /// Read the URL and certificates now (a bad one is the caller's mistake,
+    /// reported at once); connections open on the first operation, on the
+    /// loop `make_host` gives (the JS thread making the store).
+    pub fn new(options: MySqlOptions, make_host: MakeHost<'_>) -> Result<Self, String> {
+        let address = options::address(&options)?;
+        let tls = match (address.tls, &address.place) {
+            (TlsMode::Off, _) | (_, Place::Socket(_)) => None,
+            (_, Place::Tcp { host, .. }) => {
+                let config = client_config(&options.tls.clone().unwrap_or_default())?;
+                let name = ServerName::try_from(host.clone())
+                    .map_err(|e| format!("url: {host:?} is not a host name TLS can check: {e}"))?;
+                Some((config, name))
+            }
+        };
+        let command_timeout =
+            u64::try_from(options.command_timeout.as_millis()).unwrap_or(u64::MAX);
+        let target = Target {
+            place: address.place,
+            tls,
+            tls_optional: address.tls == TlsMode::Preferred,
+            user: address.user,
+            password: address.password,
+            database: address.database,
+            connect_timeout: options.connect_timeout,
+            lock_wait_s: command_timeout.div_ceil(1000),
+            display: address.display,
+            sql: Arc::new(Sql::new(&options.table)),
+            objects_ready: AtomicBool::new(false),
+            refused: Mutex::new(None),
+        };
+        let direct = Direct::new(make_host, target, options.pool_size, command_timeout)?;
+        Ok(MySqlStore {
+            shared: Arc::new(Shared {
+                options,
+                swept: Mutex::new(None),
+            }),
+            direct,
+        })
+    }
+
+    fn sql(&self) -> Option<(Local, Arc<Sql>)> {
+        let local = self.direct.local()?;
+        let sql = Arc::clone(&local.target().sql);
+        Some((local, sql))
+    }
+
+    /// Send the operation `plan` makes of the store's statements, on its
+    /// key's connection; its answer becomes the operation's on this thread.
+    fn run<T: 'static>(&self, plan: impl FnOnce(&Sql) -> (Request, Reader<T>)) -> Op<T> {
+        let Some((local, sql)) = self.sql() else {
+            return Op::Ready(Err(StoreError::Backend(BackendError {
+                code: Code::StoreMysql,
+                message: "MySqlLockStore: used from a thread other than the one it was made on"
+                    .to_owned(),
+            })));
+        };
+        let (request, read) = plan(&sql);
+        let shared = Arc::clone(&self.shared);
+        Op::Local(LocalOp::new(move |done: Done<T>| {
+            let connections = local.clone();
+            let (name, starts_sweep) = (request.name, request.starts_sweep);
+            let reply = Box::new(move |outcome: Result<ServerAnswer, StoreError>| {
+                done(outcome.and_then(|answer| {
+                    let display = connections.display();
+                    let answer = answer.map_err(|e| errors::server_error(name, display, &e))?;
+                    let value =
+                        read(answer).map_err(|what| errors::unreadable(name, display, what))?;
+                    if starts_sweep && shared.sweep_due() {
+                        sweep(&connections);
+                    }
+                    Ok(value)
+                }))
+            });
+            let on_wire = wire::Request {
+                name: request.name,
+                sql: request.sql,
+            };
+            local.submit_keyed(&request.route, on_wire, reply);
+        }))
+    }
+}
+
+/// Delete a batch of old rows of each table (nobody waits for the answers).
+fn sweep(local: &Local) {
+    for statement in local.target().sql.sweep() {
+        let request = wire::Request {
+            name: "sweep",
+            sql: statement,
+        };
+        local.submit(request, Box::new(|_| {}));
+    }
+}
+
+/// One dispatch on the kind of hold: a plain lock is a row of the table and
+/// one statement per operation; the other kinds are one CALL each of the
+/// hold procedure (both in `ops`).
+impl LockStore for MySqlStore {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            tells_when_sent: true,
+            ..Capabilities::default()
+        }
+    }
+
+    fn acquire(
+        &self,
+        hold: Hold,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+        _wait: Wait,
+    ) -> Op<Acquired> {
+        self.run(|sql| match hold {
+            Hold::Lock => ops::acquire_lock(sql, key, owner, ttl_ms),
+            _ => ops::hold(
+                sql,
+                HoldOp::Acquire,
+                hold,
+                key,
+                owner,
+                ttl_ms,
+                ops::hold_token,
+            ),
+        })
+    }
+
+    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        self.run(|sql| match hold {
+            Hold::Lock => ops::release_lock(sql, key, owner),
+            _ => ops::hold(sql, HoldOp::Release, hold, key, owner, 1.0, ops::hold_done),
+        })
+    }
+
+    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        self.run(|sql| match hold {
+            Hold::Lock => ops::extend_lock(sql, key, owner, ttl_ms),
+            _ => ops::hold(
+                sql,
+                HoldOp::Extend,
+                hold,
+                key,
+                owner,
+                ttl_ms,
+                ops::hold_done,
+            ),
+        })
+    }
+
+    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        match hold {
+            Hold::Lock => self.run(|sql| ops::lock_held_by(sql, key, owner)),
+            _ => self
+                .run(|sql| ops::hold(sql, HoldOp::Left, hold, key, owner, 1.0, ops::hold_left))
+                .map(|left| left.is_some()),
+        }
+    }
+
+    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+        match (hold, owner) {
+            (Hold::Lock, _) => self.run(|sql| ops::lock_remaining(sql, key)),
+            (_, Some(owner)) => {
+                self.run(|sql| ops::hold(sql, HoldOp::Left, hold, key, owner, 1.0, ops::hold_left))
+            }
+            (_, None) => Op::Ready(Ok(None)),
+        }
+    }
+
+    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
+        self.run(|sql| match hold {
+            Hold::Lock => ops::is_locked(sql, key),
+            _ => ops::hold(sql, HoldOp::Waits, hold, key, "", 1.0, ops::hold_done),
+        })
+    }
+
+    fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+        match hold {
+            Hold::Lock => self
+                .run(|sql| ops::is_locked(sql, key))
+                .map(|locked| f64::from(u8::from(locked))),
+            _ => self.run(|sql| ops::hold(sql, HoldOp::Count, hold, key, "", 1.0, ops::hold_count)),
+        }
+    }
+
+    fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
+        match hold {
+            Hold::Write => self
+                .run(|sql| ops::hold(sql, HoldOp::Withdraw, hold, key, "", 1.0, ops::hold_nothing)),
+            _ => Op::Ready(Ok(())),
+        }
+    }
+
+    fn sent(&self, key: &str) -> Op<()> {
+        self.direct.sent(key)
+    }
+
+    fn close(&self) {
+        self.direct.close();
+    }
+}

@@ -1,0 +1,254 @@
+//! MySqlLockStore's options, and the URL read into where and how to
+//! connect: `mysql://user:password@host:port/database?ssl-mode=...&socket=...`.
+
+use std::time::Duration;
+
+use super::super::options::{redacted, TlsOptions};
+
+/// What the store is given (already checked by the JS layer, but for the URL).
+#[derive(Clone, Debug)]
+pub struct MySqlOptions {
+    pub url: String,
+    pub table: String,
+    pub pool_size: usize,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+    /// How often, at most, expired rows are swept.
+    pub sweep_interval: Duration,
+    pub tls: Option<TlsOptions>,
+}
+
+/// Whether and how TLS is spoken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsMode {
+    Off,
+    /// If the server offers it (else plain text).
+    Preferred,
+    Required,
+}
+
+/// Where the URL points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    Tcp { host: String, port: u16 },
+    Socket(String),
+}
+
+/// The URL, read.
+#[derive(Clone, Debug)]
+pub struct Address {
+    pub place: Place,
+    pub user: String,
+    pub password: Option<Vec<u8>>,
+    pub database: String,
+    pub tls: TlsMode,
+    /// The server as error messages name it (no password).
+    pub display: String,
+}
+
+const KNOWN: &str = "ssl-mode, socket";
+
+/// Read `options.url`, or say what is wrong with it (never showing its password).
+pub fn address(options: &MySqlOptions) -> Result<Address, String> {
+    let shown = redacted(&options.url);
+    let bad = |why: &str| format!("url {shown:?} {why}");
+    let url = url::Url::parse(&options.url).map_err(|e| bad(&format!("is not a URL: {e}")))?;
+    if url.scheme() != "mysql" && url.scheme() != "mariadb" {
+        return Err(bad("is not a mysql:// URL"));
+    }
+    let decode = |text: &str| -> Result<Vec<u8>, String> {
+        percent_decode(text).ok_or_else(|| bad("has a bad %-escape in its user or password"))
+    };
+    let user = match url.username() {
+        "" => "root".to_owned(),
+        name => String::from_utf8(decode(name)?)
+            .map_err(|_| bad("has a user name that is not UTF-8"))?,
+    };
+    let password = url.password().map(decode).transpose()?;
+    let database = url.path().trim_start_matches('/');
+    if database.contains('/') {
+        return Err(bad(
+            "has a path of more than one part: give the database alone",
+        ));
+    }
+    let database = String::from_utf8(decode(database)?)
+        .map_err(|_| bad("names a database that is not UTF-8"))?;
+    let mut tls = if options.tls.is_some() {
+        TlsMode::Required
+    } else {
+        TlsMode::Off
+    };
+    let mut socket = None;
+    for (name, value) in url.query_pairs() {
+        match name.as_ref() {
+            // MySQL's meanings, except that a certificate is always checked
+            // (the chain, and the host name) whenever TLS is spoken: REQUIRED
+            // and VERIFY_CA are VERIFY_IDENTITY here, and PREFERRED does not
+            // settle for an unchecked certificate (only for no TLS at all).
+            "ssl-mode" | "sslMode" | "ssl_mode" => {
+                tls = match value.to_ascii_uppercase().as_str() {
+                    "DISABLED" => TlsMode::Off,
+                    "PREFERRED" => TlsMode::Preferred,
+                    "REQUIRED" | "VERIFY_CA" | "VERIFY_IDENTITY" => TlsMode::Required,
+                    _ => {
+                        return Err(bad(&format!(
+                            "has ssl-mode={value}; use DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
+                        )))
+                    }
+                }
+            }
+            "socket" => socket = Some(value.into_owned()),
+            other => return Err(bad(&format!("has the parameter {other:?}, which this store does not know (known: {KNOWN})"))),
+        }
+    }
+    if tls == TlsMode::Off && options.tls.is_some() {
+        return Err(format!(
+            "options.tls is given but url {shown:?} turns TLS off (ssl-mode=DISABLED)"
+        ));
+    }
+    let place = match socket {
+        Some(path) => {
+            if tls == TlsMode::Required {
+                return Err(bad(
+                    "asks for TLS over a unix socket, which MySQL does not speak",
+                ));
+            }
+            tls = TlsMode::Off;
+            Place::Socket(path)
+        }
+        None => {
+            let host = match url.host() {
+                Some(url::Host::Ipv6(ip)) => ip.to_string(),
+                Some(host) => host.to_string(),
+                None => "localhost".to_owned(),
+            };
+            Place::Tcp {
+                host,
+                port: url.port().unwrap_or(3306),
+            }
+        }
+    };
+    if database.is_empty() && !options.table.contains('.') {
+        return Err(bad(&format!(
+            "names no database (mysql://host/database), and table {:?} does not name one either (database.table)",
+            options.table
+        )));
+    }
+    let display = match &place {
+        Place::Tcp { host, port } if host.contains(':') => {
+            format!("mysql://{user}@[{host}]:{port}/{database}")
+        }
+        Place::Tcp { host, port } => format!("mysql://{user}@{host}:{port}/{database}"),
+        Place::Socket(path) => format!("mysql://{user}@{path}/{database}"),
+    };
+    Ok(Address {
+        place,
+        user,
+        password,
+        database,
+        tls,
+        display,
+    })
+}
+
+fn percent_decode(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(url: &str) -> MySqlOptions {
+        MySqlOptions {
+            url: url.to_owned(),
+            table: "keel_locks".to_owned(),
+            pool_size: 1,
+            connect_timeout: Duration::from_secs(1),
+            command_timeout: Duration::from_secs(1),
+            sweep_interval: Duration::from_secs(60),
+            tls: None,
+        }
+    }
+
+    #[test]
+    fn a_url_names_the_server_user_password_and_database() {
+        let a = address(&options("mysql://app:p%40ss@db.internal:3307/orders")).unwrap();
+        assert_eq!(
+            a.place,
+            Place::Tcp {
+                host: "db.internal".to_owned(),
+                port: 3307
+            }
+        );
+        assert_eq!(
+            (a.user.as_str(), a.password.as_deref()),
+            ("app", Some(&b"p@ss"[..]))
+        );
+        assert_eq!(a.database, "orders");
+        assert_eq!(a.display, "mysql://app@db.internal:3307/orders");
+        let a = address(&options("mysql://127.0.0.1/test")).unwrap();
+        assert_eq!(
+            (a.user.as_str(), a.password, a.tls),
+            ("root", None, TlsMode::Off)
+        );
+        let a = address(&options(
+            "mysql://u@localhost/test?socket=%2Frun%2Fmysqld%2Fmysqld.sock",
+        ))
+        .unwrap();
+        assert_eq!(a.place, Place::Socket("/run/mysqld/mysqld.sock".to_owned()));
+        assert_eq!(
+            address(&options("mysql://[::1]/d")).unwrap().display,
+            "mysql://root@[::1]:3306/d"
+        );
+    }
+
+    #[test]
+    fn ssl_mode_keeps_the_certificate_checked() {
+        for (mode, tls) in [
+            ("DISABLED", TlsMode::Off),
+            ("preferred", TlsMode::Preferred),
+            ("REQUIRED", TlsMode::Required),
+            ("VERIFY_CA", TlsMode::Required),
+            ("VERIFY_IDENTITY", TlsMode::Required),
+        ] {
+            assert_eq!(
+                address(&options(&format!("mysql://h/d?ssl-mode={mode}")))
+                    .unwrap()
+                    .tls,
+                tls
+            );
+        }
+    }
+
+    #[test]
+    fn bad_urls_say_why_without_the_password() {
+        for (url, why) in [
+            ("redis://app:hunter2@h/d", "is not a mysql:// URL"),
+            (
+                "mysql://app:hunter2@h/d?ssl-mode=sometimes",
+                "ssl-mode=sometimes",
+            ),
+            ("mysql://app:hunter2@h/d?charset=latin1", "\"charset\""),
+            ("mysql://app:hunter2@h", "names no database"),
+            ("mysql://app:hunter2@h/a/b", "more than one part"),
+        ] {
+            let e = address(&options(url)).unwrap_err();
+            assert!(e.contains(why), "{url}: {e}");
+            assert!(!e.contains("hunter2"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! The SQL, on one page. Every time is the server's: `NOW_MS` is its clock
+//! in epoch milliseconds (read once per statement; sessions run in UTC, so
+//! no daylight-saving hour is read twice), and every comparison and every
+//! new `expires_at` is made from it in SQL, so no client's clock decides
+//! when a lock expires.
+//!
+//! Keys are exact. A row is found by `id`, the SHA-256 of the key's UTF-8
+//! bytes (a key of any length fits an index, and no collation folds case,
+//! accents or trailing spaces together); the key itself is kept beside it
+//! as bytes. Owners are compared as bytes too.
+//!
+//! Fencing tokens are the server's clock in microseconds, or one more than
+//! the key's last token if that is larger, kept in the key's row: they grow
+//! per key across processes and server restarts. A released or lapsed row
+//! stays an hour (`TOKEN_MEMORY_MS`) before the sweep deletes it, so only a
+//! server clock stepped back by more than that, over a key unused that long,
+//! could hand out a smaller token.
+//!
+//! Semaphores and read-write locks keep their holds in `<table>_holds` (kind
+//! `s` a permit, `r` a reader, `w` the writer, `m` a waiting writer's mark)
+//! and their tokens in `<table>_keys`, whose row for the key every operation
+//! locks first, so one key's operations run one at a time; each operation
+//! is one CALL of the procedure `<table>_hold_<hash>` (`holds_sql`).
+
+use super::holds_sql::HOLD_PROCEDURE;
+
+/// The server's clock, epoch milliseconds, when the statement started.
+pub(super) const NOW_MS: &str = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
+/// The same, in microseconds: a fresh key's first token.
+const NOW_US: &str = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
+/// How long a row outlives its hold, so its key's next token still grows
+/// from it (see the module doc).
+pub(super) const TOKEN_MEMORY_MS: i64 = 3_600_000;
+/// Expired rows deleted per sweep statement.
+pub(super) const SWEEP_BATCH: i64 = 500;
+
+/// The statements for one table, made once per store.
+pub struct Sql {
+    /// The lock table, as the store was given it.
+    pub table: String,
+    /// Every object the store uses, one statement each (what `schema()` prints).
+    pub create: Vec<String>,
+    /// How many objects [`Sql::exists`] counts when all are there.
+    pub objects: usize,
+    /// Counts the store's objects in the database.
+    pub exists: String,
+    /// The procedure's name (`<table>_hold_<hash of its body>`).
+    pub procedure: String,
+    pub holds: String,
+    pub keys: String,
+}
+
+impl Sql {
+    /// `table` is `name` or `db.name`, lower case (checked by the JS layer),
+    /// so it is safe unquoted.
+    pub fn new(table: &str) -> Sql {
+        let holds = format!("{table}_holds");
+        let keys = format!("{table}_keys");
+        let body = HOLD_PROCEDURE
+            .replace("{holds}", &holds)
+            .replace("{keys}", &keys);
+        // Named after its body: a later version of the store makes a
+        // procedure of its own beside the old one instead of replacing a live
+        // object (which needs rights an application may not have).
+        let procedure = format!("{table}_hold_{}", &hash_hex(body.as_bytes())[..8]);
+        let (schema, name) = match table.split_once('.') {
+            Some((schema, name)) => (format!("'{schema}'"), name),
+            None => ("DATABASE()".to_owned(), table),
+        };
+        let procedure_name = procedure.rsplit('.').next().unwrap_or(&procedure);
+        let create = vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {table} (
+                   id BINARY(32) NOT NULL PRIMARY KEY,
+                   k MEDIUMBLOB NOT NULL,
+                   owner BLOB NOT NULL,
+                   expires_at BIGINT NOT NULL,
+                   token BIGINT NOT NULL
+                 ) ENGINE=InnoDB"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {holds} (
+                   id BINARY(32) NOT NULL,
+                   kind BINARY(1) NOT NULL,
+                   oid BINARY(32) NOT NULL,
+                   owner BLOB NOT NULL,
+                   expires_at BIGINT NOT NULL,
+                   PRIMARY KEY (id, kind, oid)
+                 ) ENGINE=InnoDB"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {keys} (
+                   id BINARY(32) NOT NULL,
+                   family BINARY(1) NOT NULL,
+                   k MEDIUMBLOB NOT NULL,
+                   token BIGINT NOT NULL,
+                   PRIMARY KEY (id, family)
+                 ) ENGINE=InnoDB"
+            ),
+            format!(
+                "CREATE PROCEDURE IF NOT EXISTS {procedure}(
+                   op VARCHAR(8), mode VARCHAR(8), h BINARY(32), key_bytes MEDIUMBLOB,
+                   o BINARY(32), who BLOB, ttl BIGINT, lim BIGINT
+                 ) MODIFIES SQL DATA SQL SECURITY INVOKER{body}"
+            ),
+        ];
+        let exists = format!(
+            "SELECT (SELECT COUNT(*) FROM information_schema.tables
+                     WHERE table_schema = {schema} AND table_name IN ('{name}', '{name}_holds', '{name}_keys'))
+                  + (SELECT COUNT(*) FROM information_schema.routines
+                     WHERE routine_schema = {schema} AND routine_name = '{procedure_name}'
+                       AND routine_type = 'PROCEDURE')"
+        );
+        Sql {
+            table: table.to_owned(),
+            objects: create.len(),
+            create,
+            exists,
+            procedure,
+            holds,
+            keys,
+        }
+    }
+
+    /// What each new connection sets first: UTC (see the module doc), the
+    /// SQL mode the statements are written for whatever the server's
+    /// default (strict: nothing is cut short to fit), READ COMMITTED (a
+    /// statement waiting for a row reads it as committed, and a sweep skips
+    /// the rows it does not delete), and how long a statement waits for a
+    /// row another session holds.
+    pub fn session_settings(&self, lock_wait_s: u64) -> Vec<String> {
+        vec![
+            format!(
+                "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', \
+                 innodb_lock_wait_timeout = {}",
+                lock_wait_s.max(1)
+            ),
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_owned(),
+        ]
+    }
+
+    /// Take a plain lock: insert its row, or take over a row that lapsed (or
+    /// that already names this owner: an acquire sent again after its answer
+    /// was lost). Every branch sets `LAST_INSERT_ID`: the new token when the
+    /// lock was taken, 0 when it was not, which the OK tells (assignments
+    /// run left to right, so `owner` and `expires_at` follow the token's).
+    pub fn acquire(&self, id: &str, key: &str, owner: &str, ttl: i64) -> String {
+        let table = &self.table;
+        format!(
+            "INSERT INTO {table} (id, k, owner, expires_at, token)
+             VALUES (X'{id}', X'{key}', X'{owner}', {NOW_MS} + {ttl}, LAST_INSERT_ID({NOW_US}))
+             ON DUPLICATE KEY UPDATE
+               token = IF(expires_at <= {NOW_MS} OR owner = VALUES(owner),
+                          LAST_INSERT_ID(GREATEST(token + 1, {NOW_US})),
+                          token + LAST_INSERT_ID(0)),
+               owner = IF(LAST_INSERT_ID() > 0, VALUES(owner), owner),
+               expires_at = IF(LAST_INSERT_ID() > 0, VALUES(expires_at), expires_at)"
+        )
+    }
+
+    /// Give a live lock back: its row stays, free, keeping its token.
+    pub fn release(&self, id: &str, owner: &str) -> String {
+        format!(
+            "UPDATE {} SET owner = '', expires_at = {NOW_MS}
+             WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS}",
+            self.table
+        )
+    }
+
+    pub fn extend(&self, id: &str, owner: &str, ttl: i64) -> String {
+        format!(
+            "UPDATE {} SET expires_at = {NOW_MS} + {ttl}
+             WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS}",
+            self.table
+        )
+    }
+
+    pub fn is_locked(&self, id: &str) -> String {
+        format!(
+            "SELECT EXISTS (SELECT 1 FROM {} WHERE id = X'{id}' AND expires_at > {NOW_MS})",
+            self.table
+        )
+    }
+
+    pub fn held_by(&self, id: &str, owner: &str) -> String {
+        format!(
+            "SELECT EXISTS (SELECT 1 FROM {} WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS})",
+            self.table
+        )
+    }
+
+    /// Milliseconds left, told 1 ms short (never less than 1).
+    pub fn remaining(&self, id: &str) -> String {
+        format!(
+            "SELECT GREATEST(expires_at - 1 - {NOW_MS}, 1) FROM {} WHERE id = X'{id}' AND expires_at > {NOW_MS}",
+            self.table
+        )
+    }
+
+    /// One operation on a semaphore or read-write key.
+    #[allow(clippy::too_many_arguments)]
+    pub fn hold(
+        &self,
+        op: &str,
+        mode: &str,
+        id: &str,
+        key: &str,
+        oid: &str,
+        owner: &str,
+        ttl: i64,
+        limit: i64,
+    ) -> String {
+        format!(
+            "CALL {}('{op}', '{mode}', X'{id}', X'{key}', X'{oid}', X'{owner}', {ttl}, {limit})",
+            self.procedure
+        )
+    }
+
+    /// The sweep's statements: a batch of plain rows an hour past their
+    /// expiry, of lapsed holds, and of key rows no hold uses whose last
+    /// token is an hour old.
+    pub fn sweep(&self) -> [String; 3] {
+        let (table, holds, keys) = (&self.table, &self.holds, &self.keys);
+        [
+            format!(
+                "DELETE FROM {table} WHERE expires_at <= {NOW_MS} - {TOKEN_MEMORY_MS} LIMIT {SWEEP_BATCH}"
+            ),
+            format!("DELETE FROM {holds} WHERE expires_at <= {NOW_MS} LIMIT {SWEEP_BATCH}"),
+            format!(
+                "DELETE FROM {keys} WHERE token < {NOW_US} - {TOKEN_MEMORY_MS} * 1000
+                   AND NOT EXISTS (SELECT 1 FROM {holds} WHERE {holds}.id = {keys}.id)
+                 LIMIT {SWEEP_BATCH}"
+            ),
+        ]
+    }
+}
+
+/// SHA-256 of `bytes`, in hex: a key's row id, an owner's in the holds.
+pub(super) fn hash_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(bytes))
+}
+
+/// Bytes as a hex literal's digits.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_owners_travel_as_hex_of_their_bytes() {
+        assert_eq!(hex("é'\\".as_bytes()), "C3A9275C");
+        assert_eq!(hash_hex(b"").len(), 64);
+        let sql = Sql::new("app.keel_locks");
+        assert!(sql
+            .acquire("AB", "61", "6F", 5)
+            .contains("VALUES (X'AB', X'61', X'6F'"));
+        assert!(sql.exists.contains("table_schema = 'app'"));
+        assert!(sql.exists.contains("'keel_locks_holds'"));
+        assert!(sql.procedure.starts_with("app.keel_locks_hold_"));
+    }
+}

@@ -1,0 +1,283 @@
+//! Opening a connection, on Tokio: TCP, the server's greeting, TLS when
+//! asked for (MySQL switches to it mid-greeting), the login, then the
+//! session's settings and, once per store, the tables and procedure the
+//! store needs. Then the socket moves to the JS thread's event loop.
+//!
+//! After the server refuses our credentials, no new connection is tried for
+//! a second: operations meanwhile fail with the same error at once, so a
+//! wrong password is reported, not hammered at the server.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
+use tokio::io::{AsyncRead, AsyncWriteExt};
+
+use super::auth;
+use super::packet::{put_packet, read_error, Reader};
+use super::session::{handshake_head, login, read_payload, refusal};
+use crate::store::event_loop::{connect_tcp, Failure, Opened};
+use crate::store::mysql::options::Place;
+use crate::store::mysql::sql::Sql;
+use crate::store::Code;
+
+/// How long a refusal of our credentials is remembered.
+const REFUSAL_PAUSE: Duration = Duration::from_secs(1);
+
+// Capability flags (the client's side of the greeting).
+const LONG_PASSWORD: u32 = 0x1;
+/// UPDATE answers the rows it matched, not only those it changed: an
+/// extension to the same expiry within a millisecond still says "held".
+const FOUND_ROWS: u32 = 0x2;
+const LONG_FLAG: u32 = 0x4;
+pub(super) const CONNECT_WITH_DB: u32 = 0x8;
+const PROTOCOL_41: u32 = 0x200;
+pub(super) const SSL: u32 = 0x800;
+const TRANSACTIONS: u32 = 0x2000;
+const SECURE_CONNECTION: u32 = 0x8000;
+const MULTI_RESULTS: u32 = 0x2_0000;
+const PLUGIN_AUTH: u32 = 0x8_0000;
+const PLUGIN_AUTH_LENENC_DATA: u32 = 0x20_0000;
+/// Result sets end with an OK, not the older EOF packet.
+const DEPRECATE_EOF: u32 = 0x100_0000;
+/// utf8mb4_general_ci: what error messages come back in (keys travel as bytes).
+pub(super) const UTF8MB4: u8 = 45;
+/// What this store asks of every server (the login over TLS adds [`SSL`]).
+pub(super) const CAPABILITIES: u32 = LONG_PASSWORD
+    | FOUND_ROWS
+    | LONG_FLAG
+    | CONNECT_WITH_DB
+    | PROTOCOL_41
+    | TRANSACTIONS
+    | SECURE_CONNECTION
+    | MULTI_RESULTS
+    | PLUGIN_AUTH
+    | PLUGIN_AUTH_LENENC_DATA
+    | DEPRECATE_EOF;
+pub(super) const MAX_PACKET: u32 = 0x100_0000;
+
+/// Where and how to connect; made once per store.
+pub struct Target {
+    pub place: Place,
+    pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
+    /// ssl-mode=PREFERRED: a server without TLS is spoken to in plain text.
+    pub tls_optional: bool,
+    pub user: String,
+    pub password: Option<Vec<u8>>,
+    pub database: String,
+    pub connect_timeout: Duration,
+    /// What a statement waits, at most, for a row another session holds
+    /// (whole seconds, as the server counts them): the command timeout.
+    pub lock_wait_s: u64,
+    /// The server as error messages name it: `mysql://user@host:port/db`.
+    pub display: String,
+    pub sql: Arc<Sql>,
+    /// Whether a connection found (or made) the store's objects.
+    pub objects_ready: AtomicBool,
+    /// The last refusal of our credentials, and what the server said.
+    pub refused: Mutex<Option<(Instant, String)>>,
+}
+
+/// Open a connection to `target`, within its connect timeout.
+pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
+    if let Ok(refused) = target.refused.lock() {
+        if let Some((at, detail)) = refused.as_ref() {
+            if at.elapsed() < REFUSAL_PAUSE {
+                return Err(Failure {
+                    code: Code::StoreAuth,
+                    text: format!(
+                        "was refused by {}: {detail} (not tried again for a moment)",
+                        target.display
+                    ),
+                });
+            }
+        }
+    }
+    let within = target.connect_timeout;
+    let outcome = match tokio::time::timeout(within, connect(&target)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(Failure {
+            code: Code::StoreTimeout,
+            text: format!(
+                "timed out connecting to {}: within {} ms",
+                target.display,
+                within.as_millis()
+            ),
+        }),
+    };
+    if let Err(failure) = &outcome {
+        if failure.code == Code::StoreAuth {
+            if let Ok(mut refused) = target.refused.lock() {
+                let detail = failure.text.split_once(": ").map_or("", |(_, d)| d);
+                *refused = Some((Instant::now(), detail.to_owned()));
+            }
+        }
+    }
+    outcome
+}
+
+/// The server's greeting, as far as the login needs it.
+pub(super) struct Greeting {
+    pub connection_id: u32,
+    pub capabilities: u32,
+    pub nonce: Vec<u8>,
+    pub plugin: String,
+}
+
+async fn connect(target: &Target) -> Result<Opened, Failure> {
+    let (host, port) = match &target.place {
+        Place::Tcp { host, port } => (host, *port),
+        Place::Socket(path) => return through_socket(target, path).await,
+    };
+    let mut tcp = connect_tcp(host, port, &target.display).await?;
+    let greeting = greeting(&mut tcp, target).await?;
+    let server_process = i32::try_from(greeting.connection_id).ok();
+    let plain = |tcp: tokio::net::TcpStream| -> Result<Opened, Failure> {
+        Ok(Opened {
+            tcp: tcp.into_std().map_err(|e| lost(target, &e))?,
+            tls: None,
+            server_process,
+            prepared: false,
+        })
+    };
+    let Some((config, name)) = &target.tls else {
+        login(&mut tcp, target, &greeting, 1, false).await?;
+        return plain(tcp);
+    };
+    if greeting.capabilities & SSL == 0 {
+        if target.tls_optional {
+            login(&mut tcp, target, &greeting, 1, false).await?;
+            return plain(tcp);
+        }
+        return Err(failure(
+            Code::StoreConnection,
+            "could not set up TLS with",
+            target,
+            "the server does not accept TLS connections",
+        ));
+    }
+    let mut ask = Vec::new();
+    put_packet(&mut ask, 1, &handshake_head(CAPABILITIES | SSL));
+    tcp.write_all(&ask).await.map_err(|e| lost(target, &e))?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
+    let mut tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+        let mut why = e.to_string();
+        if let Some(inner) = std::error::Error::source(&e) {
+            why = format!("{why}: {inner}");
+        }
+        failure(
+            Code::StoreConnection,
+            "could not set up TLS with",
+            target,
+            &why,
+        )
+    })?;
+    login(&mut tls, target, &greeting, 2, true).await?;
+    let (tcp, session) = tls.into_inner();
+    Ok(Opened {
+        tcp: tcp.into_std().map_err(|e| lost(target, &e))?,
+        tls: Some(session),
+        server_process,
+        prepared: false,
+    })
+}
+
+/// A server on this machine, through its unix socket (where MySQL speaks
+/// no TLS, and counts the connection as secure).
+async fn through_socket(target: &Target, path: &str) -> Result<Opened, Failure> {
+    let mut unix = tokio::net::UnixStream::connect(path)
+        .await
+        .map_err(|e| Failure {
+            code: Code::StoreConnection,
+            text: format!("could not connect to {}: {e}", target.display),
+        })?;
+    let greeting = greeting(&mut unix, target).await?;
+    login(&mut unix, target, &greeting, 1, true).await?;
+    let unix = unix.into_std().map_err(|e| lost(target, &e))?;
+    // The event loop reads and writes a socket descriptor, whatever its
+    // family: a unix socket's goes where a TCP one would. (It has no local
+    // port, so a silent connection is given up without the fence.)
+    let tcp = std::net::TcpStream::from(std::os::fd::OwnedFd::from(unix));
+    Ok(Opened {
+        tcp,
+        tls: None,
+        server_process: i32::try_from(greeting.connection_id).ok(),
+        prepared: false,
+    })
+}
+
+async fn greeting<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    target: &Target,
+) -> Result<Greeting, Failure> {
+    let (payload, _) = read_payload(stream, target).await?;
+    if payload.first() == Some(&0xFF) {
+        return Err(refusal(target, &read_error(&payload)));
+    }
+    let bad = || {
+        failure(
+            Code::StoreConnection,
+            "could not talk to",
+            target,
+            "it did not greet as a MySQL server",
+        )
+    };
+    let mut r = Reader::new(&payload);
+    if r.u8() != Some(10) {
+        return Err(bad());
+    }
+    r.nul_terminated().ok_or_else(bad)?; // server version
+    let connection_id = r.u32().ok_or_else(bad)?;
+    let mut nonce = r.take(8).ok_or_else(bad)?.to_vec();
+    r.u8().ok_or_else(bad)?;
+    let low = u32::from(r.u16().ok_or_else(bad)?);
+    r.u8().ok_or_else(bad)?; // character set
+    r.u16().ok_or_else(bad)?; // status
+    let high = u32::from(r.u16().ok_or_else(bad)?);
+    let capabilities = low | high << 16;
+    let data_len = usize::from(r.u8().ok_or_else(bad)?);
+    r.take(10).ok_or_else(bad)?;
+    if capabilities & SECURE_CONNECTION != 0 {
+        let more = data_len.saturating_sub(8).max(13);
+        nonce.extend_from_slice(auth::nonce(r.take(more).ok_or_else(bad)?));
+    }
+    let missing = (PROTOCOL_41 | DEPRECATE_EOF | PLUGIN_AUTH | SECURE_CONNECTION) & !capabilities;
+    if missing != 0 {
+        return Err(failure(
+            Code::StoreConnection,
+            "cannot use",
+            target,
+            "the server is older than MySQL 5.7 and MariaDB 10.2 (it lacks protocol features this store needs)",
+        ));
+    }
+    let plugin = if capabilities & PLUGIN_AUTH != 0 {
+        let name = r.nul_terminated().unwrap_or_else(|| r.rest());
+        String::from_utf8_lossy(name).into_owned()
+    } else {
+        "mysql_native_password".to_owned()
+    };
+    Ok(Greeting {
+        connection_id,
+        capabilities,
+        nonce,
+        plugin,
+    })
+}
+
+pub(crate) fn failure(code: Code, verb: &str, target: &Target, detail: &str) -> Failure {
+    Failure {
+        code,
+        text: format!("{verb} {}: {detail}", target.display),
+    }
+}
+
+pub(crate) fn lost(target: &Target, e: &std::io::Error) -> Failure {
+    failure(
+        Code::StoreConnection,
+        "lost the connection to",
+        target,
+        &e.to_string(),
+    )
+}

@@ -1,0 +1,249 @@
+//! Logging in on a greeted connection (the answer to the server's
+//! challenge, a switch to another authentication plugin, caching_sha2's
+//! fast and full paths), then the session's settings and, once per store,
+//! finding or making the store's tables and procedure. On Tokio, before the
+//! connection moves to the event loop.
+
+use std::sync::atomic::Ordering;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::auth;
+use super::connect::{
+    failure, lost, Greeting, Target, CAPABILITIES, CONNECT_WITH_DB, MAX_PACKET, SSL, UTF8MB4,
+};
+use super::packet::{put_lenenc, put_packet, read_error, Reader, ServerError};
+use super::response;
+use crate::store::event_loop::Failure;
+use crate::store::mysql::errors::code_of;
+use crate::store::Code;
+
+/// The fixed start of the login (also all of the request to switch to TLS).
+pub(super) fn handshake_head(capabilities: u32) -> Vec<u8> {
+    let mut head = Vec::with_capacity(32);
+    head.extend_from_slice(&capabilities.to_le_bytes());
+    head.extend_from_slice(&MAX_PACKET.to_le_bytes());
+    head.push(UTF8MB4);
+    head.extend_from_slice(&[0; 23]);
+    head
+}
+
+/// The plugin's answer to `nonce`, for `password`.
+fn scramble(plugin: &str, password: &[u8], nonce: &[u8]) -> Option<Vec<u8>> {
+    match plugin {
+        "mysql_native_password" => Some(auth::native_password(password, nonce)),
+        "caching_sha2_password" => Some(auth::caching_sha2(password, nonce)),
+        _ => None,
+    }
+}
+
+/// Log in on a greeted connection (after TLS, if any: then `seq` is 2),
+/// then set the session up.
+pub(super) async fn login<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    target: &Target,
+    greeting: &Greeting,
+    seq: u8,
+    secure: bool,
+) -> Result<(), Failure> {
+    let mut capabilities = if seq == 2 {
+        CAPABILITIES | SSL
+    } else {
+        CAPABILITIES
+    };
+    if target.database.is_empty() {
+        // No database to start in: the table names its own (`db.table`).
+        capabilities &= !CONNECT_WITH_DB;
+    }
+    let password = target.password.as_deref().unwrap_or(&[]);
+    let mut plugin = greeting.plugin.clone();
+    // A plugin we do not know: answer as mysql_native_password, which the
+    // server then asks to switch from if the account uses another.
+    let answer = scramble(&plugin, password, &greeting.nonce).unwrap_or_else(|| {
+        plugin = "mysql_native_password".to_owned();
+        auth::native_password(password, &greeting.nonce)
+    });
+    let mut response = handshake_head(capabilities);
+    response.extend_from_slice(target.user.as_bytes());
+    response.push(0);
+    put_lenenc(&mut response, answer.len() as u64);
+    response.extend_from_slice(&answer);
+    if !target.database.is_empty() {
+        response.extend_from_slice(target.database.as_bytes());
+        response.push(0);
+    }
+    response.extend_from_slice(plugin.as_bytes());
+    response.push(0);
+    send(stream, target, seq, &response).await?;
+    loop {
+        // An answer to the server's packet takes the number after it.
+        let (payload, seq) = read_payload(stream, target).await?;
+        match payload.first() {
+            Some(0x00) => break,
+            Some(0xFF) => return Err(refusal(target, &read_error(&payload))),
+            // The account uses another plugin: its name and a new nonce.
+            Some(0xFE) => {
+                let mut r = Reader::new(&payload[1..]);
+                plugin = String::from_utf8_lossy(r.nul_terminated().unwrap_or(&[])).into_owned();
+                let nonce = auth::nonce(r.rest());
+                let Some(answer) = scramble(&plugin, password, nonce) else {
+                    return Err(failure(
+                        Code::StoreAuth,
+                        "cannot log in to",
+                        target,
+                        &format!("the account uses the {plugin} plugin; this store speaks mysql_native_password and caching_sha2_password"),
+                    ));
+                };
+                send(stream, target, seq, &answer).await?;
+            }
+            // caching_sha2_password: 3, the server had the password cached
+            // and an OK follows; 4, it wants the password itself.
+            Some(0x01) if payload.get(1) == Some(&3) => {}
+            Some(0x01) if payload.get(1) == Some(&4) => {
+                if !secure {
+                    return Err(failure(
+                        Code::StoreAuth,
+                        "cannot log in to",
+                        target,
+                        "the account uses caching_sha2_password and the server has not cached its password: connect once over TLS (ssl-mode=REQUIRED or tls), or log in once with another client, so the server caches it",
+                    ));
+                }
+                let mut clear = password.to_vec();
+                clear.push(0);
+                send(stream, target, seq, &clear).await?;
+            }
+            _ => {
+                return Err(failure(
+                    Code::StoreConnection,
+                    "could not log in to",
+                    target,
+                    "it answered the login with something this store does not know",
+                ))
+            }
+        }
+    }
+    for statement in target.sql.session_settings(target.lock_wait_s) {
+        query(stream, target, &statement).await?;
+    }
+    if !target.objects_ready.load(Ordering::Acquire) {
+        make_objects(stream, target).await?;
+        target.objects_ready.store(true, Ordering::Release);
+    }
+    Ok(())
+}
+
+/// Find the store's objects, and make those missing (a user without the
+/// rights to gets an error saying what to run instead).
+async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    target: &Target,
+) -> Result<(), Failure> {
+    let found = query(stream, target, &target.sql.exists).await?;
+    let have = found
+        .rows
+        .first()
+        .and_then(|row| row.first().cloned().flatten())
+        .and_then(|n| String::from_utf8_lossy(&n).parse::<usize>().ok())
+        .unwrap_or(0);
+    if have == target.sql.objects {
+        return Ok(());
+    }
+    for statement in &target.sql.create {
+        if let Err(mut failure) = query(stream, target, statement).await {
+            if matches!(failure.code, Code::StoreAuth | Code::StoreMysql) {
+                // Not the login refused: the objects are missing, which
+                // the database's owner fixes once.
+                failure.code = Code::StoreMysql;
+                failure.text = format!(
+                    "{}; the tables or the procedure of {} are missing and this user could not make them: \
+                     make them once as a user who may, with the SQL MySqlLockStore.schema({:?}) returns",
+                    failure.text, target.sql.table, target.sql.table
+                );
+            }
+            return Err(failure);
+        }
+    }
+    Ok(())
+}
+
+/// Run `sql` and wait for its answer (the connection is not shared yet).
+async fn query<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    target: &Target,
+    sql: &str,
+) -> Result<super::Answer, Failure> {
+    let mut payload = Vec::with_capacity(sql.len() + 1);
+    payload.push(0x03);
+    payload.extend_from_slice(sql.as_bytes());
+    let mut out = Vec::new();
+    put_packet(&mut out, 0, &payload);
+    stream.write_all(&out).await.map_err(|e| lost(target, &e))?;
+    let mut inbound = Vec::new();
+    loop {
+        if let Some((answer, _)) = response(&inbound)
+            .map_err(|why| failure(Code::StoreConnection, "could not talk to", target, &why))?
+        {
+            return answer.map_err(|e| {
+                let (code, verb) = code_of(&e);
+                failure(code, verb, target, &format!("{} ({})", e.message, e.number))
+            });
+        }
+        let mut chunk = [0u8; 8192];
+        let n = stream
+            .read(&mut chunk)
+            .await
+            .map_err(|e| lost(target, &e))?;
+        if n == 0 {
+            return Err(lost(target, &std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        inbound.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn send<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    target: &Target,
+    seq: u8,
+    payload: &[u8],
+) -> Result<(), Failure> {
+    let mut out = Vec::new();
+    put_packet(&mut out, seq, payload);
+    stream.write_all(&out).await.map_err(|e| lost(target, &e))
+}
+
+/// One whole payload, and the sequence number the answer to it takes.
+pub(super) async fn read_payload<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    target: &Target,
+) -> Result<(Vec<u8>, u8), Failure> {
+    let mut payload = Vec::new();
+    loop {
+        let mut header = [0u8; 4];
+        stream
+            .read_exact(&mut header)
+            .await
+            .map_err(|e| lost(target, &e))?;
+        let len =
+            usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+        let start = payload.len();
+        payload.resize(start + len, 0);
+        stream
+            .read_exact(&mut payload[start..])
+            .await
+            .map_err(|e| lost(target, &e))?;
+        if len < super::packet::MAX_PAYLOAD {
+            return Ok((payload, header[3].wrapping_add(1)));
+        }
+    }
+}
+
+/// The server said no at the greeting or the login.
+pub(super) fn refusal(target: &Target, error: &ServerError) -> Failure {
+    let (code, verb) = code_of(error);
+    failure(
+        code,
+        verb,
+        target,
+        &format!("{} ({})", error.message, error.number),
+    )
+}
