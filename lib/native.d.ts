@@ -23,9 +23,10 @@ export declare function createMemoryStore(): object
 
 /**
  * A handle over a MySQL or MariaDB server. The URL is read now;
- * connections open on the first operation.
+ * connections open on the first operation. `on_released` as for Redis
+ * (plain locks' releases in other processes, heard by their doorbells).
  */
-export declare function createMysqlStore(config: MysqlConfig): object
+export declare function createMysqlStore(config: MysqlConfig, onReleased: (tagged: string) => void): object
 
 /**
  * A handle over a PostgreSQL server. The URL is read now; connections open

@@ -304,7 +304,7 @@ class PostgresLockStore extends NativeLockStore {
 class MySqlLockStore extends NativeLockStore {
   /** @param {unknown[]} urlOrOptions */
   constructor(...urlOrOptions) {
-    const handle = native.createMysqlStore(readMysqlOptions(urlOrOptions))
+    const handle = native.createMysqlStore(readMysqlOptions(urlOrOptions), (tagged) => heard(handle, tagged))
     super('MySqlLockStore', handle)
   }
 

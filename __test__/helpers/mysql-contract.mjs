@@ -1,6 +1,9 @@
 // The store contract for MySqlLockStore on a MariaDB server of the test
 // file's own, reached through the URL `urlOf` picks (TCP, the unix socket,
-// TLS), and looked at through a plain mysql2 connection.
+// TLS), and looked at through a plain mysql2 connection to the server's
+// `url` (over TLS, trusting only that CA, when the server has `tlsCaFile`:
+// the store is then given `tls: { ca }` from that file too).
+import { readFileSync } from 'node:fs'
 import mysql from 'mysql2/promise'
 import { storeContract } from '../stores/contract.mjs'
 import { openStore } from './stores.mjs'
@@ -23,7 +26,9 @@ export function mysqlContract(name, server, urlOf, tools = ['mariadb']) {
         KEEL_TEST_MYSQL: urlOf(mariadb),
         KEEL_TEST_TLS_CA: mariadb.tlsCaFile,
       })
-      const inspect = await mysql.createConnection(mariadb.url)
+      const inspect = await mysql.createConnection(
+        mariadb.tlsCaFile === undefined ? mariadb.url : { uri: mariadb.url, ssl: { ca: readFileSync(mariadb.tlsCaFile) } },
+      )
       return {
         ...opened,
         deleteKey: (key) => inspect.query('DELETE FROM keel_locks WHERE k = ?', [Buffer.from(key)]),
@@ -39,5 +44,8 @@ export function mysqlContract(name, server, urlOf, tools = ['mariadb']) {
     readWrite: true,
     processes: true,
     anyKey: true,
+    // A plain lock's doorbell; semaphores and read-write keys are polled.
+    announcesReleases: true,
+    announcesKinds: false,
   })
 }

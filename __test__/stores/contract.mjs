@@ -19,6 +19,7 @@
 //   expiresExactly     the store lets go the moment the lock's own clock says the TTL passed
 //   processes          other processes open the same store from `env`, so the cross-process checks run
 //   announcesReleases  a release in another process wakes a waiter here at once, not at its next poll
+//   announcesKinds     the same for semaphores and read-write locks (as announcesReleases unless given)
 //   anyKey             keys of any size and content: 1 MB, NUL characters
 //   semaphores, readWrite  how the store keeps semaphores and read-write locks (contract-kinds.mjs)
 
@@ -73,6 +74,7 @@ export function storeContract(
     expiresExactly = false,
     processes = false,
     announcesReleases = false,
+    announcesKinds = announcesReleases,
     anyKey = false,
     semaphores = 'slots',
     readWrite = false,
@@ -96,7 +98,7 @@ export function storeContract(
     beforeEach(() => setLockStore(store))
 
     describe('semaphores and read-write locks', () => {
-      kindsContract(() => ({ opened, dir }), { semaphores, readWrite, fencing, processes, announcesReleases })
+      kindsContract(() => ({ opened, dir }), { semaphores, readWrite, fencing, processes, announcesReleases: announcesKinds })
     })
 
     describe('tracing and cancelling a wait', () => {

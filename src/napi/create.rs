@@ -144,9 +144,19 @@ pub struct MysqlConfig {
 }
 
 /// A handle over a MySQL or MariaDB server. The URL is read now;
-/// connections open on the first operation.
-#[napi(catch_unwind, ts_return_type = "object")]
-pub fn create_mysql_store(env: &Env, config: MysqlConfig) -> Result<NewHandle> {
+/// connections open on the first operation. `on_released` as for Redis
+/// (plain locks' releases in other processes, heard by their doorbells).
+#[napi(
+    catch_unwind,
+    ts_args_type = "config: MysqlConfig, onReleased: (tagged: string) => void",
+    ts_return_type = "object"
+)]
+pub fn create_mysql_store(
+    env: &Env,
+    config: MysqlConfig,
+    on_released: Function<'_, String, ()>,
+) -> Result<NewHandle> {
+    let on_released = release_listener(tagged_caller(on_released)?);
     let options = MySqlOptions {
         url: config.url,
         table: config.table,
@@ -156,7 +166,7 @@ pub fn create_mysql_store(env: &Env, config: MysqlConfig) -> Result<NewHandle> {
         sweep_interval: ms(config.sweep_interval),
         tls: config.tls.map(tls_options),
     };
-    let mysql = MySqlStore::new(options, &node_hosts(env))
+    let mysql = MySqlStore::new(options, Some(on_released), &node_hosts(env))
         .map_err(|reason| new_error(env, true, None, &format!("new MySqlLockStore: {reason}")))?;
     let pump = Pump::new(env)?;
     Ok(NewHandle(StoreHandle::new(Arc::new(mysql), Some(pump))))

@@ -324,6 +324,11 @@ impl<W: Wire> Local<W> {
         &self.0.target
     }
 
+    /// The same, to keep (for connections of the store's own beside these).
+    pub fn shared_target(&self) -> Arc<W::Target> {
+        Arc::clone(&self.0.target)
+    }
+
     /// The server as error messages name it.
     pub fn display(&self) -> &str {
         W::display(&self.0.target)

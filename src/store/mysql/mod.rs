@@ -13,6 +13,7 @@
 //! code; a statement that finds its connection dead is sent again, which
 //! each allows), `options` (the URL).
 
+mod doorbell;
 mod errors;
 mod holds_sql;
 mod ops;
@@ -26,6 +27,7 @@ use std::time::Instant;
 
 use rustls::pki_types::ServerName;
 
+use self::doorbell::Watch;
 use self::ops::{Reader, Request};
 pub use self::options::MySqlOptions;
 use self::options::{Place, TlsMode};
@@ -33,10 +35,11 @@ use self::sql::Sql;
 use self::wire::connect::Target;
 use self::wire::{Direct, Local, ServerAnswer};
 use super::event_loop::host::MakeHost;
+use super::follow::{Follower, OnReleased};
 use super::tls::client_config;
 use super::{
     Acquired, BackendError, Capabilities, Code, Done, Hold, HoldOp, LocalOp, LockStore, Op,
-    StoreError, Wait,
+    StoreError, Task, Wait,
 };
 
 /// The SQL that makes every object a store on `table` uses (what it runs
@@ -53,6 +56,8 @@ pub fn schema(table: &str) -> String {
 
 struct Shared {
     options: MySqlOptions,
+    /// The doorbells of keys waited for here (`doorbell`), once anyone waits.
+    follower: Follower<Watch>,
     /// When old rows were last swept (None: not yet).
     swept: Mutex<Option<Instant>>,
 }
@@ -81,7 +86,11 @@ impl MySqlStore {
     /// Read the URL and certificates now (a bad one is the caller's mistake,
     /// reported at once); connections open on the first operation, on the
     /// loop `make_host` gives (the JS thread making the store).
-    pub fn new(options: MySqlOptions, make_host: MakeHost<'_>) -> Result<Self, String> {
+    pub fn new(
+        options: MySqlOptions,
+        on_released: Option<OnReleased>,
+        make_host: MakeHost<'_>,
+    ) -> Result<Self, String> {
         let address = options::address(&options)?;
         let tls = match (address.tls, &address.place) {
             (TlsMode::Off, _) | (_, Place::Socket(_)) => None,
@@ -94,6 +103,7 @@ impl MySqlStore {
         };
         let command_timeout =
             u64::try_from(options.command_timeout.as_millis()).unwrap_or(u64::MAX);
+        let sql = Sql::in_database(&options.table, &address.database);
         let target = Target {
             place: address.place,
             tls,
@@ -104,7 +114,7 @@ impl MySqlStore {
             connect_timeout: options.connect_timeout,
             lock_wait_s: command_timeout.div_ceil(1000),
             display: address.display,
-            sql: Arc::new(Sql::new(&options.table)),
+            sql: Arc::new(sql),
             objects_ready: AtomicBool::new(false),
             refused: Mutex::new(None),
         };
@@ -113,6 +123,7 @@ impl MySqlStore {
             shared: Arc::new(Shared {
                 options,
                 swept: Mutex::new(None),
+                follower: Follower::new(on_released),
             }),
             direct,
         })
@@ -178,6 +189,9 @@ impl LockStore for MySqlStore {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             tells_when_sent: true,
+            // Plain locks' releases ring their doorbells; the other kinds
+            // are polled (a watch of one does nothing).
+            announces_releases: true,
             ..Capabilities::default()
         }
     }
@@ -273,7 +287,20 @@ impl LockStore for MySqlStore {
         self.direct.sent(key)
     }
 
+    fn watch(&self, hold: Hold, key: &str, on: bool) -> Option<Task> {
+        if hold != Hold::Lock {
+            return None;
+        }
+        let target = self.direct.local()?.shared_target();
+        self.shared
+            .follower
+            .follow((key.to_owned(), on), |inbox, on_released| -> Task {
+                Box::pin(doorbell::doorbells(target, inbox, on_released))
+            })
+    }
+
     fn close(&self) {
+        self.shared.follower.close();
         self.direct.close();
     }
 }

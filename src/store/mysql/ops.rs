@@ -53,6 +53,7 @@ pub(super) fn acquire_lock(
         &hex(key.as_bytes()),
         &hex(owner.as_bytes()),
         ttl(ttl_ms),
+        &sql.doorbell(key),
     );
     let mut request = keyed("acquire", key, statement);
     request.starts_sweep = true;
@@ -60,7 +61,11 @@ pub(super) fn acquire_lock(
 }
 
 pub(super) fn release_lock(sql: &Sql, key: &str, owner: &str) -> (Request, Reader<bool>) {
-    let statement = sql.release(&hash_hex(key.as_bytes()), &hex(owner.as_bytes()));
+    let statement = sql.release(
+        &hash_hex(key.as_bytes()),
+        &hex(owner.as_bytes()),
+        &sql.doorbell(key),
+    );
     (keyed("release", key, statement), one_matched)
 }
 
@@ -74,6 +79,7 @@ pub(super) fn extend_lock(
         &hash_hex(key.as_bytes()),
         &hex(owner.as_bytes()),
         ttl(ttl_ms),
+        &sql.doorbell(key),
     );
     (keyed("extend", key, statement), one_matched)
 }

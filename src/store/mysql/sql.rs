@@ -48,9 +48,22 @@ pub struct Sql {
     pub procedure: String,
     pub holds: String,
     pub keys: String,
+    /// What names a key's doorbell apart from other tables' and databases'
+    /// (user locks are server-wide): `database.table`.
+    scope: String,
 }
 
 impl Sql {
+    /// The statements for `table` in `database` (the URL's, unless the
+    /// table names its own).
+    pub fn in_database(table: &str, database: &str) -> Sql {
+        let mut sql = Sql::new(table);
+        if !table.contains('.') {
+            sql.scope = format!("{database}.{table}");
+        }
+        sql
+    }
+
     /// `table` is `name` or `db.name`, lower case (checked by the JS layer),
     /// so it is safe unquoted.
     pub fn new(table: &str) -> Sql {
@@ -119,7 +132,29 @@ impl Sql {
             procedure,
             holds,
             keys,
+            scope: table.to_owned(),
         }
+    }
+
+    /// The name of `key`'s doorbell: a user-level lock (`GET_LOCK`) the
+    /// connection that took the key holds while it does, so waiters in other
+    /// processes, blocked taking it, wake the moment it is let go (`doorbell`).
+    /// At most 64 characters, as the server wants.
+    pub fn doorbell(&self, key: &str) -> String {
+        let mut named = Vec::with_capacity(self.scope.len() + 1 + key.len());
+        named.extend_from_slice(self.scope.as_bytes());
+        named.push(0);
+        named.extend_from_slice(key.as_bytes());
+        format!("keel:{}", &hash_hex(&named)[..40])
+    }
+
+    /// Take `bell` after a statement that took or kept a key, if it did
+    /// (`taken`: a condition on what that statement left), unless this
+    /// session has it already (taking it twice would need two lets-go).
+    fn ring_when(taken: &str, bell: &str) -> String {
+        format!(
+            "; DO IF({taken} AND NOT (IS_USED_LOCK('{bell}') <=> CONNECTION_ID()), GET_LOCK('{bell}', 0), 0)"
+        )
     }
 
     /// What each new connection sets first: UTC (see the module doc), the
@@ -144,8 +179,10 @@ impl Sql {
     /// was lost). Every branch sets `LAST_INSERT_ID`: the new token when the
     /// lock was taken, 0 when it was not, which the OK tells (assignments
     /// run left to right, so `owner` and `expires_at` follow the token's).
-    pub fn acquire(&self, id: &str, key: &str, owner: &str, ttl: i64) -> String {
+    /// Then the key's doorbell is taken, if the lock was.
+    pub fn acquire(&self, id: &str, key: &str, owner: &str, ttl: i64, bell: &str) -> String {
         let table = &self.table;
+        let ring = Sql::ring_when("LAST_INSERT_ID() > 0", bell);
         format!(
             "INSERT INTO {table} (id, k, owner, expires_at, token)
              VALUES (X'{id}', X'{key}', X'{owner}', {NOW_MS} + {ttl}, LAST_INSERT_ID({NOW_US}))
@@ -154,25 +191,38 @@ impl Sql {
                           LAST_INSERT_ID(GREATEST(token + 1, {NOW_US})),
                           token + LAST_INSERT_ID(0)),
                owner = IF(LAST_INSERT_ID() > 0, VALUES(owner), owner),
-               expires_at = IF(LAST_INSERT_ID() > 0, VALUES(expires_at), expires_at)"
+               expires_at = IF(LAST_INSERT_ID() > 0, VALUES(expires_at), expires_at){ring}"
         )
     }
 
-    /// Give a live lock back: its row stays, free, keeping its token.
-    pub fn release(&self, id: &str, owner: &str) -> String {
+    /// Give a live lock back: its row stays, free, keeping its token. The
+    /// doorbell is let go whatever the answer (a lock that lapsed here and
+    /// was taken elsewhere has its doorbell still here).
+    pub fn release(&self, id: &str, owner: &str, bell: &str) -> String {
         format!(
             "UPDATE {} SET owner = '', expires_at = {NOW_MS}
-             WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS}",
+             WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS};
+             DO RELEASE_LOCK('{bell}')",
             self.table
         )
     }
 
-    pub fn extend(&self, id: &str, owner: &str, ttl: i64) -> String {
+    /// Then the doorbell is taken, if the lock is held and this session
+    /// lacks it (a lock restored in another process, or a connection opened
+    /// again since the lock was taken).
+    pub fn extend(&self, id: &str, owner: &str, ttl: i64, bell: &str) -> String {
         format!(
             "UPDATE {} SET expires_at = {NOW_MS} + {ttl}
-             WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS}",
-            self.table
+             WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS}{}",
+            self.table,
+            Sql::ring_when("ROW_COUNT() > 0", bell)
         )
+    }
+
+    /// Wait up to `wait_s` for `bell`, and let it go at once: the answer is
+    /// 1 if it was free or let go meanwhile, 0 if the wait ran out.
+    pub fn wait_for_bell(bell: &str, wait_s: u64) -> String {
+        format!("SELECT GET_LOCK('{bell}', {wait_s}), RELEASE_LOCK('{bell}')")
     }
 
     pub fn is_locked(&self, id: &str) -> String {
@@ -262,7 +312,7 @@ mod tests {
         assert_eq!(hash_hex(b"").len(), 64);
         let sql = Sql::new("app.keel_locks");
         assert!(sql
-            .acquire("AB", "61", "6F", 5)
+            .acquire("AB", "61", "6F", 5, "b")
             .contains("VALUES (X'AB', X'61', X'6F'"));
         assert!(sql.exists.contains("table_schema = 'app'"));
         assert!(sql.exists.contains("'keel_locks_holds'"));

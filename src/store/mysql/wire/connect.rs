@@ -37,6 +37,9 @@ const PROTOCOL_41: u32 = 0x200;
 pub(super) const SSL: u32 = 0x800;
 const TRANSACTIONS: u32 = 0x2000;
 const SECURE_CONNECTION: u32 = 0x8000;
+/// A statement may be followed by another in one command: an operation
+/// and what it does with its key's doorbell travel together.
+const MULTI_STATEMENTS: u32 = 0x1_0000;
 const MULTI_RESULTS: u32 = 0x2_0000;
 const PLUGIN_AUTH: u32 = 0x8_0000;
 const PLUGIN_AUTH_LENENC_DATA: u32 = 0x20_0000;
@@ -52,6 +55,7 @@ pub(super) const CAPABILITIES: u32 = LONG_PASSWORD
     | PROTOCOL_41
     | TRANSACTIONS
     | SECURE_CONNECTION
+    | MULTI_STATEMENTS
     | MULTI_RESULTS
     | PLUGIN_AUTH
     | PLUGIN_AUTH_LENENC_DATA
@@ -80,8 +84,52 @@ pub struct Target {
     pub refused: Mutex<Option<(Instant, String)>>,
 }
 
-/// Open a connection to `target`, within its connect timeout.
+/// Open a connection to `target` for the event loop, within its connect timeout.
 pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
+    let (connected, connection_id) = logged_in(&target).await?;
+    let server_process = i32::try_from(connection_id).ok();
+    let (tcp, tls) = match connected {
+        Connected::Tcp(tcp) => (tcp.into_std().map_err(|e| lost(&target, &e))?, None),
+        Connected::Tls(tls) => {
+            let (tcp, session) = (*tls).into_inner();
+            (
+                tcp.into_std().map_err(|e| lost(&target, &e))?,
+                Some(session),
+            )
+        }
+        Connected::Unix(unix) => {
+            let unix = unix.into_std().map_err(|e| lost(&target, &e))?;
+            // The event loop reads and writes a socket descriptor, whatever
+            // its family: a unix socket's goes where a TCP one would. (It
+            // has no local port, so a silent connection is given up without
+            // the fence.)
+            (
+                std::net::TcpStream::from(std::os::fd::OwnedFd::from(unix)),
+                None,
+            )
+        }
+    };
+    Ok(Opened {
+        tcp,
+        tls,
+        server_process,
+        prepared: false,
+    })
+}
+
+/// A connection that is logged in and set up, on Tokio, in whichever form
+/// it took; and its id on the server.
+pub enum Connected {
+    Tcp(tokio::net::TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>),
+    /// A server on this machine, through its unix socket (where MySQL
+    /// speaks no TLS, and counts the connection as secure).
+    Unix(tokio::net::UnixStream),
+}
+
+/// Connect and log in, within the connect timeout; a refusal of our
+/// credentials is remembered a moment (see the module doc).
+pub async fn logged_in(target: &Target) -> Result<(Connected, u32), Failure> {
     if let Ok(refused) = target.refused.lock() {
         if let Some((at, detail)) = refused.as_ref() {
             if at.elapsed() < REFUSAL_PAUSE {
@@ -96,7 +144,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
         }
     }
     let within = target.connect_timeout;
-    let outcome = match tokio::time::timeout(within, connect(&target)).await {
+    let outcome = match tokio::time::timeout(within, connect(target)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(Failure {
             code: Code::StoreTimeout,
@@ -126,30 +174,32 @@ pub(super) struct Greeting {
     pub plugin: String,
 }
 
-async fn connect(target: &Target) -> Result<Opened, Failure> {
+async fn connect(target: &Target) -> Result<(Connected, u32), Failure> {
     let (host, port) = match &target.place {
         Place::Tcp { host, port } => (host, *port),
-        Place::Socket(path) => return through_socket(target, path).await,
+        Place::Socket(path) => {
+            let mut unix = tokio::net::UnixStream::connect(path)
+                .await
+                .map_err(|e| Failure {
+                    code: Code::StoreConnection,
+                    text: format!("could not connect to {}: {e}", target.display),
+                })?;
+            let greeting = greeting(&mut unix, target).await?;
+            login(&mut unix, target, &greeting, 1, true).await?;
+            return Ok((Connected::Unix(unix), greeting.connection_id));
+        }
     };
     let mut tcp = connect_tcp(host, port, &target.display).await?;
     let greeting = greeting(&mut tcp, target).await?;
-    let server_process = i32::try_from(greeting.connection_id).ok();
-    let plain = |tcp: tokio::net::TcpStream| -> Result<Opened, Failure> {
-        Ok(Opened {
-            tcp: tcp.into_std().map_err(|e| lost(target, &e))?,
-            tls: None,
-            server_process,
-            prepared: false,
-        })
-    };
+    let id = greeting.connection_id;
     let Some((config, name)) = &target.tls else {
         login(&mut tcp, target, &greeting, 1, false).await?;
-        return plain(tcp);
+        return Ok((Connected::Tcp(tcp), id));
     };
     if greeting.capabilities & SSL == 0 {
         if target.tls_optional {
             login(&mut tcp, target, &greeting, 1, false).await?;
-            return plain(tcp);
+            return Ok((Connected::Tcp(tcp), id));
         }
         return Err(failure(
             Code::StoreConnection,
@@ -175,37 +225,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
         )
     })?;
     login(&mut tls, target, &greeting, 2, true).await?;
-    let (tcp, session) = tls.into_inner();
-    Ok(Opened {
-        tcp: tcp.into_std().map_err(|e| lost(target, &e))?,
-        tls: Some(session),
-        server_process,
-        prepared: false,
-    })
-}
-
-/// A server on this machine, through its unix socket (where MySQL speaks
-/// no TLS, and counts the connection as secure).
-async fn through_socket(target: &Target, path: &str) -> Result<Opened, Failure> {
-    let mut unix = tokio::net::UnixStream::connect(path)
-        .await
-        .map_err(|e| Failure {
-            code: Code::StoreConnection,
-            text: format!("could not connect to {}: {e}", target.display),
-        })?;
-    let greeting = greeting(&mut unix, target).await?;
-    login(&mut unix, target, &greeting, 1, true).await?;
-    let unix = unix.into_std().map_err(|e| lost(target, &e))?;
-    // The event loop reads and writes a socket descriptor, whatever its
-    // family: a unix socket's goes where a TCP one would. (It has no local
-    // port, so a silent connection is given up without the fence.)
-    let tcp = std::net::TcpStream::from(std::os::fd::OwnedFd::from(unix));
-    Ok(Opened {
-        tcp,
-        tls: None,
-        server_process: i32::try_from(greeting.connection_id).ok(),
-        prepared: false,
-    })
+    Ok((Connected::Tls(Box::new(tls)), id))
 }
 
 async fn greeting<S: AsyncRead + Unpin>(

@@ -11,6 +11,8 @@ pub mod connect;
 pub mod packet;
 mod session;
 
+pub(super) use self::session::query;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -106,10 +108,11 @@ impl Wire for MySql {
 pub type Direct = event_loop::Direct<MySql>;
 pub type Local = event_loop::Local<MySql>;
 
-/// One statement's whole answer at the start of `bytes`, and how many bytes
+/// One command's whole answer at the start of `bytes`, and how many bytes
 /// it took; None until all of it has arrived. A CALL answers a result per
-/// SELECT it ran, then an OK: the rows kept are the first result's, the
-/// counts the last OK's.
+/// SELECT it ran, then an OK; a command of several statements, a result
+/// each: what is kept is the first result's (its rows, or its counts), and
+/// an error in any.
 pub fn response(bytes: &[u8]) -> Result<Option<(ServerAnswer, usize)>, String> {
     let mut answer = Answer::default();
     let mut first_result = true;
@@ -122,8 +125,11 @@ pub fn response(bytes: &[u8]) -> Result<Option<(ServerAnswer, usize)>, String> {
         let status = match payload.first() {
             Some(0x00) => {
                 let ok = read_ok(&payload).ok_or_else(|| unreadable("an OK"))?;
-                answer.affected = ok.affected;
-                answer.insert_id = ok.insert_id;
+                if first_result {
+                    answer.affected = ok.affected;
+                    answer.insert_id = ok.insert_id;
+                    first_result = false;
+                }
                 ok.status
             }
             Some(0xFF) => return Ok(Some((Err(read_error(&payload)), at))),

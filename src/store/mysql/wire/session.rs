@@ -167,7 +167,7 @@ async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Run `sql` and wait for its answer (the connection is not shared yet).
-async fn query<S: AsyncRead + AsyncWrite + Unpin>(
+pub(in crate::store::mysql) async fn query<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
     sql: &str,
