@@ -1,7 +1,7 @@
 // README.md and every page of docs/ say only what is true:
 // - every ```js block runs as written, as an ES module in a child process (the
-//   Redis and PostgreSQL ones against servers this test starts, given to the
-//   example as REDIS_URL and DATABASE_URL), and prints what its `// value`
+//   Redis, PostgreSQL and MySQL ones against servers this test starts, given
+//   to the example as REDIS_URL, DATABASE_URL and MYSQL_URL), and prints what its `// value`
 //   comments say, unless the line before it is `<!-- not run: reason -->`;
 // - every ```ts block type-checks (strict), and those that are tests run under
 //   Vitest;
@@ -19,6 +19,7 @@ import { promisify } from 'node:util'
 
 import { redisForTests } from '../../support/servers.mjs'
 import { postgresForTests } from '../../support/postgres.mjs'
+import { mariadbForTests } from '../../support/mariadb.mjs'
 import { root, pages, blocks, links, anchors, paths, exists, NOT_RUN } from './docs-check.mjs'
 
 const run = promisify(execFile)
@@ -137,11 +138,13 @@ test('the pages have examples, and few are marked not to run', () => {
   for (const e of notRun) assert.match(`<!-- not run: ${e.notRun} -->\n`, NOT_RUN)
 })
 
-// The Redis examples connect to REDIS_URL, the PostgreSQL ones to DATABASE_URL: servers of this test's own.
-const [redis, postgres] = await Promise.all([redisForTests(), postgresForTests()])
+// The Redis examples connect to REDIS_URL, the PostgreSQL ones to DATABASE_URL, the MySQL ones
+// to MYSQL_URL: servers of this test's own.
+const [redis, postgres, mariadb] = await Promise.all([redisForTests(), postgresForTests(), mariadbForTests()])
 after(async () => {
   await redis.close()
   await postgres.close()
+  await mariadb.close()
 })
 
 for (const { file, line, source, notRun } of examples) {
@@ -150,7 +153,7 @@ for (const { file, line, source, notRun } of examples) {
     const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', source], {
       cwd: root,
       timeout: 20_000,
-      env: { ...process.env, REDIS_URL: redis.url, DATABASE_URL: postgres.url },
+      env: { ...process.env, REDIS_URL: redis.url, DATABASE_URL: postgres.url, MYSQL_URL: mariadb.url },
     }).catch((error) => assert.fail(`${file}:${line} failed:\n${error.stderr}`))
     assert.equal(stderr, '')
     // Lines annotated with `// value` print that value, in order.

@@ -111,8 +111,11 @@ pub type Local = event_loop::Local<MySql>;
 /// One command's whole answer at the start of `bytes`, and how many bytes
 /// it took; None until all of it has arrived. A CALL answers a result per
 /// SELECT it ran, then an OK; a command of several statements, a result
-/// each: what is kept is the first result's (its rows, or its counts), and
-/// an error in any.
+/// each: what is kept is the first result's (its rows, or its counts), or
+/// its error. An error after the first result ends the answer without
+/// changing it: what follows an operation's statement in its command (its
+/// doorbell) never undoes what the statement did, so it must not make it
+/// look failed (a server without `GET_LOCK` still takes locks).
 pub fn response(bytes: &[u8]) -> Result<Option<(ServerAnswer, usize)>, String> {
     let mut answer = Answer::default();
     let mut first_result = true;
@@ -132,8 +135,10 @@ pub fn response(bytes: &[u8]) -> Result<Option<(ServerAnswer, usize)>, String> {
                 }
                 ok.status
             }
-            Some(0xFF) => return Ok(Some((Err(read_error(&payload)), at))),
+            Some(0xFF) if first_result => return Ok(Some((Err(read_error(&payload)), at))),
+            Some(0xFF) => return Ok(Some((Ok(answer), at))),
             Some(_) => {
+                let was_first = first_result;
                 let Some((status, after)) = result_set(
                     bytes,
                     &payload,
@@ -147,7 +152,8 @@ pub fn response(bytes: &[u8]) -> Result<Option<(ServerAnswer, usize)>, String> {
                 first_result = false;
                 match status {
                     Ok(status) => status,
-                    Err(error) => return Ok(Some((Err(error), at))),
+                    Err(error) if was_first => return Ok(Some((Err(error), at))),
+                    Err(_) => return Ok(Some((Ok(answer), at))),
                 }
             }
             None => return Err(unreadable("an empty packet")),
@@ -258,6 +264,20 @@ mod tests {
         );
         for cut in 1..bytes.len() {
             assert_eq!(response(&bytes[..cut]), Ok(None), "{cut}");
+        }
+    }
+
+    #[test]
+    fn the_first_statement_answers_a_command_of_two() {
+        let mut err = vec![0xFF, 0x6A, 0x04, b'#'];
+        err.extend_from_slice(b"42000GET_LOCK is not supported");
+        let first_ok: &[u8] = &[0x00, 1, 0xFC, 0x10, 0x27, 0x0A, 0x00, 0, 0];
+        for second in [&[0x00, 0, 0, 0x02, 0x00, 0, 0][..], &err[..]] {
+            let bytes = packets(&[first_ok, second]);
+            let (answer, used) = response(&bytes).unwrap().unwrap();
+            assert_eq!(used, bytes.len());
+            let answer = answer.unwrap();
+            assert_eq!((answer.affected, answer.insert_id), (1, 10_000));
         }
     }
 
