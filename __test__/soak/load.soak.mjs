@@ -1,7 +1,8 @@
 // The soak (npm run soak): 8 processes contending on a few keys for a long
 // stretch, each critical section a read-modify-write of a shared counter
-// file, through RedisLockStore (60 s), and on PostgreSQL through
-// PostgresLockStore and the docs' database store (30 s each). Zero lost
+// file, through RedisLockStore (60 s), on PostgreSQL through
+// PostgresLockStore and the docs' database store (30 s each), and on MariaDB
+// through MySqlLockStore (30 s). Zero lost
 // updates, zero overlaps, and resident memory flat after warm-up; the figures
 // are printed. KEEL_SOAK_SECONDS scales them all.
 
@@ -12,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { redisForTests, uniqueKey } from '../../support/servers.mjs'
 import { postgresForTests } from '../../support/postgres.mjs'
+import { mariadbForTests } from '../../support/mariadb.mjs'
 import { openStore } from '../helpers/stores.mjs'
 import { runChild } from '../helpers/processes.mjs'
 
@@ -19,9 +21,11 @@ const scale = Number(process.env.KEEL_SOAK_SECONDS ?? 60) / 60
 const dir = mkdtempSync(join(tmpdir(), 'keel-soak-'))
 const redis = await redisForTests()
 const postgres = await postgresForTests()
+const mariadb = await mariadbForTests()
 after(async () => {
   await redis.close()
   await postgres.close()
+  await mariadb.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -68,4 +72,8 @@ test(`the docs' database store on PostgreSQL: 8 processes for ${Math.round(30 * 
 
 test(`PostgresLockStore: 8 processes for ${Math.round(30 * scale)} s`, { timeout: 600_000 }, async () => {
   await soak('postgres-store', 30 * scale, { KEEL_TEST_STORE: 'postgres-store', KEEL_TEST_DATABASE: postgres.url })
+})
+
+test(`MySqlLockStore: 8 processes for ${Math.round(30 * scale)} s`, { timeout: 600_000 }, async () => {
+  await soak('mysql-store', 30 * scale, { KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url })
 })
