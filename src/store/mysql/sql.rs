@@ -75,7 +75,10 @@ impl Sql {
         // Named after its body: a later version of the store makes a
         // procedure of its own beside the old one instead of replacing a live
         // object (which needs rights an application may not have).
-        let procedure = format!("{table}_hold_{}", &hash_hex(body.as_bytes())[..8]);
+        let procedure = format!(
+            "{table}_hold_{}",
+            hash_hex(body.as_bytes())[..8].to_ascii_lowercase()
+        );
         let (schema, name) = match table.split_once('.') {
             Some((schema, name)) => (format!("'{schema}'"), name),
             None => ("DATABASE()".to_owned(), table),

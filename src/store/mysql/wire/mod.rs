@@ -100,6 +100,26 @@ impl Wire for MySql {
         }
     }
 
+    /// `KILL` the old connection's session, found by its id, its client
+    /// port and its user (so nobody else's session, after a server restart
+    /// that reused the id, is touched). A statement still waiting there for
+    /// a row is ended with it; one that got the row holds it until it has
+    /// committed, and whatever is sent next waits for that row.
+    fn fence(_: &Target, server_process: i32, local_port: u16, _wait_ms: u64) -> Option<Request> {
+        Some(Request {
+            name: "endSession",
+            sql: format!(
+                "SET @keel_fence = (SELECT CONCAT('KILL CONNECTION ', ID) FROM information_schema.PROCESSLIST
+                   WHERE ID = {server_process} AND HOST LIKE '%:{local_port}'
+                     AND USER = SUBSTRING_INDEX(USER(), '@', 1));
+                 SET @keel_fence = COALESCE(@keel_fence, 'DO 0');
+                 PREPARE keel_fence FROM @keel_fence;
+                 EXECUTE keel_fence;
+                 DEALLOCATE PREPARE keel_fence"
+            ),
+        })
+    }
+
     fn open(target: Arc<Target>) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>> {
         Box::pin(connect::open(target))
     }
