@@ -3,7 +3,7 @@
 // crypto.randomUUID() per acquisition, set-if-absent, compare-and-delete, and
 // waiting by polling every retryDelay.
 
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 export class PlainLock {
@@ -73,3 +73,64 @@ export class PlainMemoryStore {
     return left > 0 ? left : null
   }
 }
+
+// The server's clock in epoch ms (and µs, a fresh key's first token), as
+// MySqlLockStore reads it: every expiry is decided by the database server.
+const NOW_MS = 'CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)'
+const NOW_US = 'CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)'
+
+/**
+ * The MySQL/MariaDB store of the baseline, over a mysql2/promise pool, on
+ * MySqlLockStore's table design: a row per key, found by the SHA-256 of the
+ * key, the key beside it, the owner, `expires_at` on the server's clock and
+ * the key's last fencing token, kept in the row (a release leaves the row,
+ * free). Acquire is MySqlLockStore's own statement, an INSERT that takes
+ * over a lapsed row (ON DUPLICATE KEY UPDATE), its token told by
+ * LAST_INSERT_ID (0: refused); release and extend are owner-conditional
+ * UPDATEs. Prepared statements (`execute`), as mysql2's README writes
+ * parameterized SQL: prepared once per connection, then one round trip each.
+ */
+export class PlainMySqlStore {
+  constructor(pool, table = 'plain_locks') {
+    this.pool = pool
+    this.table = table
+    this.sql = {
+      acquire: `INSERT INTO ${table} (id, k, owner, expires_at, token)
+        VALUES (?, ?, ?, ${NOW_MS} + ?, LAST_INSERT_ID(${NOW_US}))
+        ON DUPLICATE KEY UPDATE
+          token = IF(expires_at <= ${NOW_MS} OR owner = VALUES(owner),
+                     LAST_INSERT_ID(GREATEST(token + 1, ${NOW_US})), token + LAST_INSERT_ID(0)),
+          owner = IF(LAST_INSERT_ID() > 0, VALUES(owner), owner),
+          expires_at = IF(LAST_INSERT_ID() > 0, VALUES(expires_at), expires_at)`,
+      release: `UPDATE ${table} SET owner = '', expires_at = ${NOW_MS}
+        WHERE id = ? AND owner = ? AND expires_at > ${NOW_MS}`,
+      extend: `UPDATE ${table} SET expires_at = ${NOW_MS} + ?
+        WHERE id = ? AND owner = ? AND expires_at > ${NOW_MS}`,
+      isLocked: `SELECT 1 FROM ${table} WHERE id = ? AND expires_at > ${NOW_MS}`,
+    }
+  }
+  async createTable() {
+    await this.pool.query(`CREATE TABLE IF NOT EXISTS ${this.table} (
+      id BINARY(32) NOT NULL PRIMARY KEY, k MEDIUMBLOB NOT NULL, owner BLOB NOT NULL,
+      expires_at BIGINT NOT NULL, token BIGINT NOT NULL) ENGINE=InnoDB`)
+  }
+  async acquire(key, owner, ttlMs) {
+    const [r] = await this.pool.execute(this.sql.acquire, [id(key), Buffer.from(key), owner, ttlMs])
+    // The fencing token (a caller would hand it on); 0 when refused.
+    return r.insertId > 0
+  }
+  async release(key, owner) {
+    const [r] = await this.pool.execute(this.sql.release, [id(key), owner])
+    return r.affectedRows > 0
+  }
+  async extend(key, owner, ttlMs) {
+    const [r] = await this.pool.execute(this.sql.extend, [ttlMs, id(key), owner])
+    return r.affectedRows > 0
+  }
+  async isLocked(key) {
+    const [rows] = await this.pool.execute(this.sql.isLocked, [id(key)])
+    return rows.length > 0
+  }
+}
+
+const id = (key) => createHash('sha256').update(key).digest()

@@ -11,7 +11,11 @@ import { IMPLEMENTATIONS } from './implementations.mjs'
 import { burst } from './scenarios.mjs'
 
 const [name, waiters] = process.argv.slice(2)
-const impl = await IMPLEMENTATIONS[name].open({ redisUrl: process.env.REDIS_URL, postgresUrl: process.env.POSTGRES_URL })
+const impl = await IMPLEMENTATIONS[name].open({
+  redisUrl: process.env.REDIS_URL,
+  postgresUrl: process.env.POSTGRES_URL,
+  mysqlUrl: process.env.MYSQL_URL,
+})
 impl.install?.()
 process.stdout.write('ready\n')
 for await (const line of createInterface({ input: process.stdin })) {

@@ -6,7 +6,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { IMPLEMENTATIONS } from './implementations.mjs'
 
 const [name, key, startAt, ms, workers] = process.argv.slice(2)
-const impl = await IMPLEMENTATIONS[name].open({ redisUrl: process.env.REDIS_URL, postgresUrl: process.env.POSTGRES_URL })
+const impl = await IMPLEMENTATIONS[name].open({
+  redisUrl: process.env.REDIS_URL,
+  postgresUrl: process.env.POSTGRES_URL,
+  mysqlUrl: process.env.MYSQL_URL,
+})
 impl.install?.()
 // Warm up as a long-lived process would be: connected, scripts loaded.
 await impl.run(`${key}:warm:${process.pid}`, async () => {}, { timeout: 5_000 })

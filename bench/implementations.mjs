@@ -1,17 +1,18 @@
 // Every lock the benchmark compares, behind one shape:
-//   open({ redisUrl, postgresUrl }) -> { run(key, fn, { timeout, retryDelay }) -> Promise<boolean>, close() }
+//   open({ redisUrl, postgresUrl, mysqlUrl }) -> { run(key, fn, { timeout, retryDelay }) -> Promise<boolean>, close() }
 // `run` resolves whether fn ran (false: the wait timed out). Each is used the
 // way its own documentation shows, with a 30 s TTL.
 
 import { Redis } from 'ioredis'
-import { lock, setLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
+import { lock, setLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore } from '@shaferllc/keel/core'
+import mysql from 'mysql2/promise'
 import { Mutex as RedisMutex } from 'redis-semaphore'
 import { Redlock } from '@sesamecare-oss/redlock'
 import { LockFactory } from '@verrou/core'
 import { memoryStore as verrouMemory } from '@verrou/core/drivers/memory'
 import { redisStore as verrouRedis } from '@verrou/core/drivers/redis'
 import { Mutex as AsyncMutex, withTimeout, E_TIMEOUT } from 'async-mutex'
-import { PlainLock, PlainMemoryStore } from './baseline.mjs'
+import { PlainLock, PlainMemoryStore, PlainMySqlStore } from './baseline.mjs'
 // The docs' ioredis store, compiled from the test fixture (npm run bench compiles it).
 import { redisLockStore } from '../__test__/fixtures/dist/docs-redis.js'
 // The docs' database store and the `connection()` it calls (pg, a pool of 4), likewise.
@@ -189,6 +190,25 @@ export const IMPLEMENTATIONS = {
     backend: 'postgres',
     baseline: true,
     open: ({ postgresUrl }) => docsDatabase(postgresUrl, plain),
+  },
+  'keel MySqlLockStore': {
+    backend: 'mysql',
+    ours: true,
+    open: async ({ mysqlUrl }) => {
+      const store = new MySqlLockStore(mysqlUrl)
+      return { ...keel(store), close: () => store.close() }
+    },
+  },
+  // The same table design and acquire statement over a mysql2 pool of 4 (keel's poolSize), polling.
+  'plain JS + mysql2 (baseline)': {
+    backend: 'mysql',
+    baseline: true,
+    open: async ({ mysqlUrl }) => {
+      const pool = mysql.createPool({ uri: mysqlUrl, connectionLimit: 4 })
+      const store = new PlainMySqlStore(pool)
+      await store.createTable()
+      return { ...plain(store), close: () => pool.end() }
+    },
   },
 }
 

@@ -1,5 +1,5 @@
 // npm run bench [-- --quick]: every lock side by side, in one run, on a
-// redis-server of its own. Implementations are interleaved in rounds (the
+// redis-server, a PostgreSQL and a MariaDB of its own. Implementations are interleaved in rounds (the
 // order rotates each round) so that load on this shared machine hits all of
 // them alike; the table reports medians over rounds, and each of ours as the
 // median of its per-round ratios to the plain-JS baseline on the same backend.
@@ -8,12 +8,14 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { Redis } from 'ioredis'
 import pg from 'pg'
+import mysql from 'mysql2/promise'
 import { writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { cpus, totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { startRedis } from '../support/servers.mjs'
 import { startPostgres } from '../support/postgres.mjs'
+import { startMariaDb } from '../support/mariadb.mjs'
 import { shaOfShown } from '../support/monitor.mjs'
 import { IMPLEMENTATIONS } from './implementations.mjs'
 import { sequential, distinctKeys, contended, burst, gaps, percentile, mean, median } from './scenarios.mjs'
@@ -32,8 +34,12 @@ const postgres = await startPostgres({ durable: true, statements: 'top' })
 process.env.REDIS_URL = server.url
 process.env.POSTGRES_URL = postgres.url
 const names = Object.keys(IMPLEMENTATIONS).filter((n) => !only || only.some((o) => n.includes(o)))
+// At the server's defaults (durable: every commit synced), when a MySQL lock is run.
+const mariadb = names.some((n) => IMPLEMENTATIONS[n].backend === 'mysql') ? await startMariaDb({ durable: true }) : null
+if (mariadb) process.env.MYSQL_URL = mariadb.url
+const urls = { redisUrl: server.url, postgresUrl: postgres.url, mysqlUrl: mariadb?.url }
 const opened = {}
-for (const name of names) opened[name] = await IMPLEMENTATIONS[name].open({ redisUrl: server.url, postgresUrl: postgres.url })
+for (const name of names) opened[name] = await IMPLEMENTATIONS[name].open(urls)
 
 const results = {} // scenario -> implementation -> [per-round figure objects]
 const record = (scenario, name, figures) => {
@@ -136,12 +142,14 @@ function burstChild(name, waiters) {
  * section, first attempts included: on Redis seen by MONITOR (a `SET ... NX`
  * on the key, or a script on it that sets it if it is free: with `NX`, or
  * after checking that it does not exist); on PostgreSQL counted by
- * pg_stat_statements (`countAttempts`).
+ * pg_stat_statements (`countAttempts`); on MySQL the server's INSERTs
+ * (`countMysqlAttempts`).
  */
 async function fairAcrossProcesses(name) {
   const key = `across:${Math.random()}`
-  const onRedis = IMPLEMENTATIONS[name].backend === 'redis'
-  const watching = onRedis ? await monitorAttempts(key) : await countAttempts()
+  const { backend } = IMPLEMENTATIONS[name]
+  const watching =
+    backend === 'redis' ? await monitorAttempts(key) : backend === 'mysql' ? await countMysqlAttempts() : await countAttempts()
   const startAt = Date.now() + 2_000
   const children = Array.from({ length: 4 }, () =>
     runChild([name, key, String(startAt), String(settings.acrossMs), '4'], 'fair-child.mjs'),
@@ -180,6 +188,25 @@ async function countAttempts() {
       )
       await client.end()
       return Number(rows[0].n)
+    },
+  }
+}
+
+/**
+ * Counts the lock attempts MariaDB runs until `stop()` (nothing else runs
+ * then): both MySQL locks make each attempt one INSERT ... ON DUPLICATE KEY
+ * UPDATE, which Com_insert counts, prepared or not; this counter's own
+ * statements are not INSERTs.
+ */
+async function countMysqlAttempts() {
+  const client = await mysql.createConnection(mariadb.url)
+  const inserts = async () => Number((await client.query("SHOW GLOBAL STATUS LIKE 'Com_insert'"))[0][0].Value)
+  const before = await inserts()
+  return {
+    async stop() {
+      const n = (await inserts()) - before
+      await client.end()
+      return n
     },
   }
 }
@@ -264,6 +291,7 @@ const memory = !pick || pick.includes('m') ? memoryCheck() : null
 for (const impl of Object.values(opened)) await impl.close()
 await server.close()
 await postgres.close()
+await mariadb?.close()
 
 /* --------------------------------- report ---------------------------------- */
 

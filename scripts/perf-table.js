@@ -32,6 +32,8 @@ const NAMES = {
   'keel PostgresLockStore': '**keel, `PostgresLockStore`**',
   "keel + docs' database store": "**keel + docs' database store**",
   'plain JS + docs\' database store': "plain JS + docs' database store (baseline)",
+  'keel MySqlLockStore': '**keel, `MySqlLockStore`**',
+  'plain JS + mysql2 (baseline)': 'plain JS + mysql2 (baseline)',
   'keel MemoryLockStore': '**keel, `MemoryLockStore`**',
   'keel + read-write example store': '**keel + the read-write example store** (`examples/`)',
   'redis-semaphore Semaphore': '`redis-semaphore` `Semaphore`',

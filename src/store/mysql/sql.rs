@@ -31,6 +31,9 @@ const NOW_US: &str = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
 /// How long a row outlives its hold, so its key's next token still grows
 /// from it (see the module doc).
 pub(super) const TOKEN_MEMORY_MS: i64 = 3_600_000;
+/// How long the connection that took a lock waits for its doorbell, when
+/// waiters elsewhere are passing it on (see `Sql::ring_when`).
+const BELL_WAIT_S: &str = "0.05";
 /// Expired rows deleted per sweep statement.
 pub(super) const SWEEP_BATCH: i64 = 500;
 
@@ -154,9 +157,13 @@ impl Sql {
     /// Take `bell` after a statement that took or kept a key, if it did
     /// (`taken`: a condition on what that statement left), unless this
     /// session has it already (taking it twice would need two lets-go).
+    /// Waiters in other processes take a doorbell for an instant as it is
+    /// let go, one after another: the holder waits up to `BELL_WAIT_S` for
+    /// them to pass it on (MariaDB waits fractions of a second; MySQL
+    /// counts whole ones, so there it is not waited for).
     fn ring_when(taken: &str, bell: &str) -> String {
         format!(
-            "; DO IF({taken} AND NOT (IS_USED_LOCK('{bell}') <=> CONNECTION_ID()), GET_LOCK('{bell}', 0), 0)"
+            "; DO IF({taken} AND NOT (IS_USED_LOCK('{bell}') <=> CONNECTION_ID()), GET_LOCK('{bell}', {BELL_WAIT_S}), 0)"
         )
     }
 
