@@ -189,6 +189,9 @@ impl LockStore for MySqlStore {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             tells_when_sent: true,
+            // A key's commands all go on its connection, which the server
+            // answers in order: a waiter's attempt can follow a release.
+            answers_in_order: true,
             // Plain locks' releases ring their doorbells; the other kinds
             // are polled (a watch of one does nothing).
             announces_releases: true,
