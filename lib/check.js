@@ -183,6 +183,34 @@ function checkUrlOption(where, options, name, fallback) {
   )
 }
 
+/** A server store's largest pool of connections. */
+const MAX_POOL_SIZE = 100
+
+/**
+ * A server store's `poolSize`: an integer from 1 to MAX_POOL_SIZE.
+ *
+ * @param {string} where
+ * @param {unknown} poolSize
+ * @returns {number}
+ */
+function checkPoolSize(where, poolSize) {
+  if (!Number.isSafeInteger(poolSize) || /** @type {number} */ (poolSize) < 1 || /** @type {number} */ (poolSize) > MAX_POOL_SIZE) {
+    throw new RangeError(`${where}: options.poolSize must be an integer from 1 to ${MAX_POOL_SIZE}, got ${describe(poolSize)}`)
+  }
+  return /** @type {number} */ (poolSize)
+}
+
+/**
+ * A reader of a store's millisecond options (each > 0): `given`'s, or else `defaults`'.
+ *
+ * @param {string} where
+ * @param {Record<string, unknown>} given
+ * @param {Readonly<Record<string, unknown>>} defaults
+ * @returns {(name: string) => number}
+ */
+const msOptions = (where, given, defaults) => (name) =>
+  given[name] === undefined ? /** @type {number} */ (defaults[name]) : checkMs(where, given[name], `options.${name}`, false)
+
 /**
  * What a native call returned: a value, or a promise of one?
  *
@@ -195,4 +223,4 @@ const isThenable = (v) =>
 
 const noop = () => {}
 
-module.exports = { describe, checkKey, checkMs, readOptions, checkStore, checkOptionsObject, checkUrlGiven, checkUrlOption, isThenable, noop }
+module.exports = { describe, checkKey, checkMs, readOptions, checkStore, checkOptionsObject, checkUrlGiven, checkUrlOption, checkPoolSize, msOptions, isThenable, noop }

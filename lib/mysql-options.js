@@ -5,7 +5,7 @@
  * addon, which knows which of its parameters the store can use.)
  */
 
-const { describe, checkMs, checkOptionsObject, checkUrlGiven, checkUrlOption } = require('./check.js')
+const { describe, checkOptionsObject, checkUrlGiven, checkUrlOption, checkPoolSize, msOptions } = require('./check.js')
 const { readTls } = require('./tls-options.js')
 
 const MYSQL_DEFAULTS = Object.freeze({
@@ -18,7 +18,6 @@ const MYSQL_DEFAULTS = Object.freeze({
   tls: undefined,
 })
 const WHERE = 'new MySqlLockStore'
-const MAX_POOL_SIZE = 100
 // Lower case only: whether MySQL tells `Locks` from `locks` depends on the
 // server's OS (lower_case_table_names), and a lower-case name is the same
 // table everywhere. A name is at most 64 characters; the table's leaves room
@@ -58,16 +57,11 @@ function readMysqlOptions(args) {
   const { url = MYSQL_DEFAULTS.url, table = MYSQL_DEFAULTS.table, poolSize = MYSQL_DEFAULTS.poolSize } = given
   if (typeof url !== 'string') throw new TypeError(`${WHERE}: options.url must be a string, got ${describe(url)}`)
   checkTable(WHERE, table, 'options.table')
-  if (!Number.isSafeInteger(poolSize) || /** @type {number} */ (poolSize) < 1 || /** @type {number} */ (poolSize) > MAX_POOL_SIZE) {
-    throw new RangeError(`${WHERE}: options.poolSize must be an integer from 1 to ${MAX_POOL_SIZE}, got ${describe(poolSize)}`)
-  }
-  /** @param {'connectTimeout' | 'commandTimeout' | 'sweepInterval'} name */
-  const ms = (name) =>
-    given[name] === undefined ? MYSQL_DEFAULTS[name] : checkMs(WHERE, given[name], `options.${name}`, false)
+  const ms = msOptions(WHERE, given, MYSQL_DEFAULTS)
   return {
     url,
     table,
-    poolSize: /** @type {number} */ (poolSize),
+    poolSize: checkPoolSize(WHERE, poolSize),
     connectTimeout: ms('connectTimeout'),
     commandTimeout: ms('commandTimeout'),
     sweepInterval: ms('sweepInterval'),

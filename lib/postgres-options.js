@@ -5,7 +5,7 @@
  * the addon, with tokio-postgres's own parser.)
  */
 
-const { describe, checkMs, checkOptionsObject, checkUrlGiven, checkUrlOption } = require('./check.js')
+const { describe, checkOptionsObject, checkUrlGiven, checkUrlOption, checkPoolSize, msOptions } = require('./check.js')
 const { readTls } = require('./tls-options.js')
 
 const POSTGRES_DEFAULTS = Object.freeze({
@@ -19,7 +19,6 @@ const POSTGRES_DEFAULTS = Object.freeze({
   tls: undefined,
 })
 const WHERE = 'new PostgresLockStore'
-const MAX_POOL_SIZE = 100
 // Unquoted, lower case: the name means to PostgreSQL what it means to the
 // docs' store's SQL. Room is left for `_fencing` (a name is at most 63 bytes).
 const TABLE = /^(?:[a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0,54}$/
@@ -62,16 +61,11 @@ function readPostgresOptions(args) {
     throw new TypeError(`${WHERE}: options.listenUrl must be a string (a postgres:// URL), got ${describe(listenUrl)}`)
   }
   checkTable(WHERE, table, 'options.table')
-  if (!Number.isSafeInteger(poolSize) || /** @type {number} */ (poolSize) < 1 || /** @type {number} */ (poolSize) > MAX_POOL_SIZE) {
-    throw new RangeError(`${WHERE}: options.poolSize must be an integer from 1 to ${MAX_POOL_SIZE}, got ${describe(poolSize)}`)
-  }
-  /** @param {'connectTimeout' | 'commandTimeout' | 'sweepInterval'} name */
-  const ms = (name) =>
-    given[name] === undefined ? POSTGRES_DEFAULTS[name] : checkMs(WHERE, given[name], `options.${name}`, false)
+  const ms = msOptions(WHERE, given, POSTGRES_DEFAULTS)
   return {
     url,
     table,
-    poolSize: /** @type {number} */ (poolSize),
+    poolSize: checkPoolSize(WHERE, poolSize),
     connectTimeout: ms('connectTimeout'),
     commandTimeout: ms('commandTimeout'),
     sweepInterval: ms('sweepInterval'),

@@ -186,6 +186,59 @@ pub async fn connect_tcp(
     Ok(tcp)
 }
 
+/// A server's last refusal of our credentials, remembered a moment: no new
+/// connection is tried meanwhile, and operations fail with the same error at
+/// once, so a wrong password is reported, not hammered at the server.
+#[derive(Default)]
+pub struct Refusals(std::sync::Mutex<Option<(std::time::Instant, String)>>);
+
+impl Refusals {
+    /// How long a refusal is remembered.
+    const PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// Open a connection to `server` with `connect`, within `within`;
+    /// refused at once while a refusal is remembered, and a refusal
+    /// remembered from now.
+    pub async fn open<T>(
+        &self,
+        server: &str,
+        within: std::time::Duration,
+        connect: impl Future<Output = Result<T, Failure>>,
+    ) -> Result<T, Failure> {
+        if let Ok(refused) = self.0.lock() {
+            if let Some((at, detail)) = refused.as_ref() {
+                if at.elapsed() < Self::PAUSE {
+                    return Err(Failure {
+                        code: Code::StoreAuth,
+                        text: format!(
+                            "was refused by {server}: {detail} (not tried again for a moment)"
+                        ),
+                    });
+                }
+            }
+        }
+        let outcome = match tokio::time::timeout(within, connect).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Failure {
+                code: Code::StoreTimeout,
+                text: format!(
+                    "timed out connecting to {server}: within {} ms",
+                    within.as_millis()
+                ),
+            }),
+        };
+        if let Err(failure) = &outcome {
+            if failure.code == Code::StoreAuth {
+                if let Ok(mut refused) = self.0.lock() {
+                    let detail = failure.text.split_once(": ").map_or("", |(_, d)| d);
+                    *refused = Some((std::time::Instant::now(), detail.to_owned()));
+                }
+            }
+        }
+        outcome
+    }
+}
+
 /// The error `<Store>.<operation>` fails with.
 pub fn error<W: Wire>(code: Code, name: &str, text: &str) -> StoreError {
     StoreError::Backend(BackendError {

@@ -116,7 +116,7 @@ impl MySqlStore {
             display: address.display,
             sql: Arc::new(sql),
             objects_ready: AtomicBool::new(false),
-            refused: Mutex::new(None),
+            refused: Default::default(),
         };
         let direct = Direct::new(make_host, target, options.pool_size, command_timeout)?;
         Ok(MySqlStore {

@@ -8,7 +8,7 @@
 //! hosts, stays on Tokio (`via_tokio`).
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
 use tokio_postgres::config::Host;
@@ -66,7 +66,7 @@ impl PostgresStore {
             connect_timeout: shared.options.connect_timeout,
             display: opener.target.display.clone(),
             sql: Arc::clone(&opener.sql),
-            refused: Mutex::new(None),
+            refused: Default::default(),
         };
         let command_timeout =
             u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);

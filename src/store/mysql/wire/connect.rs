@@ -8,8 +8,8 @@
 //! wrong password is reported, not hammered at the server.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
@@ -18,13 +18,10 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 use super::auth;
 use super::packet::{put_packet, read_error, Reader};
 use super::session::{handshake_head, login, read_payload, refusal};
-use crate::store::event_loop::{connect_tcp, Failure, Opened};
+use crate::store::event_loop::{connect_tcp, Failure, Opened, Refusals};
 use crate::store::mysql::options::Place;
 use crate::store::mysql::sql::Sql;
 use crate::store::Code;
-
-/// How long a refusal of our credentials is remembered.
-const REFUSAL_PAUSE: Duration = Duration::from_secs(1);
 
 // Capability flags (the client's side of the greeting).
 const LONG_PASSWORD: u32 = 0x1;
@@ -81,7 +78,7 @@ pub struct Target {
     /// Whether a connection found (or made) the store's objects.
     pub objects_ready: AtomicBool,
     /// The last refusal of our credentials, and what the server said.
-    pub refused: Mutex<Option<(Instant, String)>>,
+    pub refused: Refusals,
 }
 
 /// Open a connection to `target` for the event loop, within its connect timeout.
@@ -130,40 +127,10 @@ pub enum Connected {
 /// Connect and log in, within the connect timeout; a refusal of our
 /// credentials is remembered a moment (see the module doc).
 pub async fn logged_in(target: &Target) -> Result<(Connected, u32), Failure> {
-    if let Ok(refused) = target.refused.lock() {
-        if let Some((at, detail)) = refused.as_ref() {
-            if at.elapsed() < REFUSAL_PAUSE {
-                return Err(Failure {
-                    code: Code::StoreAuth,
-                    text: format!(
-                        "was refused by {}: {detail} (not tried again for a moment)",
-                        target.display
-                    ),
-                });
-            }
-        }
-    }
-    let within = target.connect_timeout;
-    let outcome = match tokio::time::timeout(within, connect(target)).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(Failure {
-            code: Code::StoreTimeout,
-            text: format!(
-                "timed out connecting to {}: within {} ms",
-                target.display,
-                within.as_millis()
-            ),
-        }),
-    };
-    if let Err(failure) = &outcome {
-        if failure.code == Code::StoreAuth {
-            if let Ok(mut refused) = target.refused.lock() {
-                let detail = failure.text.split_once(": ").map_or("", |(_, d)| d);
-                *refused = Some((Instant::now(), detail.to_owned()));
-            }
-        }
-    }
-    outcome
+    target
+        .refused
+        .open(&target.display, target.connect_timeout, connect(target))
+        .await
 }
 
 /// The server's greeting, as far as the login needs it.

@@ -8,8 +8,8 @@
 //! wrong password is reported, not hammered at the server.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use postgres_protocol::message::frontend;
@@ -18,13 +18,10 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::session::start;
-use crate::store::event_loop::{connect_tcp, Failure, Opened};
+use crate::store::event_loop::{connect_tcp, Failure, Opened, Refusals};
 use crate::store::postgres::options::refuses_options;
 use crate::store::postgres::sql::Sql;
 use crate::store::Code;
-
-/// How long a refusal of our credentials is remembered.
-const REFUSAL_PAUSE: Duration = Duration::from_secs(1);
 
 /// Where and how to connect; made once per store.
 pub struct Target {
@@ -47,45 +44,15 @@ pub struct Target {
     pub display: String,
     pub sql: Arc<Sql>,
     /// The last refusal of our credentials, and what the server said.
-    pub refused: Mutex<Option<(Instant, String)>>,
+    pub refused: Refusals,
 }
 
 /// Open a connection to `target`, within its connect timeout.
 pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
-    if let Ok(refused) = target.refused.lock() {
-        if let Some((at, detail)) = refused.as_ref() {
-            if at.elapsed() < REFUSAL_PAUSE {
-                return Err(Failure {
-                    code: Code::StoreAuth,
-                    text: format!(
-                        "was refused by {}: {detail} (not tried again for a moment)",
-                        target.display
-                    ),
-                });
-            }
-        }
-    }
-    let within = target.connect_timeout;
-    let outcome = match tokio::time::timeout(within, connect(&target)).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(Failure {
-            code: Code::StoreTimeout,
-            text: format!(
-                "timed out connecting to {}: within {} ms",
-                target.display,
-                within.as_millis()
-            ),
-        }),
-    };
-    if let Err(failure) = &outcome {
-        if failure.code == Code::StoreAuth {
-            if let Ok(mut refused) = target.refused.lock() {
-                let detail = failure.text.split_once(": ").map_or("", |(_, d)| d);
-                *refused = Some((Instant::now(), detail.to_owned()));
-            }
-        }
-    }
-    outcome
+    target
+        .refused
+        .open(&target.display, target.connect_timeout, connect(&target))
+        .await
 }
 
 async fn connect(target: &Target) -> Result<Opened, Failure> {
