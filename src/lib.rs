@@ -60,7 +60,8 @@
 //! - `src/store/mysql/`: `mod.rs` (the store, one dispatch on the kind of
 //!   hold), `ops.rs` (each operation once: statement, key and answer
 //!   reader), `sql.rs`, `holds_sql.rs` (the procedure of semaphores and
-//!   read-write locks), `wire/`, `errors.rs`, `options.rs`.
+//!   read-write locks), `wire/`, `doorbell.rs` (waiters in other processes
+//!   woken by a plain lock's `GET_LOCK` doorbell), `errors.rs`, `options.rs`.
 //! - `src/store/mysql/wire/`: `mod.rs` (MySQL's protocol on the event loop),
 //!   `packet.rs` (framing, OK and ERR), `connect.rs` (TCP, a unix socket,
 //!   TLS), `session.rs` (logging in, the session, the tables), `auth.rs`.
