@@ -9,7 +9,7 @@
 // install (support/tools.mjs).
 
 import { execFile, spawn, spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -51,6 +51,12 @@ export async function startMariaDb({ password, durable = false, maxConnections, 
   const dir = mkdtempSync(join(tmpdir(), 'keel-mariadb-'))
   const data = join(dir, 'data')
   const socket = join(dir, 'sock')
+  // The server's temporary files in its own folder, not the shared /tmp: a
+  // mariadbd deletes every `#sql*` file in its tmpdir as it starts, so one
+  // started by a test file running alongside would take the internal
+  // temporary tables of a server in use ("Error on delete of
+  // '/tmp/#sql-temptable-...'").
+  const temp = join(dir, 'tmp')
   // With its extension: mariadbd adds `.err` to a log file name without one.
   const logFile = join(dir, 'log.err')
   // mariadbd refuses to run as root: as root, the folder belongs to `mysql`
@@ -61,6 +67,8 @@ export async function startMariaDb({ password, durable = false, maxConnections, 
   const owner = process.getuid?.() === 0 ? { uid: Number(id('-u')), gid: Number(id('-g')) } : {}
   const own = (path) => owner.uid !== undefined && chownSync(path, owner.uid, owner.gid)
   own(dir)
+  mkdirSync(temp)
+  own(temp)
 
   const tlsArgs = []
   if (tls) {
@@ -78,7 +86,7 @@ export async function startMariaDb({ password, durable = false, maxConnections, 
   const sizes = ['--innodb-log-file-size=8M']
   const args = [
     '--no-defaults', `--datadir=${data}`, `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${socket}`,
-    `--pid-file=${join(dir, 'pid')}`, `--log-error=${logFile}`, '--skip-log-bin', ...sizes,
+    `--pid-file=${join(dir, 'pid')}`, `--log-error=${logFile}`, `--tmpdir=${temp}`, '--skip-log-bin', ...sizes,
     ...(durable ? [] : ['--innodb-flush-log-at-trx-commit=2']),
     ...(maxConnections === undefined ? [] : [`--max-connections=${maxConnections}`]),
     ...tlsArgs,

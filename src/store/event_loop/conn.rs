@@ -258,12 +258,18 @@ impl<W: Wire> Conn<W> {
 
     /// Whether something submitted still waits to be written to the socket:
     /// bytes not yet written, or requests waiting for a connection to open.
+    /// Where the server drops what follows an answer it cannot write
+    /// ([`Wire::RUNS_WHAT_IT_READ`] false), the last request is not yet as
+    /// good as sent while a request ahead of it awaits its answer. (One
+    /// that timed out no longer counts: the wait is bounded by the command
+    /// timeout, and the process kept alive by its timer meanwhile.)
     pub fn unsent(&self) -> bool {
-        match &self.state {
-            State::Open(socket) => !self.out.is_empty() || socket.wants_write(),
-            State::Connecting => self.waiting.iter().any(|w| w.reply.is_some()),
-            State::Idle | State::Closed => false,
-        }
+        let written = match &self.state {
+            State::Open(socket) => self.out.is_empty() && !socket.wants_write(),
+            State::Connecting => self.live == 0,
+            State::Idle | State::Closed => return false,
+        };
+        !written || (!W::RUNS_WHAT_IT_READ && self.live > 1)
     }
 
     /// Write what is waiting to be written. Returns whether the socket must

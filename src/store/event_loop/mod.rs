@@ -108,6 +108,13 @@ pub trait Wire: Sized + 'static {
     const RESOURCE: &'static CStr;
     /// How many times a request that found its connection dead is sent again.
     const RESENDS: u32;
+    /// Whether the server runs a request it has read even when the client
+    /// is gone before the answers ahead of it are written (Redis and
+    /// PostgreSQL do). MySQL drops a connection whose answer it cannot
+    /// write, and what follows in its socket never runs: there a request
+    /// counts as sent ([`Local::sent`]) only once nothing ahead of it on
+    /// its connection awaits an answer.
+    const RUNS_WHAT_IT_READ: bool = true;
 
     fn connect_timeout_ms(target: &Self::Target) -> u64;
     /// The server as error messages name it (no password).
@@ -355,9 +362,11 @@ impl<W: Wire> Local<W> {
 
     /// Settles once everything submitted so far on `key`'s connection is
     /// written to its socket (in the kernel's send buffer: it reaches the
-    /// server even if the process exits next), or never will be (the
-    /// connection failed, which the requests' own replies report): at once
-    /// when nothing waits to be written.
+    /// server even if the process exits next; on a server that drops what
+    /// follows an answer it cannot write, also once nothing ahead of the
+    /// last request awaits its answer: [`Wire::RUNS_WHAT_IT_READ`]), or
+    /// never will be (the connection failed, which the requests' own
+    /// replies report): at once when nothing waits to be written.
     pub fn sent(&self, key: &str) -> Op<()> {
         let engines = &self.0.engines;
         let Some(engine) = engines.get(route(key, engines.len())) else {

@@ -171,14 +171,29 @@ impl MySqlStore {
     }
 }
 
-/// Delete a batch of old rows of each table (nobody waits for the answers).
+/// Delete a batch of old rows of each table: found first, then deleted by
+/// their keys (`sql::Sweep`); nobody waits for the answers.
 fn sweep(local: &Local) {
-    for statement in local.target().sql.sweep() {
+    let sql = Arc::clone(&local.target().sql);
+    for sweep in sql.sweep() {
         let request = wire::Request {
             name: "sweep",
-            sql: statement,
+            sql: sweep.select.clone(),
         };
-        local.submit(request, Box::new(|_| {}));
+        let connections = local.clone();
+        local.submit(
+            request,
+            Box::new(move |found| {
+                let Ok(Ok(found)) = found else { return };
+                if let Some(delete) = sweep.delete(&found.rows) {
+                    let request = wire::Request {
+                        name: "sweep",
+                        sql: delete,
+                    };
+                    connections.submit(request, Box::new(|_| {}));
+                }
+            }),
+        );
     }
 }
 

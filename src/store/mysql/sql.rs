@@ -276,22 +276,82 @@ impl Sql {
         )
     }
 
-    /// The sweep's statements: a batch of plain rows an hour past their
-    /// expiry, of lapsed holds, and of key rows no hold uses whose last
+    /// The sweep, one part per table: a batch of plain rows an hour past
+    /// their expiry, of lapsed holds, and of key rows no hold uses whose last
     /// token is an hour old.
-    pub fn sweep(&self) -> [String; 3] {
+    pub fn sweep(&self) -> [Sweep; 3] {
         let (table, holds, keys) = (&self.table, &self.holds, &self.keys);
         [
-            format!(
-                "DELETE FROM {table} WHERE expires_at <= {NOW_MS} - {TOKEN_MEMORY_MS} LIMIT {SWEEP_BATCH}"
+            Sweep::new(
+                table,
+                &["id"],
+                format!("expires_at <= {NOW_MS} - {TOKEN_MEMORY_MS}"),
             ),
-            format!("DELETE FROM {holds} WHERE expires_at <= {NOW_MS} LIMIT {SWEEP_BATCH}"),
-            format!(
-                "DELETE FROM {keys} WHERE token < {NOW_US} - {TOKEN_MEMORY_MS} * 1000
-                   AND NOT EXISTS (SELECT 1 FROM {holds} WHERE {holds}.id = {keys}.id)
-                 LIMIT {SWEEP_BATCH}"
+            Sweep::new(
+                holds,
+                &["id", "kind", "oid"],
+                format!("expires_at <= {NOW_MS}"),
+            ),
+            Sweep::new(
+                keys,
+                &["id", "family"],
+                format!(
+                    "token < {NOW_US} - {TOKEN_MEMORY_MS} * 1000
+                     AND NOT EXISTS (SELECT 1 FROM {holds} WHERE {holds}.id = {keys}.id)"
+                ),
             ),
         ]
+    }
+}
+
+/// One table's part of a sweep, in two steps: a read of the rows to go,
+/// which takes no lock, then a delete of those rows by their keys, which
+/// checks again that each should go. (One `DELETE ... LIMIT` would scan the
+/// table and wait for every row another session holds, expired or not, a
+/// row lock of another application's transaction included.)
+pub struct Sweep {
+    /// Finds up to a batch of rows to go: their key columns.
+    pub select: String,
+    table: String,
+    columns: &'static [&'static str],
+    condition: String,
+}
+
+impl Sweep {
+    fn new(table: &str, columns: &'static [&'static str], condition: String) -> Sweep {
+        Sweep {
+            select: format!(
+                "SELECT {} FROM {table} WHERE {condition} LIMIT {SWEEP_BATCH}",
+                columns.join(", ")
+            ),
+            table: table.to_owned(),
+            columns,
+            condition,
+        }
+    }
+
+    /// The delete of the rows `select` found (their key columns), if any.
+    pub fn delete(&self, rows: &[Vec<Option<Vec<u8>>>]) -> Option<String> {
+        let found: Vec<String> = rows
+            .iter()
+            .filter_map(|row| {
+                let values = row
+                    .iter()
+                    .map(|value| value.as_deref().map(|bytes| format!("X'{}'", hex(bytes))))
+                    .collect::<Option<Vec<_>>>()?;
+                (values.len() == self.columns.len()).then(|| format!("({})", values.join(", ")))
+            })
+            .collect();
+        if found.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "DELETE FROM {} WHERE ({}) IN ({}) AND {}",
+            self.table,
+            self.columns.join(", "),
+            found.join(", "),
+            self.condition
+        ))
     }
 }
 
@@ -327,5 +387,15 @@ mod tests {
         assert!(sql.exists.contains("table_schema = 'app'"));
         assert!(sql.exists.contains("'keel_locks_holds'"));
         assert!(sql.procedure.starts_with("app.keel_locks_hold_"));
+        let [_, holds, _] = sql.sweep();
+        assert!(holds
+            .select
+            .starts_with("SELECT id, kind, oid FROM app.keel_locks_holds WHERE"));
+        let found = vec![vec![Some(vec![1]), Some(b"s".to_vec()), Some(vec![0xAB])]];
+        let delete = holds.delete(&found).unwrap_or_default();
+        assert!(delete.starts_with(
+            "DELETE FROM app.keel_locks_holds WHERE (id, kind, oid) IN ((X'01', X'73', X'AB')) AND expires_at <="
+        ));
+        assert_eq!(holds.delete(&[]), None);
     }
 }

@@ -62,6 +62,7 @@ impl Wire for MySql {
     const STORE: &'static str = "MySqlLockStore";
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:mysql";
     const RESENDS: u32 = RESENDS;
+    const RUNS_WHAT_IT_READ: bool = false;
 
     fn connect_timeout_ms(target: &Target) -> u64 {
         u64::try_from(target.connect_timeout.as_millis()).unwrap_or(u64::MAX)
