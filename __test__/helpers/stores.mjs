@@ -15,7 +15,7 @@
 // servers, which the tests never touch.
 
 import { readFileSync } from 'node:fs'
-import { RedisLockStore, PostgresLockStore, MySqlLockStore } from '@shaferllc/keel/core'
+import { RedisLockStore, PostgresLockStore, MySqlLockStore, getLockStore, setLockStore } from '@shaferllc/keel/core'
 
 /**
  * Opens the store `env` names; resolves to `{ store, close(), env }`, where
@@ -88,4 +88,15 @@ const VARIABLES = ['KEEL_TEST_STORE', 'KEEL_TEST_REDIS', 'KEEL_TEST_REDIS_CLUSTE
 /** The variables of `env` that name a store. */
 function pick(env) {
   return Object.fromEntries(VARIABLES.filter((name) => env[name] !== undefined).map((name) => [name, env[name]]))
+}
+
+/** Runs `fn` with `store` as the registered store, then registers the one before again. */
+export async function withStore(store, fn) {
+  const previous = getLockStore()
+  setLockStore(store)
+  try {
+    return await fn()
+  } finally {
+    setLockStore(previous)
+  }
 }

@@ -10,11 +10,12 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mysql from 'mysql2/promise'
-import { lock, semaphore, readLock, setLockStore, getLockStore, LockStoreError, MySqlLockStore } from '@shaferllc/keel/core'
+import { lock, semaphore, readLock, LockStoreError, MySqlLockStore } from '@shaferllc/keel/core'
 import { freePort, uniqueKey } from '../../support/servers.mjs'
 import { startMariaDb } from '../../support/mariadb.mjs'
 import { eventually } from '../helpers/eventually.mjs'
 import { describeWith } from '../helpers/tools.mjs'
+import { withStore } from '../helpers/stores.mjs'
 
 const CODES = ['ERR_LOCK_STORE_CONNECTION', 'ERR_LOCK_STORE_TIMEOUT']
 
@@ -44,16 +45,6 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
     (await rows("SELECT ID FROM information_schema.processlist WHERE USER = 'root' AND ID <> CONNECTION_ID() AND COMMAND <> 'Daemon'")).map((r) => Number(r.ID))
   /** Root's connections that are not among `others` (those open before the store was made). */
   const newConnections = async (others) => (await rootConnections()).filter((id) => !others.includes(id))
-  /** Runs `fn` with `s` as the registered store. */
-  const using = async (s, fn) => {
-    const previous = getLockStore()
-    setLockStore(s)
-    try {
-      return await fn()
-    } finally {
-      setLockStore(previous)
-    }
-  }
 
   before(async () => {
     server = await startMariaDb({ durable: true })
@@ -71,7 +62,7 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
   test('the server stopped: errors within connectTimeout + commandTimeout, fn never runs unlocked; started again, the same store works', async () => {
     const s = store()
     const key = uniqueKey('down')
-    await using(s, async () => {
+    await withStore(s, async () => {
       assert.deepEqual(await lock(key).run(async () => 'ok'), [true, 'ok'])
       // run() resolves once its release is sent; this answer comes after it.
       assert.equal(await s.isLocked(key), false)
@@ -110,7 +101,7 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
         remainingTime: () => s.remainingTime(key),
         extend: () => s.extend(key, 'o', 60_000),
         release: () => s.release(key, 'o'),
-        semaphore: () => using(s, () => semaphore(uniqueKey('s'), 2).acquire()),
+        semaphore: () => withStore(s, () => semaphore(uniqueKey('s'), 2).acquire()),
       }
       for (const [name, op] of Object.entries(ops)) {
         const started = performance.now()
@@ -145,7 +136,7 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
   test('connections killed from another session (KILL <id>): idle or with statements in flight, no operation fails', async () => {
     const others = await rootConnections()
     const s = store({ poolSize: 4, commandTimeout: 3_000 })
-    await using(s, async () => {
+    await withStore(s, async () => {
       await Promise.all(Array.from({ length: 64 }, (_, i) => s.isLocked(`warm-${i}`)))
       const idle = await newConnections(others)
       assert.equal(idle.length, 4)
@@ -205,7 +196,7 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
     // still refused until its timeout).
     const other = store({ poolSize: 1, connectTimeout: 2_000, commandTimeout: 2_000 }, full.url)
     await assert.rejects(other.isLocked(key), (e) => e.code === 'ERR_LOCK_STORE_UNAVAILABLE')
-    await using(other, async () => {
+    await withStore(other, async () => {
       const waiting = lock(key, 10_000).acquire({ timeout: 15_000, retryDelay: 100 })
       await sleep(500)
       await Promise.all([fillers.pop().end(), fillers.pop().end()])
@@ -273,7 +264,7 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
         await blocker.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ')
         await blocker.query('BEGIN')
         await blocker.query('SELECT owner FROM keel_locks WHERE id = UNHEX(SHA2(?, 256)) FOR UPDATE', [key])
-        await using(s, async () => {
+        await withStore(s, async () => {
           const e = await lock(key, 30_000).acquire().catch((error) => error)
           assert.equal(e.code, 'ERR_LOCK_STORE_TIMEOUT', e.message)
         })
@@ -335,7 +326,7 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
       await assert.rejects(s.acquire(uniqueKey('ro-new'), 'o', 60_000), readOnly('acquire'))
       await assert.rejects(s.extend(key, 'o', 60_000), readOnly('extend'))
       await assert.rejects(s.release(key, 'o'), readOnly('release'))
-      await using(s, () => assert.rejects(semaphore(uniqueKey('ro-sem'), 2).acquire(), readOnly('acquire')))
+      await withStore(s, () => assert.rejects(semaphore(uniqueKey('ro-sem'), 2).acquire(), readOnly('acquire')))
       assert.equal(await s.isLocked(key), true)
       assert.ok((await s.remainingTime(key)) > 50_000)
       assert.equal(await s.isLocked(uniqueKey('ro-free')), false)
@@ -350,7 +341,7 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
     "a read-only server: a semaphore's and a read lock's reads (isLocked, holders, getRemainingTime) still work",
     async () => {
       const s = store({}, server.url.replace('root@', 'writer:writer-pw@'))
-      await using(s, async () => {
+      await withStore(s, async () => {
         const permit = semaphore(uniqueKey('ro-permits'), 2, 60_000)
         const reader = readLock(uniqueKey('ro-reader'), 60_000)
         assert.equal(await permit.acquire(), true)

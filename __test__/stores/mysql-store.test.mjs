@@ -15,12 +15,13 @@ import { createHash } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mysql from 'mysql2/promise'
-import { lock, semaphore, readLock, writeLock, restoreLock, setLockStore, getLockStore, MySqlLockStore } from '@shaferllc/keel/core'
+import { lock, semaphore, readLock, writeLock, restoreLock, MySqlLockStore } from '@shaferllc/keel/core'
 import { uniqueKey } from '../../support/servers.mjs'
 import { startMariaDb } from '../../support/mariadb.mjs'
 import { eventually } from '../helpers/eventually.mjs'
 import { runChild, startHolder, killHard } from '../helpers/processes.mjs'
 import { describeWith } from '../helpers/tools.mjs'
+import { withStore } from '../helpers/stores.mjs'
 
 const CHILD = fileURLToPath(new URL('../helpers/child.mjs', import.meta.url))
 /** A key's row id: the SHA-256 of its UTF-8 bytes. */
@@ -44,16 +45,6 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
   const rows = async (sql, params = []) => (await inspect.query(sql, params))[0]
   const serverNowMs = async () => Number((await rows('SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS ms'))[0].ms)
   const env = () => ({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: server.url })
-  /** Runs `fn` with `s` as the registered store. */
-  const using = async (s, fn) => {
-    const previous = getLockStore()
-    setLockStore(s)
-    try {
-      return await fn()
-    } finally {
-      setLockStore(previous)
-    }
-  }
 
   before(async () => {
     // Commits wait for their redo log: a crash loses nothing committed.
@@ -130,7 +121,7 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
   test('fencing tokens strictly grow per key across 3 child processes taking turns with this one', async () => {
     const key = uniqueKey('fenced')
     const tokens = []
-    await using(store(), async () => {
+    await withStore(store(), async () => {
       for (let i = 0; i < 3; i++) {
         const { serialized, fencingToken } = await runChild(env(), 'take', key, '30000')
         tokens.push(fencingToken)
@@ -174,7 +165,7 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
       }
       return Object.fromEntries(Object.entries(kinds).map(([kind]) => [kind, tokens[kind].at(-1) + day]))
     }
-    await using(store(), async () => {
+    await withStore(store(), async () => {
       await turn(true)
       await turn(false)
       const beforeRestart = await bump()
@@ -225,7 +216,7 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
   test("a released lock's row stays, owner '' and its token kept, and the next acquire's token is larger", async () => {
     const s = store()
     const key = uniqueKey('kept')
-    await using(s, async () => {
+    await withStore(s, async () => {
       const first = lock(key, 30_000)
       assert.equal(await first.acquire(), true)
       const token = first.fencingToken
@@ -246,7 +237,7 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
   test('the sweep deletes lapsed holds and rows an hour past expiry, 500 at a time, and leaves the rest', async () => {
     const table = 'swept'
     const s = store({ table, sweepInterval: 10 })
-    await using(s, async () => {
+    await withStore(s, async () => {
       assert.equal(await s.acquire(uniqueKey('first'), 'o', 60_000), true) // makes the tables (and sweeps them, empty)
       const now = await serverNowMs()
       const recent = uniqueKey('lapsed-a-minute-ago')
@@ -301,7 +292,7 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
     await inspect.query(`GRANT EXECUTE ON PROCEDURE test.${procedure} TO locker@localhost`)
     const url = server.url.replace('root@', 'locker:locker-pw@')
     const locker = store({ url, table })
-    await using(locker, async () => {
+    await withStore(locker, async () => {
       assert.deepEqual(await lock(uniqueKey('plain'), 5_000).run(async () => 'locked'), [true, 'locked'])
       const permits = uniqueKey('permits')
       const [a, b] = [semaphore(permits, 2, 5_000), semaphore(permits, 2, 5_000)]
@@ -338,7 +329,7 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
     }
     // Killed, its lock stays until its TTL; given back from its string, it is free.
     assert.equal(await mine.acquire(key, 'here', 30_000), false)
-    await using(mine, async () => assert.equal(await restoreLock(result.serialized).release(), true))
+    await withStore(mine, async () => assert.equal(await restoreLock(result.serialized).release(), true))
     assert.equal(await mine.acquire(key, 'here', 30_000), true)
     assert.equal((await runChild(env(), 'try', key, '30000')).acquired, false, 'this process holds it')
     assert.equal(await mine.release(key, 'here'), true)

@@ -193,6 +193,29 @@ pub async fn connect_tcp(
     Ok(tcp)
 }
 
+/// TLS on `tcp`, checking the server's certificate for `name`, or why not
+/// (with the cause rustls gives only in the error's source:
+/// `invalid peer certificate: UnknownIssuer`), `server` named as error
+/// messages name it.
+pub async fn start_tls(
+    config: &Arc<rustls::ClientConfig>,
+    name: &rustls::pki_types::ServerName<'static>,
+    tcp: tokio::net::TcpStream,
+    server: &str,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, Failure> {
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
+    connector.connect(name.clone(), tcp).await.map_err(|e| {
+        let mut why = e.to_string();
+        if let Some(inner) = std::error::Error::source(&e) {
+            why = format!("{why}: {inner}");
+        }
+        Failure {
+            code: Code::StoreConnection,
+            text: format!("could not set up TLS with {server}: {why}"),
+        }
+    })
+}
+
 /// A server's last refusal of our credentials, remembered a moment: no new
 /// connection is tried meanwhile, and operations fail with the same error at
 /// once, so a wrong password is reported, not hammered at the server.

@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 use super::auth;
 use super::packet::{put_packet, read_error, Reader};
 use super::session::{handshake_head, login, read_payload, refusal};
-use crate::store::event_loop::{connect_tcp, Failure, Opened, Refusals};
+use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Refusals};
 use crate::store::mysql::options::Place;
 use crate::store::mysql::sql::Sql;
 use crate::store::Code;
@@ -178,19 +178,7 @@ async fn connect(target: &Target) -> Result<(Connected, u32), Failure> {
     let mut ask = Vec::new();
     put_packet(&mut ask, 1, &handshake_head(CAPABILITIES | SSL));
     tcp.write_all(&ask).await.map_err(|e| lost(target, &e))?;
-    let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
-    let mut tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
-        let mut why = e.to_string();
-        if let Some(inner) = std::error::Error::source(&e) {
-            why = format!("{why}: {inner}");
-        }
-        failure(
-            Code::StoreConnection,
-            "could not set up TLS with",
-            target,
-            &why,
-        )
-    })?;
+    let mut tls = start_tls(config, name, tcp, &target.display).await?;
     login(&mut tls, target, &greeting, 2, true).await?;
     Ok((Connected::Tls(Box::new(tls)), id))
 }

@@ -18,7 +18,7 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::session::start;
-use crate::store::event_loop::{connect_tcp, Failure, Opened, Refusals};
+use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Refusals};
 use crate::store::postgres::options::refuses_options;
 use crate::store::postgres::sql::Sql;
 use crate::store::Code;
@@ -101,19 +101,7 @@ async fn connect_once(target: &Target) -> Result<Opened, Failure> {
             "the server does not accept TLS connections",
         ));
     }
-    let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
-    let mut tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
-        let mut why = e.to_string();
-        if let Some(inner) = std::error::Error::source(&e) {
-            why = format!("{why}: {inner}");
-        }
-        failure(
-            Code::StoreConnection,
-            "could not set up TLS with",
-            target,
-            &why,
-        )
-    })?;
+    let mut tls = start_tls(config, name, tcp, &target.display).await?;
     let (server_process, prepared) = start(&mut tls, target).await?;
     let (tcp, session) = tls.into_inner();
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
