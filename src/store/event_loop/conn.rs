@@ -39,6 +39,8 @@ pub struct Waiting<W: Wire> {
     /// [`Conn::heard`] when it was submitted: if it is the same when the
     /// request times out, nothing came back from the server meanwhile.
     pub heard: u64,
+    /// Its place in the order requests were submitted ([`Conn::submitted`]).
+    pub seq: u64,
 }
 
 pub enum State {
@@ -66,6 +68,8 @@ pub struct Conn<W: Wire> {
     heard: u64,
     /// The open connection's server process and local port, if the server named it.
     server_session: Option<(i32, u16)>,
+    /// How many requests were submitted (the next one's `seq`).
+    pub submitted: u64,
     /// What to send first on the next connection ([`Wire::fence`]).
     fence: Option<W::Request>,
 }
@@ -107,6 +111,7 @@ impl<W: Wire> Conn<W> {
             heard: 0,
             server_session: None,
             fence: None,
+            submitted: 0,
         }
     }
 
@@ -138,7 +143,9 @@ impl<W: Wire> Conn<W> {
             allowed: timeout,
             resent: 0,
             heard: self.heard,
+            seq: self.submitted,
         });
+        self.submitted += 1;
         next
     }
 
@@ -161,6 +168,7 @@ impl<W: Wire> Conn<W> {
                 allowed: 0,
                 resent: 0,
                 heard: self.heard,
+                seq: 0,
             });
         }
         for w in &self.waiting {
@@ -259,17 +267,30 @@ impl<W: Wire> Conn<W> {
     /// Whether something submitted still waits to be written to the socket:
     /// bytes not yet written, or requests waiting for a connection to open.
     /// Where the server drops what follows an answer it cannot write
-    /// ([`Wire::RUNS_WHAT_IT_READ`] false), the last request is not yet as
-    /// good as sent while a request ahead of it awaits its answer. (One
-    /// that timed out no longer counts: the wait is bounded by the command
-    /// timeout, and the process kept alive by its timer meanwhile.)
-    pub fn unsent(&self) -> bool {
+    /// ([`Wire::RUNS_WHAT_IT_READ`] false), a request is not yet as good as
+    /// sent while a request submitted before it (`seq` below `ahead_of`)
+    /// awaits its answer. (One that timed out no longer counts: the wait is
+    /// bounded by the command timeout, and the process kept alive by its
+    /// timer meanwhile.)
+    pub fn unsent(&self, ahead_of: u64) -> bool {
         let written = match &self.state {
             State::Open(socket) => self.out.is_empty() && !socket.wants_write(),
             State::Connecting => self.live == 0,
             State::Idle | State::Closed => return false,
         };
-        !written || (!W::RUNS_WHAT_IT_READ && self.live > 1)
+        !written
+            || (!W::RUNS_WHAT_IT_READ
+                && self
+                    .waiting
+                    .iter()
+                    .take_while(|w| w.seq < ahead_of)
+                    .any(|w| w.reply.is_some()))
+    }
+
+    /// The mark [`Conn::unsent`] is asked with for the request submitted
+    /// last: the requests before it.
+    pub fn last_submitted(&self) -> u64 {
+        self.submitted.saturating_sub(1)
     }
 
     /// Write what is waiting to be written. Returns whether the socket must

@@ -41,8 +41,12 @@ pub(super) struct Engine<W: Wire> {
     pub(super) keep: RefCell<Option<Rc<Engine<W>>>>,
     /// Told once everything submitted before they asked is written to the
     /// socket, or never will be ([`Engine::when_sent`]).
-    pub(super) on_sent: RefCell<Vec<Box<dyn FnOnce()>>>,
+    pub(super) on_sent: RefCell<Vec<WhenSent>>,
 }
+
+/// Someone told when what they submitted is as good as sent: the mark it
+/// was submitted at ([`Conn::last_submitted`]), and what to call.
+pub(super) type WhenSent = (u64, Box<dyn FnOnce()>);
 
 pub(super) struct Handles {
     pub(super) timer: uv::Timer,
@@ -110,19 +114,34 @@ impl<W: Wire> Engine<W> {
 
     /// Call `sent` once everything submitted so far is written to the
     /// socket (in the kernel's send buffer, so it reaches the server even if
-    /// the process exits next), or never will be (the connection failed: the
-    /// requests' own replies say so). Called from JS, while something is unsent.
+    /// the process exits next; where the server drops what follows an
+    /// answer it cannot write, also once no request before the last one
+    /// awaits its answer: [`Conn::unsent`]), or never will be (the
+    /// connection failed: the requests' own replies say so). Called from JS,
+    /// while something is unsent.
     pub(super) fn when_sent(&self, sent: Box<dyn FnOnce()>) {
-        self.on_sent.borrow_mut().push(sent);
+        let mark = self.conn.borrow().last_submitted();
+        self.on_sent.borrow_mut().push((mark, sent));
     }
 
     /// Tell those waiting that what they submitted went out, if it all has
     /// (`scoped` as in [`Engine::follow`]). Returns whether anyone was told.
     fn tell_sent(&self, scoped: bool) -> bool {
-        if self.on_sent.borrow().is_empty() || self.conn.borrow().unsent() {
+        let told: Vec<Box<dyn FnOnce()>> = {
+            let conn = self.conn.borrow();
+            let mut waiting = self.on_sent.borrow_mut();
+            if waiting.is_empty() {
+                return false;
+            }
+            let (sent, still): (Vec<_>, Vec<_>) = std::mem::take(&mut *waiting)
+                .into_iter()
+                .partition(|(mark, _)| !conn.unsent(*mark));
+            *waiting = still;
+            sent.into_iter().map(|(_, sent)| sent).collect()
+        };
+        if told.is_empty() {
             return false;
         }
-        let told = std::mem::take(&mut *self.on_sent.borrow_mut());
         let mut told = Some(told);
         let mut tell = || {
             for sent in told.take().into_iter().flatten() {

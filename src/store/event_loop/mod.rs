@@ -395,7 +395,8 @@ impl<W: Wire> Local<W> {
         let Some(engine) = engines.get(route(key, engines.len())) else {
             return Op::Ready(Ok(()));
         };
-        if !engine.conn.borrow().unsent() {
+        let mark = engine.conn.borrow().last_submitted();
+        if !engine.conn.borrow().unsent(mark) {
             return Op::Ready(Ok(()));
         }
         let engine = Rc::clone(engine);

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -35,10 +35,10 @@ pub(super) type Watch = (String, bool);
 const MAX_BELLS: usize = 8;
 /// How long one wait for a doorbell lasts before it is asked again.
 const WAIT_S: u64 = 10;
-/// A ring sooner than this after asking came from a doorbell nobody held.
-const AT_ONCE: Duration = Duration::from_millis(5);
 /// The longest pause between rings of a doorbell nobody holds.
 const MOST_PAUSE: Duration = Duration::from_secs(1);
+/// The longest pause before connecting again after failures.
+const MOST_RETRY_PAUSE: Duration = Duration::from_secs(30);
 
 /// Follows the keys asked for, a ringer each; ends (with its ringers) when
 /// the store is closed or dropped.
@@ -70,16 +70,22 @@ pub(super) async fn doorbells(
 /// Waits for `key`'s doorbell, over and over, reporting each ring.
 async fn ringer(target: Arc<Target>, key: String, on_released: OnReleased) {
     let statement = Sql::wait_for_bell(&target.sql.doorbell(&key), WAIT_S);
-    let mut at_once = 0u32;
+    let mut unheld = 0u32;
+    let mut failed = 0u32;
     loop {
+        if failed > 0 {
+            // Unreachable, or refusing the wait (a server without GET_LOCK):
+            // less and less often, up to half a minute apart.
+            let pause = RETRY_PAUSE.saturating_mul(1 << failed.min(7));
+            tokio::time::sleep(pause.min(MOST_RETRY_PAUSE)).await;
+        }
         let Ok((mut connected, _)) = logged_in(&target).await else {
-            tokio::time::sleep(RETRY_PAUSE).await;
+            failed = failed.saturating_add(1);
             continue;
         };
         // A release may have come while the connection was opening.
         on_released(Released::Lock, key.clone());
         loop {
-            let asked = Instant::now();
             let rang = match &mut connected {
                 Connected::Tcp(tcp) => rang(tcp, &target, &statement).await,
                 Connected::Tls(tls) => rang(&mut **tls, &target, &statement).await,
@@ -87,30 +93,48 @@ async fn ringer(target: Arc<Target>, key: String, on_released: OnReleased) {
             };
             match rang {
                 None => break,
-                Some(false) => at_once = 0,
-                Some(true) => {
+                Some(Rang::Quiet) => unheld = 0,
+                Some(Rang::Released) => {
+                    failed = 0;
+                    unheld = 0;
                     on_released(Released::Lock, key.clone());
-                    if asked.elapsed() < AT_ONCE {
-                        at_once = at_once.saturating_add(1);
-                        let pause = Duration::from_millis(5u64 << at_once.min(8));
-                        tokio::time::sleep(pause.min(MOST_PAUSE)).await;
-                    } else {
-                        at_once = 0;
-                    }
+                }
+                Some(Rang::Unheld) => {
+                    failed = 0;
+                    on_released(Released::Lock, key.clone());
+                    unheld = unheld.saturating_add(1);
+                    let pause = Duration::from_millis(5u64 << unheld.min(8));
+                    tokio::time::sleep(pause.min(MOST_PAUSE)).await;
                 }
             }
         }
-        tokio::time::sleep(RETRY_PAUSE).await;
+        failed = failed.saturating_add(1);
     }
 }
 
-/// One wait: whether the doorbell rang (None: the connection failed).
+/// What one wait for a doorbell found.
+enum Rang {
+    /// Its holder let it go (or its holder's connection ended).
+    Released,
+    /// Nobody held it: the lock is free, or held where its doorbell is not.
+    Unheld,
+    /// The wait ran out.
+    Quiet,
+}
+
+/// One wait (None: the connection failed, or the server refused the wait).
 async fn rang<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
     statement: &str,
-) -> Option<bool> {
+) -> Option<Rang> {
     let answer = query(stream, target, statement).await.ok()?;
-    let first = answer.rows.first()?.first()?.as_deref();
-    Some(first == Some(b"1"))
+    let row = answer.rows.first()?;
+    let column = |n: usize| row.get(n).and_then(|value| value.as_deref());
+    Some(match (column(0), column(1)) {
+        (_, Some(b"1")) if column(0) == Some(b"1") => Rang::Unheld,
+        (_, Some(b"1")) => Rang::Released,
+        (_, Some(_)) => Rang::Quiet,
+        (_, None) => return None,
+    })
 }

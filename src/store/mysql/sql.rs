@@ -169,7 +169,10 @@ impl Sql {
 
     /// What each new connection sets first: UTC (see the module doc), the
     /// SQL mode the statements are written for whatever the server's
-    /// default (strict: nothing is cut short to fit), READ COMMITTED (a
+    /// default (strict: nothing is cut short to fit), each statement its
+    /// own transaction (a server that opens sessions with autocommit off
+    /// would leave a lock uncommitted, and lose it with the connection),
+    /// READ COMMITTED (a
     /// statement waiting for a row reads it as committed, and a sweep skips
     /// the rows it does not delete), and how long a statement waits for a
     /// row another session holds.
@@ -177,7 +180,7 @@ impl Sql {
         vec![
             format!(
                 "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', \
-                 innodb_lock_wait_timeout = {}",
+                 autocommit = 1, completion_type = 0, innodb_lock_wait_timeout = {}",
                 lock_wait_s.max(1)
             ),
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_owned(),
@@ -229,10 +232,13 @@ impl Sql {
         )
     }
 
-    /// Wait up to `wait_s` for `bell`, and let it go at once: the answer is
-    /// 1 if it was free or let go meanwhile, 0 if the wait ran out.
+    /// Whether `bell` is free now; then wait up to `wait_s` for it and let
+    /// it go at once (1 if it was free or let go meanwhile, 0 if the wait
+    /// ran out).
     pub fn wait_for_bell(bell: &str, wait_s: u64) -> String {
-        format!("SELECT GET_LOCK('{bell}', {wait_s}), RELEASE_LOCK('{bell}')")
+        format!(
+            "SELECT IS_FREE_LOCK('{bell}'), GET_LOCK('{bell}', {wait_s}), RELEASE_LOCK('{bell}')"
+        )
     }
 
     pub fn is_locked(&self, id: &str) -> String {

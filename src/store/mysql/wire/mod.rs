@@ -195,8 +195,11 @@ fn result_set(
     mut at: usize,
     mut rows: Option<&mut Vec<Vec<Option<Vec<u8>>>>>,
 ) -> Result<Option<(Result<u16, ServerError>, usize)>, String> {
+    // No statement of this store answers more than a few columns: a huge
+    // count is not MySQL speaking (and would wait forever for definitions).
     let columns = Reader::new(head)
         .lenenc()
+        .filter(|&n| n <= 4_096)
         .ok_or_else(|| unreadable("a column count"))?;
     // The column definitions: nothing an operation reads.
     for _ in 0..columns {
