@@ -66,7 +66,8 @@
 //!   `packet.rs` (framing, OK and ERR), `connect.rs` (TCP, a unix socket,
 //!   TLS), `session.rs` (logging in, the session, the tables), `auth.rs`.
 //! - `src/store/event_loop/`: `mod.rs` (the protocol seam, `Wire`, and the
-//!   store's side of its connections), `conn.rs` (one connection's state),
+//!   store's side of its connections), `opening.rs` (TCP, TLS and remembered
+//!   refusals, for opening on Tokio), `conn.rs` (one connection's state),
 //!   `socket.rs` (bytes in and out, plain or TLS), `callbacks.rs` (the libuv
 //!   callbacks), `engine.rs` (what they drive), `host.rs` (the runtime whose
 //!   loop it is), `napi_host.rs` (that runtime on Node), `uv/`, `tests/`.
