@@ -59,7 +59,8 @@
 //!   loop), `connect.rs` (TCP and TLS), `session.rs` (logging in, preparing).
 //! - `src/store/mysql/`: `mod.rs` (the store, one dispatch on the kind of
 //!   hold), `ops.rs` (each operation once: statement, key and answer
-//!   reader), `sql.rs`, `holds_sql.rs` (the procedure of semaphores and
+//!   reader), `sql.rs`, `sweep.rs` (old rows found, then deleted by key),
+//!   `holds_sql.rs` (the procedure of semaphores and
 //!   read-write locks), `wire/`, `doorbell.rs` (waiters in other processes
 //!   woken by a plain lock's `GET_LOCK` doorbell), `errors.rs`, `options.rs`.
 //! - `src/store/mysql/wire/`: `mod.rs` (MySQL's protocol on the event loop),

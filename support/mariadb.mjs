@@ -10,11 +10,10 @@
 
 import { execFile, spawn, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort } from './servers.mjs'
+import { freePort, listening } from './servers.mjs'
 import { mariadbPrograms, missing } from './tools.mjs'
 
 /** The MySQL URL the tests use: KEEL_TEST_MYSQL_URL if set, else a MariaDB server of our own. */
@@ -245,16 +244,6 @@ function literal(text) {
   return `'${String(text).replace(/\\/g, '\\\\').replace(/'/g, "''")}'`
 }
 
-function listening(port) {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}
 
 function id(flag) {
   return spawnSync('id', [flag, 'mysql'], { encoding: 'utf8' }).stdout.trim()

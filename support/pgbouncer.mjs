@@ -7,11 +7,10 @@
 
 import { spawn, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort } from './servers.mjs'
+import { freePort, listening } from './servers.mjs'
 import { TOOLS, missing } from './tools.mjs'
 
 /** Where pgbouncer is, or null (the tests that need it are then skipped, saying so). */
@@ -106,16 +105,6 @@ log_disconnections = 0
   }
 }
 
-function listening(port) {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}
 
 function id(flag) {
   return spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim()

@@ -20,6 +20,18 @@ export { which }
 /** A key no other test run uses, so tests can share an external server. */
 export const uniqueKey = (name) => `${name}:${randomUUID().slice(0, 8)}`
 
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+export function listening(port) {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
+
 export async function freePort() {
   const server = createServer()
   await new Promise((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve))

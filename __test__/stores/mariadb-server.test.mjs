@@ -9,10 +9,10 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
-import { connect } from 'node:net'
 import { dirname } from 'node:path'
 import mysql from 'mysql2/promise'
 import { startMariaDb } from '../../support/mariadb.mjs'
+import { listening } from '../../support/servers.mjs'
 import { makeCertificates } from '../../support/certs.mjs'
 import { describeWith } from '../helpers/tools.mjs'
 
@@ -30,17 +30,6 @@ function open(url, options = {}) {
   })
 }
 
-/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
-function listening(port) {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}
 
 describeWith(['mariadb'], 'a MariaDB server of our own', () => {
   const servers = []

@@ -19,6 +19,7 @@ mod holds_sql;
 mod ops;
 pub mod options;
 mod sql;
+mod sweep;
 mod wire;
 
 use std::sync::atomic::AtomicBool;

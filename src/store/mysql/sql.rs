@@ -23,19 +23,18 @@
 //! is one CALL of the procedure `<table>_hold_<hash>` (`holds_sql`).
 
 use super::holds_sql::HOLD_PROCEDURE;
+use super::sweep::Sweep;
 
 /// The server's clock, epoch milliseconds, when the statement started.
 pub(super) const NOW_MS: &str = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
 /// The same, in microseconds: a fresh key's first token.
-const NOW_US: &str = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
+pub(super) const NOW_US: &str = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
 /// How long a row outlives its hold, so its key's next token still grows
 /// from it (see the module doc).
 pub(super) const TOKEN_MEMORY_MS: i64 = 3_600_000;
 /// How long the connection that took a lock waits for its doorbell, when
 /// waiters elsewhere are passing it on (see `Sql::ring_when`).
 const BELL_WAIT_S: &str = "0.05";
-/// Expired rows deleted per sweep statement.
-pub(super) const SWEEP_BATCH: i64 = 500;
 
 /// The statements for one table, made once per store.
 pub struct Sql {
@@ -310,57 +309,6 @@ impl Sql {
     }
 }
 
-/// One table's part of a sweep, in two steps: a read of the rows to go,
-/// which takes no lock, then a delete of those rows by their keys, which
-/// checks again that each should go. (One `DELETE ... LIMIT` would scan the
-/// table and wait for every row another session holds, expired or not, a
-/// row lock of another application's transaction included.)
-pub struct Sweep {
-    /// Finds up to a batch of rows to go: their key columns.
-    pub select: String,
-    table: String,
-    columns: &'static [&'static str],
-    condition: String,
-}
-
-impl Sweep {
-    fn new(table: &str, columns: &'static [&'static str], condition: String) -> Sweep {
-        Sweep {
-            select: format!(
-                "SELECT {} FROM {table} WHERE {condition} LIMIT {SWEEP_BATCH}",
-                columns.join(", ")
-            ),
-            table: table.to_owned(),
-            columns,
-            condition,
-        }
-    }
-
-    /// The delete of the rows `select` found (their key columns), if any.
-    pub fn delete(&self, rows: &[Vec<Option<Vec<u8>>>]) -> Option<String> {
-        let found: Vec<String> = rows
-            .iter()
-            .filter_map(|row| {
-                let values = row
-                    .iter()
-                    .map(|value| value.as_deref().map(|bytes| format!("X'{}'", hex(bytes))))
-                    .collect::<Option<Vec<_>>>()?;
-                (values.len() == self.columns.len()).then(|| format!("({})", values.join(", ")))
-            })
-            .collect();
-        if found.is_empty() {
-            return None;
-        }
-        Some(format!(
-            "DELETE FROM {} WHERE ({}) IN ({}) AND {}",
-            self.table,
-            self.columns.join(", "),
-            found.join(", "),
-            self.condition
-        ))
-    }
-}
-
 /// SHA-256 of `bytes`, in hex: a key's row id, an owner's in the holds.
 pub(super) fn hash_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
@@ -393,15 +341,5 @@ mod tests {
         assert!(sql.exists.contains("table_schema = 'app'"));
         assert!(sql.exists.contains("'keel_locks_holds'"));
         assert!(sql.procedure.starts_with("app.keel_locks_hold_"));
-        let [_, holds, _] = sql.sweep();
-        assert!(holds
-            .select
-            .starts_with("SELECT id, kind, oid FROM app.keel_locks_holds WHERE"));
-        let found = vec![vec![Some(vec![1]), Some(b"s".to_vec()), Some(vec![0xAB])]];
-        let delete = holds.delete(&found).unwrap_or_default();
-        assert!(delete.starts_with(
-            "DELETE FROM app.keel_locks_holds WHERE (id, kind, oid) IN ((X'01', X'73', X'AB')) AND expires_at <="
-        ));
-        assert_eq!(holds.delete(&[]), None);
     }
 }
