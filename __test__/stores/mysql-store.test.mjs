@@ -279,12 +279,84 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
     })
   })
 
+  test('a store used only for semaphores and read-write locks sweeps too (its acquires start the sweep)', async () => {
+    const table = 'swept_holds'
+    const s = store({ table, sweepInterval: 10 })
+    await withStore(s, async () => {
+      assert.equal(await s.isLocked(uniqueKey('makes-the-tables')), false) // a read: no sweep
+      const now = await serverNowMs()
+      const lapsed = Array.from({ length: 20 }, (_, i) => [idOf(`lapsed:${i}`), 's', idOf(`o${i}`), Buffer.from(`o${i}`), now - 60_000])
+      await inspect.query(`INSERT INTO ${table}_holds (id, kind, oid, owner, expires_at) VALUES ?`, [lapsed])
+      await sleep(50)
+      const count = async () => Number((await rows(`SELECT COUNT(*) AS n FROM ${table}_holds WHERE expires_at < ?`, [now]))[0].n)
+      assert.equal(await count(), 20, 'no sweep without an acquire')
+      await eventually(async () => {
+        const reader = readLock(uniqueKey('trigger'), 60_000)
+        assert.equal(await reader.acquire(), true)
+        await reader.release()
+        assert.equal(await count(), 0)
+      })
+      const permit = semaphore(uniqueKey('after'), 2, 60_000)
+      assert.equal(await permit.acquire(), true)
+      assert.equal(await permit.release(), true)
+    })
+  })
+
+  test('statements are prepared once per connection; a server that will not prepare them (max_prepared_stmt_count reached) gets them as text, and every kind works', async () => {
+    const executed = async () => Number((await rows("SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'"))[0].Value)
+    const exercise = async (s) => {
+      await withStore(s, async () => {
+        const key = uniqueKey('prepared-or-not')
+        const first = lock(key, 30_000)
+        assert.equal(await first.acquire(), true)
+        assert.equal(await lock(key, 30_000).acquire(), false, 'a second owner is refused')
+        assert.equal(await first.isLocked(), true)
+        assert.ok((await first.getRemainingTime()) > 29_000)
+        await first.extend(40_000)
+        assert.ok((await first.getRemainingTime()) > 39_000)
+        const token = first.fencingToken
+        assert.equal(await first.release(), true)
+        const second = lock(key, 30_000)
+        assert.equal(await second.acquire(), true)
+        assert.ok(second.fencingToken > token, `${second.fencingToken} after ${token}`)
+        assert.equal(await second.release(), true)
+        const permits = uniqueKey('permits')
+        const [a, b, c] = [semaphore(permits, 2, 5_000), semaphore(permits, 2, 5_000), semaphore(permits, 2, 5_000)]
+        assert.equal(await a.acquire(), true)
+        assert.equal(await b.acquire(), true)
+        assert.equal(await c.acquire(), false)
+        assert.equal(await a.release(), true)
+        assert.equal(await c.acquire(), true)
+        await Promise.all([b.release(), c.release()])
+        const rw = uniqueKey('rw')
+        const reader = readLock(rw, 5_000)
+        assert.equal(await reader.acquire(), true)
+        assert.equal(await writeLock(rw, 5_000).acquire(), false)
+        assert.equal(await reader.release(), true)
+        assert.deepEqual(await writeLock(rw, 5_000).run(async () => 'written'), [true, 'written'])
+      })
+    }
+    const before = await executed()
+    await exercise(store({ poolSize: 2 }))
+    const prepared = (await executed()) - before
+    assert.ok(prepared >= 20, `${prepared} prepared statements ran`)
+    const [{ most }] = await rows('SELECT @@global.max_prepared_stmt_count AS most')
+    await inspect.query('SET GLOBAL max_prepared_stmt_count = 0')
+    try {
+      const asText = await executed()
+      await exercise(store({ poolSize: 2 }))
+      assert.equal((await executed()) - asText, 0, 'nothing was prepared, all went as text')
+    } finally {
+      await inspect.query(`SET GLOBAL max_prepared_stmt_count = ${Number(most)}`)
+    }
+  })
+
   test("a user without CREATE rights: works with the objects MySqlLockStore.schema() made; without them, an error naming it", async () => {
     const table = 'made_ahead'
     const statements = MySqlLockStore.schema(table).split(/;\n(?:\n|$)/).filter((s) => s.trim())
     assert.equal(statements.length, 4, 'three tables and a procedure')
     for (const sql of statements) await inspect.query(sql)
-    const procedure = /CREATE PROCEDURE IF NOT EXISTS (\w+)\(/.exec(MySqlLockStore.schema(table))[1]
+    const procedure = /CREATE PROCEDURE (\w+)\(/.exec(MySqlLockStore.schema(table))[1]
     await inspect.query("CREATE USER locker@localhost IDENTIFIED BY 'locker-pw'")
     for (const t of [table, `${table}_holds`, `${table}_keys`]) {
       await inspect.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON test.${t} TO locker@localhost`)

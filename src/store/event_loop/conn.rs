@@ -152,11 +152,16 @@ impl<W: Wire> Conn<W> {
     /// The connection opened (served by `server_session`, if the server named
     /// it; with its statements `prepared` or not): everything waiting is
     /// written to it, after the fence if the last one went silent.
-    pub fn opened(&mut self, socket: Socket, server_session: Option<(i32, u16)>, prepared: bool) {
+    pub fn opened(
+        &mut self,
+        socket: Socket,
+        server_session: Option<(i32, u16)>,
+        prepared: super::Prepared,
+    ) {
         self.out.clear();
         self.inbound.clear();
         self.session = W::Session::default();
-        W::begin(&mut self.session, prepared);
+        W::begin(&mut self.session, &self.target, prepared);
         self.server_session = server_session;
         self.waiting.retain(|w| w.reply.is_some());
         if let Some(fence) = self.fence.take() {

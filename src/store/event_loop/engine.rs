@@ -133,11 +133,17 @@ impl<W: Wire> Engine<W> {
             if waiting.is_empty() {
                 return false;
             }
-            let (sent, still): (Vec<_>, Vec<_>) = std::mem::take(&mut *waiting)
-                .into_iter()
-                .partition(|(mark, _)| !conn.unsent(*mark));
-            *waiting = still;
-            sent.into_iter().map(|(_, sent)| sent).collect()
+            let all = std::mem::take(&mut *waiting);
+            // Usually all went out together (always, where the server runs
+            // what it read): no sorting, one pass.
+            if all.iter().all(|(mark, _)| !conn.unsent(*mark)) {
+                all.into_iter().map(|(_, sent)| sent).collect()
+            } else {
+                let (sent, still): (Vec<_>, Vec<_>) =
+                    all.into_iter().partition(|(mark, _)| !conn.unsent(*mark));
+                *waiting = still;
+                sent.into_iter().map(|(_, sent)| sent).collect()
+            }
         };
         if told.is_empty() {
             return false;

@@ -64,9 +64,22 @@ pub struct Opened {
     /// The server process serving the connection, when the server names it
     /// (PostgreSQL's backend process id): what [`Wire::fence`] ends.
     pub server_process: Option<i32>,
-    /// Whether the connection prepared the protocol's statements by name
-    /// when it opened (told to the session: [`Wire::begin`]).
-    pub prepared: bool,
+    /// What the connection prepared as it opened (told to the session:
+    /// [`Wire::begin`]).
+    pub prepared: Prepared,
+}
+
+/// The statements a connection prepared as it opened.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Prepared {
+    /// None: each request carries its statement's text.
+    #[default]
+    Nothing,
+    /// The protocol's statements, under names the client gave them (PostgreSQL).
+    ByName,
+    /// The protocol's statements, in order, under the numbers the server gave
+    /// them (MySQL).
+    Numbered(Vec<u32>),
 }
 
 /// Why a connection could not be opened: a store error code and what
@@ -124,7 +137,7 @@ pub trait Wire: Sized + 'static {
     /// The store operation a request serves, for error messages.
     fn name(request: &Self::Request) -> &'static str;
     /// A new connection's session starts; `prepared` as it opened ([`Opened`]).
-    fn begin(_session: &mut Self::Session, _prepared: bool) {}
+    fn begin(_session: &mut Self::Session, _target: &Arc<Self::Target>, _prepared: Prepared) {}
     /// Append the request's bytes to `out`.
     fn encode(session: &mut Self::Session, request: &Self::Request, out: &mut Vec<u8>);
     /// The next whole answer in `inbound`, if it has arrived; `Err` when

@@ -165,7 +165,7 @@ impl MySqlStore {
             });
             let on_wire = wire::Request {
                 name: request.name,
-                sql: request.sql,
+                command: wire::Command::Prepared(request.runs),
             };
             local.submit_keyed(&request.route, on_wire, reply);
         }))
@@ -179,7 +179,7 @@ fn sweep(local: &Local) {
     for sweep in sql.sweep() {
         let request = wire::Request {
             name: "sweep",
-            sql: sweep.select.clone(),
+            command: wire::Command::Text(sweep.select.clone()),
         };
         let connections = local.clone();
         local.submit(
@@ -189,7 +189,7 @@ fn sweep(local: &Local) {
                 if let Some(delete) = sweep.delete(&found.rows) {
                     let request = wire::Request {
                         name: "sweep",
-                        sql: delete,
+                        command: wire::Command::Text(delete),
                     };
                     connections.submit(request, Box::new(|_| {}));
                 }
@@ -225,79 +225,64 @@ impl LockStore for MySqlStore {
     ) -> Op<Acquired> {
         self.run(|sql| match hold {
             Hold::Lock => ops::acquire_lock(sql, key, owner, ttl_ms),
-            _ => ops::hold(
-                sql,
-                HoldOp::Acquire,
-                hold,
-                key,
-                owner,
-                ttl_ms,
-                ops::hold_token,
-            ),
+            _ => ops::hold(HoldOp::Acquire, hold, key, owner, ttl_ms, ops::hold_token),
         })
     }
 
     fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
         self.run(|sql| match hold {
             Hold::Lock => ops::release_lock(sql, key, owner),
-            _ => ops::hold(sql, HoldOp::Release, hold, key, owner, 1.0, ops::hold_done),
+            _ => ops::hold(HoldOp::Release, hold, key, owner, 1.0, ops::hold_done),
         })
     }
 
     fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         self.run(|sql| match hold {
             Hold::Lock => ops::extend_lock(sql, key, owner, ttl_ms),
-            _ => ops::hold(
-                sql,
-                HoldOp::Extend,
-                hold,
-                key,
-                owner,
-                ttl_ms,
-                ops::hold_done,
-            ),
+            _ => ops::hold(HoldOp::Extend, hold, key, owner, ttl_ms, ops::hold_done),
         })
     }
 
     fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.run(|sql| ops::lock_held_by(sql, key, owner)),
+            Hold::Lock => self.run(|_| ops::lock_held_by(key, owner)),
             _ => self
-                .run(|sql| ops::hold(sql, HoldOp::Left, hold, key, owner, 1.0, ops::hold_left))
+                .run(|_| ops::hold(HoldOp::Left, hold, key, owner, 1.0, ops::hold_left))
                 .map(|left| left.is_some()),
         }
     }
 
     fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         match (hold, owner) {
-            (Hold::Lock, _) => self.run(|sql| ops::lock_remaining(sql, key)),
+            (Hold::Lock, _) => self.run(|_| ops::lock_remaining(key)),
             (_, Some(owner)) => {
-                self.run(|sql| ops::hold(sql, HoldOp::Left, hold, key, owner, 1.0, ops::hold_left))
+                self.run(|_| ops::hold(HoldOp::Left, hold, key, owner, 1.0, ops::hold_left))
             }
             (_, None) => Op::Ready(Ok(None)),
         }
     }
 
     fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
-        self.run(|sql| match hold {
-            Hold::Lock => ops::is_locked(sql, key),
-            _ => ops::hold(sql, HoldOp::Waits, hold, key, "", 1.0, ops::hold_done),
+        self.run(|_| match hold {
+            Hold::Lock => ops::is_locked(key),
+            _ => ops::hold(HoldOp::Waits, hold, key, "", 1.0, ops::hold_done),
         })
     }
 
     fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
         match hold {
             Hold::Lock => self
-                .run(|sql| ops::is_locked(sql, key))
+                .run(|_| ops::is_locked(key))
                 .map(|locked| f64::from(u8::from(locked))),
-            _ => self.run(|sql| ops::hold(sql, HoldOp::Count, hold, key, "", 1.0, ops::hold_count)),
+            _ => self.run(|_| ops::hold(HoldOp::Count, hold, key, "", 1.0, ops::hold_count)),
         }
     }
 
     fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
         match hold {
-            Hold::Write => self
-                .run(|sql| ops::hold(sql, HoldOp::Withdraw, hold, key, "", 1.0, ops::hold_nothing)),
+            Hold::Write => {
+                self.run(|_| ops::hold(HoldOp::Withdraw, hold, key, "", 1.0, ops::hold_nothing))
+            }
             _ => Op::Ready(Ok(())),
         }
     }

@@ -6,7 +6,8 @@
 //! read-write locks are rows of `<table>_holds`, each operation one CALL of
 //! the hold procedure (`holds_sql`).
 
-use super::sql::{hash_hex, hex, Sql};
+use super::sql::{hash, Sql, Statement};
+use super::wire::prepared::{Execute, Param};
 use super::wire::Answer;
 use crate::store::options::whole_ms;
 use crate::store::{Acquired, Hold, HoldOp};
@@ -14,11 +15,12 @@ use crate::store::{Acquired, Hold, HoldOp};
 /// What an operation reads of its answer, or what it found unreadable.
 pub(super) type Reader<T> = fn(Answer) -> Result<T, &'static str>;
 
-/// A statement to send.
+/// Prepared statements to run.
 pub(super) struct Request {
     /// The store operation it serves (`MySqlLockStore.<name>` in errors).
     pub name: &'static str,
-    pub sql: String,
+    /// The operation's statement, then what it does with the doorbell.
+    pub runs: Vec<Execute>,
     /// The key whose connection it goes on, so one key's operations reach
     /// the server in the order they were made.
     pub route: String,
@@ -27,18 +29,43 @@ pub(super) struct Request {
     pub starts_sweep: bool,
 }
 
-fn keyed(name: &'static str, key: &str, sql: String) -> Request {
+fn keyed(name: &'static str, key: &str, runs: Vec<Execute>) -> Request {
     Request {
         name,
-        sql,
+        runs,
         route: key.to_owned(),
         starts_sweep: false,
     }
 }
 
-fn ttl(ttl_ms: f64) -> i64 {
+fn run(statement: Statement, params: Vec<Param>) -> Execute {
+    Execute {
+        statement: statement as usize,
+        params,
+    }
+}
+
+/// A key's row id.
+fn id(key: &str) -> Param {
+    Param::Bytes(hash(key.as_bytes()))
+}
+
+fn bytes(text: &str) -> Param {
+    Param::Bytes(text.as_bytes().to_vec())
+}
+
+fn ttl(ttl_ms: f64) -> Param {
     // `whole_ms` is at most 2^53 - 1, which fits.
-    i64::try_from(whole_ms(ttl_ms)).unwrap_or(i64::MAX)
+    Param::Int(i64::try_from(whole_ms(ttl_ms)).unwrap_or(i64::MAX))
+}
+
+/// Take `key`'s doorbell after `statement`, if it took or kept the lock.
+fn ring(sql: &Sql, statement: Statement, key: &str) -> Execute {
+    let bell = sql.doorbell(key);
+    run(
+        statement,
+        vec![Param::Text(bell.clone()), Param::Text(bell)],
+    )
 }
 
 /// Take `key` for `owner` (or find it already theirs); fenced when taken.
@@ -48,25 +75,23 @@ pub(super) fn acquire_lock(
     owner: &str,
     ttl_ms: f64,
 ) -> (Request, Reader<Acquired>) {
-    let statement = sql.acquire(
-        &hash_hex(key.as_bytes()),
-        &hex(key.as_bytes()),
-        &hex(owner.as_bytes()),
-        ttl(ttl_ms),
-        &sql.doorbell(key),
+    let take = run(
+        Statement::Acquire,
+        vec![id(key), bytes(key), bytes(owner), ttl(ttl_ms)],
     );
-    let mut request = keyed("acquire", key, statement);
+    let mut request = keyed(
+        "acquire",
+        key,
+        vec![take, ring(sql, Statement::RingTaken, key)],
+    );
     request.starts_sweep = true;
     (request, token)
 }
 
 pub(super) fn release_lock(sql: &Sql, key: &str, owner: &str) -> (Request, Reader<bool>) {
-    let statement = sql.release(
-        &hash_hex(key.as_bytes()),
-        &hex(owner.as_bytes()),
-        &sql.doorbell(key),
-    );
-    (keyed("release", key, statement), one_matched)
+    let give_back = run(Statement::Release, vec![id(key), bytes(owner)]);
+    let let_go = run(Statement::LetGo, vec![Param::Text(sql.doorbell(key))]);
+    (keyed("release", key, vec![give_back, let_go]), one_matched)
 }
 
 pub(super) fn extend_lock(
@@ -75,34 +100,29 @@ pub(super) fn extend_lock(
     owner: &str,
     ttl_ms: f64,
 ) -> (Request, Reader<bool>) {
-    let statement = sql.extend(
-        &hash_hex(key.as_bytes()),
-        &hex(owner.as_bytes()),
-        ttl(ttl_ms),
-        &sql.doorbell(key),
-    );
-    (keyed("extend", key, statement), one_matched)
+    let extend = run(Statement::Extend, vec![ttl(ttl_ms), id(key), bytes(owner)]);
+    let runs = vec![extend, ring(sql, Statement::RingKept, key)];
+    (keyed("extend", key, runs), one_matched)
 }
 
-pub(super) fn lock_held_by(sql: &Sql, key: &str, owner: &str) -> (Request, Reader<bool>) {
-    let statement = sql.held_by(&hash_hex(key.as_bytes()), &hex(owner.as_bytes()));
-    (keyed("isExpired", key, statement), yes_or_no)
+pub(super) fn lock_held_by(key: &str, owner: &str) -> (Request, Reader<bool>) {
+    let runs = vec![run(Statement::HeldBy, vec![id(key), bytes(owner)])];
+    (keyed("isExpired", key, runs), yes_or_no)
 }
 
-pub(super) fn lock_remaining(sql: &Sql, key: &str) -> (Request, Reader<Option<f64>>) {
-    let statement = sql.remaining(&hash_hex(key.as_bytes()));
-    (keyed("getRemainingTime", key, statement), remaining)
+pub(super) fn lock_remaining(key: &str) -> (Request, Reader<Option<f64>>) {
+    let runs = vec![run(Statement::Remaining, vec![id(key)])];
+    (keyed("getRemainingTime", key, runs), remaining)
 }
 
-pub(super) fn is_locked(sql: &Sql, key: &str) -> (Request, Reader<bool>) {
-    let statement = sql.is_locked(&hash_hex(key.as_bytes()));
-    (keyed("isLocked", key, statement), yes_or_no)
+pub(super) fn is_locked(key: &str) -> (Request, Reader<bool>) {
+    let runs = vec![run(Statement::IsLocked, vec![id(key)])];
+    (keyed("isLocked", key, runs), yes_or_no)
 }
 
 /// One operation on a semaphore or read-write key: a CALL of the hold
 /// procedure, read by `read`.
 pub(super) fn hold<T>(
-    sql: &Sql,
     op: HoldOp,
     hold: Hold,
     key: &str,
@@ -112,17 +132,20 @@ pub(super) fn hold<T>(
 ) -> (Request, Reader<T>) {
     let (mode, limit) = hold.name_and_limit();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let statement = sql.hold(
-        op.name(),
-        mode,
-        &hash_hex(key.as_bytes()),
-        &hex(key.as_bytes()),
-        &hash_hex(owner.as_bytes()),
-        &hex(owner.as_bytes()),
+    let params = vec![
+        Param::Text(op.name().to_owned()),
+        Param::Text(mode.to_owned()),
+        id(key),
+        bytes(key),
+        id(owner),
+        bytes(owner),
         ttl(ttl_ms),
-        limit,
-    );
-    (keyed(op.method(), key, statement), read)
+        Param::Int(limit),
+    ];
+    let mut request = keyed(op.method(), key, vec![run(Statement::Hold, params)]);
+    // A store used only for semaphores or read-write locks sweeps too.
+    request.starts_sweep = matches!(op, HoldOp::Acquire);
+    (request, read)
 }
 
 // Readers.

@@ -48,6 +48,8 @@ pub struct Sql {
     pub exists: String,
     /// The procedure's name (`<table>_hold_<hash of its body>`).
     pub procedure: String,
+    /// The text of each [`Statement`], in its order.
+    pub prepared: Vec<String>,
     pub holds: String,
     pub keys: String,
     /// What names a key's doorbell apart from other tables' and databases'
@@ -116,7 +118,7 @@ impl Sql {
                  ) ENGINE=InnoDB"
             ),
             format!(
-                "CREATE PROCEDURE IF NOT EXISTS {procedure}(
+                "CREATE PROCEDURE {procedure}(
                    op VARCHAR(8), mode VARCHAR(8), h BINARY(32), key_bytes MEDIUMBLOB,
                    o BINARY(32), who BLOB, ttl BIGINT, lim BIGINT
                  ) MODIFIES SQL DATA SQL SECURITY INVOKER{body}"
@@ -129,16 +131,19 @@ impl Sql {
                      WHERE routine_schema = {schema} AND routine_name = '{procedure_name}'
                        AND routine_type = 'PROCEDURE')"
         );
-        Sql {
+        let mut sql = Sql {
             table: table.to_owned(),
             objects: create.len(),
             create,
             exists,
             procedure,
+            prepared: Vec::new(),
             holds,
             keys,
             scope: table.to_owned(),
-        }
+        };
+        sql.prepared = Statement::ALL.map(|s| sql.prepared_text(s)).to_vec();
+        sql
     }
 
     /// The name of `key`'s doorbell: a user-level lock (`GET_LOCK`) the
@@ -151,19 +156,6 @@ impl Sql {
         named.push(0);
         named.extend_from_slice(key.as_bytes());
         format!("keel:{}", &hash_hex(&named)[..40])
-    }
-
-    /// Take `bell` after a statement that took or kept a key, if it did
-    /// (`taken`: a condition on what that statement left), unless this
-    /// session has it already (taking it twice would need two lets-go).
-    /// Waiters in other processes take a doorbell for an instant as it is
-    /// let go, one after another: the holder waits up to `BELL_WAIT_S` for
-    /// them to pass it on (MariaDB waits fractions of a second; MySQL
-    /// counts whole ones, so there it is not waited for).
-    fn ring_when(taken: &str, bell: &str) -> String {
-        format!(
-            "; DO IF({taken} AND NOT (IS_USED_LOCK('{bell}') <=> CONNECTION_ID()), GET_LOCK('{bell}', {BELL_WAIT_S}), 0)"
-        )
     }
 
     /// What each new connection sets first: UTC (see the module doc), the
@@ -186,51 +178,6 @@ impl Sql {
         ]
     }
 
-    /// Take a plain lock: insert its row, or take over a row that lapsed (or
-    /// that already names this owner: an acquire sent again after its answer
-    /// was lost). Every branch sets `LAST_INSERT_ID`: the new token when the
-    /// lock was taken, 0 when it was not, which the OK tells (assignments
-    /// run left to right, so `owner` and `expires_at` follow the token's).
-    /// Then the key's doorbell is taken, if the lock was.
-    pub fn acquire(&self, id: &str, key: &str, owner: &str, ttl: i64, bell: &str) -> String {
-        let table = &self.table;
-        let ring = Sql::ring_when("LAST_INSERT_ID() > 0", bell);
-        format!(
-            "INSERT INTO {table} (id, k, owner, expires_at, token)
-             VALUES (X'{id}', X'{key}', X'{owner}', {NOW_MS} + {ttl}, LAST_INSERT_ID({NOW_US}))
-             ON DUPLICATE KEY UPDATE
-               token = IF(expires_at <= {NOW_MS} OR owner = VALUES(owner),
-                          LAST_INSERT_ID(GREATEST(token + 1, {NOW_US})),
-                          token + LAST_INSERT_ID(0)),
-               owner = IF(LAST_INSERT_ID() > 0, VALUES(owner), owner),
-               expires_at = IF(LAST_INSERT_ID() > 0, VALUES(expires_at), expires_at){ring}"
-        )
-    }
-
-    /// Give a live lock back: its row stays, free, keeping its token. The
-    /// doorbell is let go whatever the answer (a lock that lapsed here and
-    /// was taken elsewhere has its doorbell still here).
-    pub fn release(&self, id: &str, owner: &str, bell: &str) -> String {
-        format!(
-            "UPDATE {} SET owner = '', expires_at = {NOW_MS}
-             WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS};
-             DO RELEASE_LOCK('{bell}')",
-            self.table
-        )
-    }
-
-    /// Then the doorbell is taken, if the lock is held and this session
-    /// lacks it (a lock restored in another process, or a connection opened
-    /// again since the lock was taken).
-    pub fn extend(&self, id: &str, owner: &str, ttl: i64, bell: &str) -> String {
-        format!(
-            "UPDATE {} SET expires_at = {NOW_MS} + {ttl}
-             WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS}{}",
-            self.table,
-            Sql::ring_when("ROW_COUNT() > 0", bell)
-        )
-    }
-
     /// Whether `bell` is free now; then wait up to `wait_s` for it and let
     /// it go at once (1 if it was free or let go meanwhile, 0 if the wait
     /// ran out).
@@ -240,45 +187,58 @@ impl Sql {
         )
     }
 
-    pub fn is_locked(&self, id: &str) -> String {
-        format!(
-            "SELECT EXISTS (SELECT 1 FROM {} WHERE id = X'{id}' AND expires_at > {NOW_MS})",
-            self.table
-        )
-    }
-
-    pub fn held_by(&self, id: &str, owner: &str) -> String {
-        format!(
-            "SELECT EXISTS (SELECT 1 FROM {} WHERE id = X'{id}' AND owner = X'{owner}' AND expires_at > {NOW_MS})",
-            self.table
-        )
-    }
-
-    /// Milliseconds left, told 1 ms short (never less than 1).
-    pub fn remaining(&self, id: &str) -> String {
-        format!(
-            "SELECT GREATEST(expires_at - 1 - {NOW_MS}, 1) FROM {} WHERE id = X'{id}' AND expires_at > {NOW_MS}",
-            self.table
-        )
-    }
-
-    /// One operation on a semaphore or read-write key.
-    #[allow(clippy::too_many_arguments)]
-    pub fn hold(
-        &self,
-        op: &str,
-        mode: &str,
-        id: &str,
-        key: &str,
-        oid: &str,
-        owner: &str,
-        ttl: i64,
-        limit: i64,
-    ) -> String {
-        format!(
-            "CALL {}('{op}', '{mode}', X'{id}', X'{key}', X'{oid}', X'{owner}', {ttl}, {limit})",
-            self.procedure
-        )
+    /// The text of `statement`, as each connection prepares it: keys,
+    /// owners and TTLs are its parameters (`?`), bytes and numbers.
+    fn prepared_text(&self, statement: Statement) -> String {
+        let (table, procedure) = (&self.table, &self.procedure);
+        match statement {
+            // Take a plain lock: insert its row, or take over a row that
+            // lapsed (or that already names this owner: an acquire sent again
+            // after its answer was lost). Every branch sets `LAST_INSERT_ID`:
+            // the new token when the lock was taken, 0 when it was not, which
+            // the OK tells (assignments run left to right, so `owner` and
+            // `expires_at` follow the token's).
+            Statement::Acquire => format!(
+                "INSERT INTO {table} (id, k, owner, expires_at, token)
+                 VALUES (?, ?, ?, {NOW_MS} + ?, LAST_INSERT_ID({NOW_US}))
+                 ON DUPLICATE KEY UPDATE
+                   token = IF(expires_at <= {NOW_MS} OR owner = VALUES(owner),
+                              LAST_INSERT_ID(GREATEST(token + 1, {NOW_US})),
+                              token + LAST_INSERT_ID(0)),
+                   owner = IF(LAST_INSERT_ID() > 0, VALUES(owner), owner),
+                   expires_at = IF(LAST_INSERT_ID() > 0, VALUES(expires_at), expires_at)"
+            ),
+            // Give a live lock back: its row stays, free, keeping its token.
+            Statement::Release => format!(
+                "UPDATE {table} SET owner = '', expires_at = {NOW_MS}
+                 WHERE id = ? AND owner = ? AND expires_at > {NOW_MS}"
+            ),
+            Statement::Extend => format!(
+                "UPDATE {table} SET expires_at = {NOW_MS} + ?
+                 WHERE id = ? AND owner = ? AND expires_at > {NOW_MS}"
+            ),
+            Statement::HeldBy => format!(
+                "SELECT EXISTS (SELECT 1 FROM {table} WHERE id = ? AND owner = ? AND expires_at > {NOW_MS})"
+            ),
+            // Milliseconds left, told 1 ms short (never less than 1).
+            Statement::Remaining => format!(
+                "SELECT GREATEST(expires_at - 1 - {NOW_MS}, 1) FROM {table} WHERE id = ? AND expires_at > {NOW_MS}"
+            ),
+            Statement::IsLocked => format!(
+                "SELECT EXISTS (SELECT 1 FROM {table} WHERE id = ? AND expires_at > {NOW_MS})"
+            ),
+            // One operation on a semaphore or read-write key.
+            Statement::Hold => format!("CALL {procedure}(?, ?, ?, ?, ?, ?, ?, ?)"),
+            // After an acquire: the statement before it ran (ROW_COUNT() is
+            // -1 after an error, which leaves LAST_INSERT_ID() as it was) and
+            // took the lock.
+            Statement::RingTaken => ring_when("ROW_COUNT() >= 0 AND LAST_INSERT_ID() > 0"),
+            // After an extension that found the lock held.
+            Statement::RingKept => ring_when("ROW_COUNT() > 0"),
+            // After a release, whatever its answer (a lock that lapsed here
+            // and was taken elsewhere has its doorbell still here).
+            Statement::LetGo => "DO RELEASE_LOCK(?)".to_owned(),
+        }
     }
 
     /// The sweep, one part per table: a batch of plain rows an hour past
@@ -309,10 +269,63 @@ impl Sql {
     }
 }
 
-/// SHA-256 of `bytes`, in hex: a key's row id, an owner's in the holds.
-pub(super) fn hash_hex(bytes: &[u8]) -> String {
+/// The statements every connection prepares, in this order (a request
+/// names one by its place: `Statement::Hold as usize`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Statement {
+    Acquire,
+    Release,
+    Extend,
+    HeldBy,
+    Remaining,
+    IsLocked,
+    Hold,
+    /// Take the key's doorbell after an acquire, if it took the lock.
+    RingTaken,
+    /// Take it after an extension, if the lock is still held (restored in
+    /// another process, or a connection opened again since it was taken).
+    RingKept,
+    /// Let the doorbell go.
+    LetGo,
+}
+
+impl Statement {
+    pub const ALL: [Statement; 10] = [
+        Statement::Acquire,
+        Statement::Release,
+        Statement::Extend,
+        Statement::HeldBy,
+        Statement::Remaining,
+        Statement::IsLocked,
+        Statement::Hold,
+        Statement::RingTaken,
+        Statement::RingKept,
+        Statement::LetGo,
+    ];
+}
+
+/// Take a doorbell (its name twice, as parameters) after a statement that
+/// took or kept a key, if it did (`taken`: a condition on what that
+/// statement left), unless this session has it already (taking it twice
+/// would need two lets-go). Waiters in other processes take a doorbell for
+/// an instant as it is let go, one after another: the holder waits up to
+/// `BELL_WAIT_S` for them to pass it on (MariaDB waits fractions of a
+/// second; MySQL counts whole ones, so there it is not waited for).
+fn ring_when(taken: &str) -> String {
+    format!(
+        "DO IF({taken} AND NOT (IS_USED_LOCK(?) <=> CONNECTION_ID()), GET_LOCK(?, {BELL_WAIT_S}), 0)"
+    )
+}
+
+/// SHA-256 of `bytes`: a key's row id, an owner's in the holds.
+pub(super) fn hash(bytes: &[u8]) -> Vec<u8> {
     use sha2::{Digest, Sha256};
-    hex(&Sha256::digest(bytes))
+    Sha256::digest(bytes).to_vec()
+}
+
+/// SHA-256 of `bytes`, in hex.
+pub(super) fn hash_hex(bytes: &[u8]) -> String {
+    hex(&hash(bytes))
 }
 
 /// Bytes as a hex literal's digits.
@@ -335,9 +348,13 @@ mod tests {
         assert_eq!(hex("é'\\".as_bytes()), "C3A9275C");
         assert_eq!(hash_hex(b"").len(), 64);
         let sql = Sql::new("app.keel_locks");
-        assert!(sql
-            .acquire("AB", "61", "6F", 5, "b")
-            .contains("VALUES (X'AB', X'61', X'6F'"));
+        assert!(sql.prepared[Statement::Acquire as usize]
+            .starts_with("INSERT INTO app.keel_locks (id, k, owner, expires_at, token)"));
+        assert_eq!(
+            sql.prepared[Statement::LetGo as usize],
+            "DO RELEASE_LOCK(?)"
+        );
+        assert!(sql.prepared[Statement::Hold as usize].starts_with("CALL app.keel_locks_hold_"));
         assert!(sql.exists.contains("table_schema = 'app'"));
         assert!(sql.exists.contains("'keel_locks_holds'"));
         assert!(sql.procedure.starts_with("app.keel_locks_hold_"));

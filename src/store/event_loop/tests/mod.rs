@@ -21,7 +21,7 @@ use std::thread;
 
 use bytes::BytesMut;
 
-use super::{connect_tcp, Direct, Failure, Opened, Verdict, Wire};
+use super::{connect_tcp, Direct, Failure, Opened, Prepared, Verdict, Wire};
 use crate::store::StoreError;
 
 /// A protocol of lines: a request is a line, its answer the next line back.
@@ -92,7 +92,7 @@ impl Wire for Lines {
                 tcp,
                 tls: None,
                 server_process: None,
-                prepared: false,
+                prepared: Prepared::Nothing,
             })
         })
     }

@@ -17,8 +17,8 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use super::auth;
 use super::packet::{put_packet, read_error, Reader};
-use super::session::{handshake_head, login, read_payload, refusal};
-use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Refusals};
+use super::session::{handshake_head, login, prepare, read_payload, refusal};
+use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Prepared, Refusals};
 use crate::store::mysql::options::Place;
 use crate::store::mysql::sql::Sql;
 use crate::store::Code;
@@ -38,6 +38,8 @@ const SECURE_CONNECTION: u32 = 0x8000;
 /// and what it does with its key's doorbell travel together.
 const MULTI_STATEMENTS: u32 = 0x1_0000;
 const MULTI_RESULTS: u32 = 0x2_0000;
+/// A prepared CALL may answer several results.
+const PS_MULTI_RESULTS: u32 = 0x4_0000;
 const PLUGIN_AUTH: u32 = 0x8_0000;
 const PLUGIN_AUTH_LENENC_DATA: u32 = 0x20_0000;
 /// Result sets end with an OK, not the older EOF packet.
@@ -54,6 +56,7 @@ pub(super) const CAPABILITIES: u32 = LONG_PASSWORD
     | SECURE_CONNECTION
     | MULTI_STATEMENTS
     | MULTI_RESULTS
+    | PS_MULTI_RESULTS
     | PLUGIN_AUTH
     | PLUGIN_AUTH_LENENC_DATA
     | DEPRECATE_EOF;
@@ -81,9 +84,22 @@ pub struct Target {
     pub refused: Refusals,
 }
 
-/// Open a connection to `target` for the event loop, within its connect timeout.
+/// Open a connection to `target` for the event loop, and prepare the
+/// store's statements on it, within its connect timeout.
 pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
-    let (connected, connection_id) = logged_in(&target).await?;
+    let ready = async {
+        let (mut connected, connection_id) = connect(&target).await?;
+        let ids = match &mut connected {
+            Connected::Tcp(tcp) => prepare(tcp, &target).await?,
+            Connected::Tls(tls) => prepare(tls, &target).await?,
+            Connected::Unix(unix) => prepare(unix, &target).await?,
+        };
+        Ok((connected, connection_id, ids))
+    };
+    let (connected, connection_id, ids) = target
+        .refused
+        .open(&target.display, target.connect_timeout, ready)
+        .await?;
     let server_process = i32::try_from(connection_id).ok();
     let (tcp, tls) = match connected {
         Connected::Tcp(tcp) => (tcp.into_std().map_err(|e| lost(&target, &e))?, None),
@@ -110,7 +126,11 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
         tcp,
         tls,
         server_process,
-        prepared: false,
+        prepared: if ids.is_empty() {
+            Prepared::Nothing
+        } else {
+            Prepared::Numbered(ids)
+        },
     })
 }
 

@@ -1,18 +1,23 @@
 //! MySQL's protocol on the JS thread's event loop ([`crate::store::event_loop`]):
-//! each operation is one `COM_QUERY`, a statement whose keys and owners
-//! travel as hex literals (exact bytes, nothing to escape), written at once
-//! behind whatever else is in flight on the connection: the server reads
-//! the next command when it has answered the last, so many are on their
-//! way at once and the answers come back in order. Results travel as text.
-//! How a connection is opened and logged in: [`connect`].
+//! each operation is one or two commands (its statement, then what it does
+//! with its key's doorbell), written at once behind whatever else is in
+//! flight on the connection: the server reads the next command when it has
+//! answered the last, so many are on their way at once and the answers
+//! come back in order. The statements are prepared when the connection
+//! opens, so an operation sends only their numbers and its values
+//! ([`prepared`]); the sweep and the fence go as text. How a connection is
+//! opened and logged in: [`connect`].
 
 mod auth;
 pub mod connect;
 pub mod packet;
+pub mod prepared;
+mod response;
 mod session;
 
 pub(super) use self::session::query;
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -20,21 +25,31 @@ use std::sync::Arc;
 use bytes::{Buf, BytesMut};
 
 use self::connect::Target;
-use self::packet::{
-    next_payload, put_packet, read_error, read_ok, Reader, ServerError, MORE_RESULTS,
-};
+use self::packet::{put_packet, ServerError};
+use self::prepared::Execute;
+use self::response::response;
 use super::errors::{ends_session, RESENDS};
-use crate::store::event_loop::{self, Failure, Opened, Verdict, Wire};
+use super::sql::Sql;
+use crate::store::event_loop::{self, Failure, Opened, Prepared, Verdict, Wire};
 
 /// The command byte of a text statement.
 const COM_QUERY: u8 = 0x03;
 
-/// One statement on the wire.
+/// One request on the wire: what it sends, and for which operation.
 pub struct Request {
     /// The store operation it serves, for error messages.
     pub name: &'static str,
-    /// The whole statement.
-    pub sql: String,
+    pub command: Command,
+}
+
+pub enum Command {
+    /// Text, parsed by the server each time: one statement, or several
+    /// (`;`-separated) answered together.
+    Text(String),
+    /// Prepared statements, run one after the other: the first's answer is
+    /// the request's (what follows only rings its doorbell, and never
+    /// undoes it).
+    Prepared(Vec<Execute>),
 }
 
 /// What a statement was answered with: the rows of its first result (each
@@ -51,13 +66,26 @@ pub struct Answer {
 /// What the server answered a statement with, or the error it reported.
 pub type ServerAnswer = Result<Answer, ServerError>;
 
+/// A connection's state.
+#[derive(Default)]
+pub struct Session {
+    /// The numbers the server gave the store's statements (in
+    /// [`Sql::prepared`]'s order); empty when it would not prepare them,
+    /// and then the texts are sent, their values written in.
+    ids: Vec<u32>,
+    sql: Option<Arc<Sql>>,
+    /// For each request written and not yet answered, in order: how many
+    /// answers it takes, and whether they are in binary form.
+    expected: VecDeque<(usize, bool)>,
+}
+
 pub struct MySql;
 
 impl Wire for MySql {
     type Target = Target;
     type Request = Request;
     type Answer = ServerAnswer;
-    type Session = ();
+    type Session = Session;
 
     const STORE: &'static str = "MySqlLockStore";
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:mysql";
@@ -76,23 +104,66 @@ impl Wire for MySql {
         request.name
     }
 
-    fn encode(_: &mut (), request: &Request, out: &mut Vec<u8>) {
-        let mut payload = Vec::with_capacity(1 + request.sql.len());
-        payload.push(COM_QUERY);
-        payload.extend_from_slice(request.sql.as_bytes());
-        // Every command starts its own exchange at sequence number 0.
-        put_packet(out, 0, &payload);
+    fn begin(session: &mut Session, target: &Arc<Target>, prepared: Prepared) {
+        if let Prepared::Numbered(ids) = prepared {
+            session.ids = ids;
+        }
+        session.sql = Some(Arc::clone(&target.sql));
     }
 
-    fn decode(_: &mut (), inbound: &mut BytesMut) -> Result<Option<ServerAnswer>, String> {
-        let Some((answer, used)) = response(inbound)? else {
-            return Ok(None);
-        };
-        inbound.advance(used);
-        Ok(Some(answer))
+    fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) {
+        match &request.command {
+            Command::Text(sql) => put_query(out, sql),
+            Command::Prepared(runs) => {
+                let ids: Option<Vec<u32>> = runs
+                    .iter()
+                    .map(|run| session.ids.get(run.statement).copied())
+                    .collect();
+                if let Some(ids) = ids {
+                    // Every command starts its own exchange at sequence number 0.
+                    for (run, id) in runs.iter().zip(ids) {
+                        put_packet(out, 0, &run.payload(id));
+                    }
+                    session.expected.push_back((runs.len(), true));
+                    return;
+                }
+                // Not prepared here: the texts, as one command.
+                let texts = session
+                    .sql
+                    .as_deref()
+                    .map_or(&[][..], |sql| &sql.prepared[..]);
+                let inlined: Vec<String> = runs
+                    .iter()
+                    .map(|run| run.inline(texts.get(run.statement).map_or("DO 0", String::as_str)))
+                    .collect();
+                put_query(out, &inlined.join(";\n"));
+            }
+        }
+        session.expected.push_back((1, false));
     }
 
-    fn verdict(_: &mut (), _: &Request, answer: &ServerAnswer) -> Verdict {
+    fn decode(
+        session: &mut Session,
+        inbound: &mut BytesMut,
+    ) -> Result<Option<ServerAnswer>, String> {
+        // Something nobody asked for (an error before the server drops the
+        // connection) reads as one text answer.
+        let (count, binary) = session.expected.front().copied().unwrap_or((1, false));
+        let mut first = None;
+        let mut at = 0;
+        for _ in 0..count {
+            let Some((answer, used)) = response(&inbound[at..], binary)? else {
+                return Ok(None);
+            };
+            at += used;
+            first.get_or_insert(answer);
+        }
+        session.expected.pop_front();
+        inbound.advance(at);
+        Ok(first)
+    }
+
+    fn verdict(_: &mut Session, _: &Request, answer: &ServerAnswer) -> Verdict {
         match answer {
             Err(error) if ends_session(error) => {
                 Verdict::Broken(format!("{} ({})", error.message, error.number))
@@ -102,22 +173,27 @@ impl Wire for MySql {
     }
 
     /// `KILL` the old connection's session, found by its id, its client
-    /// port and its user (so nobody else's session, after a server restart
-    /// that reused the id, is touched). A statement still waiting there for
-    /// a row is ended with it; one that got the row holds it until it has
-    /// committed, and whatever is sent next waits for that row.
+    /// address (this connection's, with the old one's port) and its user, and
+    /// never this session (so nobody else's session, after a server restart
+    /// that reused the id, is touched; behind a proxy the address is the
+    /// proxy's, nothing matches, and nothing is killed). A statement still
+    /// waiting there for a row is ended with it; one that got the row holds
+    /// it until it has committed, and whatever is sent next waits for that
+    /// row. `KILL` returns at once: there is nothing to wait for.
     fn fence(_: &Target, server_process: i32, local_port: u16, _wait_ms: u64) -> Option<Request> {
         Some(Request {
             name: "endSession",
-            sql: format!(
-                "SET @keel_fence = (SELECT CONCAT('KILL CONNECTION ', ID) FROM information_schema.PROCESSLIST
-                   WHERE ID = {server_process} AND HOST LIKE '%:{local_port}'
+            command: Command::Text(format!(
+                "SET @keel_me = (SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID());
+                 SET @keel_fence = (SELECT CONCAT('KILL CONNECTION ', ID) FROM information_schema.PROCESSLIST
+                   WHERE ID = {server_process} AND ID <> CONNECTION_ID()
+                     AND HOST = CONCAT(LEFT(@keel_me, LENGTH(@keel_me) - LENGTH(SUBSTRING_INDEX(@keel_me, ':', -1))), '{local_port}')
                      AND USER = SUBSTRING_INDEX(USER(), '@', 1));
                  SET @keel_fence = COALESCE(@keel_fence, 'DO 0');
                  PREPARE keel_fence FROM @keel_fence;
                  EXECUTE keel_fence;
                  DEALLOCATE PREPARE keel_fence"
-            ),
+            )),
         })
     }
 
@@ -126,192 +202,90 @@ impl Wire for MySql {
     }
 }
 
+/// A text command.
+fn put_query(out: &mut Vec<u8>, sql: &str) {
+    let mut payload = Vec::with_capacity(1 + sql.len());
+    payload.push(COM_QUERY);
+    payload.extend_from_slice(sql.as_bytes());
+    put_packet(out, 0, &payload);
+}
+
 pub type Direct = event_loop::Direct<MySql>;
 pub type Local = event_loop::Local<MySql>;
 
-/// One command's whole answer at the start of `bytes`, and how many bytes
-/// it took; None until all of it has arrived. A CALL answers a result per
-/// SELECT it ran, then an OK; a command of several statements, a result
-/// each: what is kept is the first result's (its rows, or its counts), or
-/// its error. An error after the first result ends the answer without
-/// changing it: what follows an operation's statement in its command (its
-/// doorbell) never undoes what the statement did, so it must not make it
-/// look failed (a server without `GET_LOCK` still takes locks).
-pub fn response(bytes: &[u8]) -> Result<Option<(ServerAnswer, usize)>, String> {
-    let mut answer = Answer::default();
-    let mut first_result = true;
-    let mut at = 0;
-    loop {
-        let Some((payload, next)) = next_payload(bytes, at) else {
-            return Ok(None);
-        };
-        at = next;
-        let status = match payload.first() {
-            Some(0x00) => {
-                let ok = read_ok(&payload).ok_or_else(|| unreadable("an OK"))?;
-                if first_result {
-                    answer.affected = ok.affected;
-                    answer.insert_id = ok.insert_id;
-                    first_result = false;
-                }
-                ok.status
-            }
-            Some(0xFF) if first_result => return Ok(Some((Err(read_error(&payload)), at))),
-            Some(0xFF) => return Ok(Some((Ok(answer), at))),
-            Some(_) => {
-                let was_first = first_result;
-                let Some((status, after)) = result_set(
-                    bytes,
-                    &payload,
-                    at,
-                    first_result.then_some(&mut answer.rows),
-                )?
-                else {
-                    return Ok(None);
-                };
-                at = after;
-                first_result = false;
-                match status {
-                    Ok(status) => status,
-                    Err(error) if was_first => return Ok(Some((Err(error), at))),
-                    Err(_) => return Ok(Some((Ok(answer), at))),
-                }
-            }
-            None => return Err(unreadable("an empty packet")),
-        };
-        if status & MORE_RESULTS == 0 {
-            return Ok(Some((Ok(answer), at)));
-        }
-    }
-}
-
-/// A result set whose first payload (its column count) is `head`, the rest
-/// from `at`: its rows go to `rows` if given; then the status of the OK that
-/// ends it (or the error that cut it short) and where it ended.
-#[allow(clippy::type_complexity)]
-fn result_set(
-    bytes: &[u8],
-    head: &[u8],
-    mut at: usize,
-    mut rows: Option<&mut Vec<Vec<Option<Vec<u8>>>>>,
-) -> Result<Option<(Result<u16, ServerError>, usize)>, String> {
-    // No statement of this store answers more than a few columns: a huge
-    // count is not MySQL speaking (and would wait forever for definitions).
-    let columns = Reader::new(head)
-        .lenenc()
-        .filter(|&n| n <= 4_096)
-        .ok_or_else(|| unreadable("a column count"))?;
-    // The column definitions: nothing an operation reads.
-    for _ in 0..columns {
-        let Some((_, next)) = next_payload(bytes, at) else {
-            return Ok(None);
-        };
-        at = next;
-    }
-    loop {
-        let Some((payload, next)) = next_payload(bytes, at) else {
-            return Ok(None);
-        };
-        at = next;
-        match payload.first() {
-            // The OK that ends the rows (sent as 0xFE: a row never starts so
-            // unless its first value is 16 MB or more).
-            Some(0xFE) if payload.len() < packet::MAX_PAYLOAD => {
-                let ok = read_ok(&payload).ok_or_else(|| unreadable("the end of the rows"))?;
-                return Ok(Some((Ok(ok.status), at)));
-            }
-            Some(0xFF) => return Ok(Some((Err(read_error(&payload)), at))),
-            _ => {
-                let Some(rows) = rows.as_deref_mut() else {
-                    continue;
-                };
-                let mut r = Reader::new(&payload);
-                let row = (0..columns)
-                    .map(|_| r.lenenc_bytes().map(|v| v.map(<[u8]>::to_vec)))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| unreadable("a row"))?;
-                rows.push(row);
-            }
-        }
-    }
-}
-
-fn unreadable(what: &str) -> String {
-    format!("it sent {what} that is not MySQL's")
-}
-
 #[cfg(test)]
 mod tests {
+    use super::prepared::Param;
     use super::*;
 
-    fn packets(payloads: &[&[u8]]) -> Vec<u8> {
+    fn request(session: &mut Session) -> Vec<u8> {
+        let runs = vec![
+            Execute {
+                statement: 0,
+                params: vec![Param::Int(1)],
+            },
+            Execute {
+                statement: 1,
+                params: vec![Param::Text("bell".into())],
+            },
+        ];
         let mut out = Vec::new();
-        for (seq, payload) in payloads.iter().enumerate() {
-            put_packet(&mut out, seq as u8, payload);
-        }
+        let request = Request {
+            name: "acquire",
+            command: Command::Prepared(runs),
+        };
+        MySql::encode(session, &request, &mut out);
         out
     }
 
     #[test]
-    fn an_ok_answers_with_its_counts() {
-        let bytes = packets(&[&[0x00, 2, 0xFC, 0x10, 0x27, 0x02, 0x00, 0x00, 0x00]]);
+    fn a_prepared_pair_is_two_commands_and_one_answer() {
+        let mut session = Session {
+            ids: vec![7, 8],
+            ..Session::default()
+        };
+        let out = request(&mut session);
+        // Two packets, each starting an exchange: COM_STMT_EXECUTE of 7, then of 8.
+        assert_eq!((out[3], out[4], out[5]), (0, 0x17, 7));
+        let second = 4 + usize::from(out[0]);
         assert_eq!(
-            response(&bytes),
-            Ok(Some((
-                Ok(Answer {
-                    rows: vec![],
-                    affected: 2,
-                    insert_id: 10_000
-                }),
-                bytes.len()
-            )))
+            (out[second + 3], out[second + 4], out[second + 5]),
+            (0, 0x17, 8)
         );
-        assert_eq!(response(&bytes[..bytes.len() - 1]), Ok(None));
-    }
-
-    #[test]
-    fn a_call_answers_its_first_rows_and_its_last_ok() {
-        let end_rows_more: &[u8] = &[0xFE, 0, 0, 0x0A, 0x00, 0, 0];
-        let bytes = packets(&[
-            &[1],                    // one column
-            b"\x03def\0\0\0\x01n\0", // its definition (not read)
-            &[2, b'4', b'2'],        // a row: "42"
-            &[0xFB],                 // a row: NULL
-            end_rows_more,           // more results follow
-            &[0x00, 0, 0, 0x02, 0x00, 0, 0],
-        ]);
-        let (answer, used) = response(&bytes).unwrap().unwrap();
-        assert_eq!(used, bytes.len());
+        let mut answers = Vec::new();
+        put_packet(
+            &mut answers,
+            1,
+            &[0x00, 1, 0xFC, 0x10, 0x27, 0x02, 0x00, 0, 0],
+        );
+        let mut inbound = BytesMut::from(&answers[..]);
         assert_eq!(
-            answer.unwrap().rows,
-            vec![vec![Some(b"42".to_vec())], vec![None]]
+            MySql::decode(&mut session, &mut inbound),
+            Ok(None),
+            "half an answer"
         );
-        for cut in 1..bytes.len() {
-            assert_eq!(response(&bytes[..cut]), Ok(None), "{cut}");
-        }
+        put_packet(&mut answers, 1, &[0x00, 0, 0, 0x02, 0x00, 0, 0]);
+        let mut inbound = BytesMut::from(&answers[..]);
+        let answer = MySql::decode(&mut session, &mut inbound);
+        let expected = Answer {
+            rows: vec![],
+            affected: 1,
+            insert_id: 10_000,
+        };
+        assert_eq!(answer, Ok(Some(Ok(expected))));
+        assert!(inbound.is_empty() && session.expected.is_empty());
     }
 
     #[test]
-    fn the_first_statement_answers_a_command_of_two() {
-        let mut err = vec![0xFF, 0x6A, 0x04, b'#'];
-        err.extend_from_slice(b"42000GET_LOCK is not supported");
-        let first_ok: &[u8] = &[0x00, 1, 0xFC, 0x10, 0x27, 0x0A, 0x00, 0, 0];
-        for second in [&[0x00, 0, 0, 0x02, 0x00, 0, 0][..], &err[..]] {
-            let bytes = packets(&[first_ok, second]);
-            let (answer, used) = response(&bytes).unwrap().unwrap();
-            assert_eq!(used, bytes.len());
-            let answer = answer.unwrap();
-            assert_eq!((answer.affected, answer.insert_id), (1, 10_000));
-        }
-    }
-
-    #[test]
-    fn an_error_ends_the_answer() {
-        let mut err = vec![0xFF, 0xBD, 0x04, b'#'];
-        err.extend_from_slice(b"HY000Lock wait timeout exceeded");
-        let bytes = packets(&[&err, &[0x00, 0, 0, 2, 0, 0, 0]]);
-        let (answer, used) = response(&bytes).unwrap().unwrap();
-        assert_eq!(answer.unwrap_err().number, 1213);
-        assert_eq!(used, err.len() + 4);
+    fn without_numbers_the_statements_go_as_one_text_command() {
+        let mut sql = Sql::new("t");
+        sql.prepared = vec!["SELECT ?".into(), "DO GET_LOCK(?, 0)".into()];
+        let mut session = Session {
+            sql: Some(Arc::new(sql)),
+            ..Session::default()
+        };
+        let out = request(&mut session);
+        assert_eq!(&out[4..], b"\x03SELECT 1;\nDO GET_LOCK('bell', 0)");
+        assert_eq!(session.expected, VecDeque::from([(1, false)]));
     }
 }

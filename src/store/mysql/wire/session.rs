@@ -13,9 +13,10 @@ use super::connect::{
     failure, lost, Greeting, Target, CAPABILITIES, CONNECT_WITH_DB, MAX_PACKET, SSL, UTF8MB4,
 };
 use super::packet::{put_lenenc, put_packet, read_error, Reader, ServerError};
-use super::response;
+use super::prepared::{read_prepare_ok, COM_STMT_PREPARE};
+use super::response::response;
 use crate::store::event_loop::Failure;
-use crate::store::mysql::errors::code_of;
+use crate::store::mysql::errors::{code_of, ends_session};
 use crate::store::Code;
 
 /// The fixed start of the login (also all of the request to switch to TLS).
@@ -149,7 +150,13 @@ async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
         return Ok(());
     }
     for statement in &target.sql.create {
-        if let Err(mut failure) = query(stream, target, statement).await {
+        let made = match exchange(stream, target, statement).await? {
+            // Made meanwhile by another process (the procedure has no IF NOT
+            // EXISTS before MySQL 8.0.29, so it is not asked for).
+            Err(error) if error.number == PROCEDURE_EXISTS => Ok(()),
+            answer => answered(target, answer).map(drop),
+        };
+        if let Err(mut failure) = made {
             if matches!(failure.code, Code::StoreAuth | Code::StoreMysql) {
                 // Not the login refused: the objects are missing, which
                 // the database's owner fixes once.
@@ -166,12 +173,81 @@ async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
     Ok(())
 }
 
+/// Prepare the store's statements ([`Sql::prepared`], all sent at once):
+/// their numbers, in order; none if the server would not prepare one
+/// (`max_prepared_stmt_count` reached, a proxy that cannot): then the
+/// connection sends them as text.
+pub(super) async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    target: &Target,
+) -> Result<Vec<u32>, Failure> {
+    let mut out = Vec::new();
+    for text in &target.sql.prepared {
+        let mut payload = Vec::with_capacity(1 + text.len());
+        payload.push(COM_STMT_PREPARE);
+        payload.extend_from_slice(text.as_bytes());
+        put_packet(&mut out, 0, &payload);
+    }
+    stream.write_all(&out).await.map_err(|e| lost(target, &e))?;
+    let mut ids = Vec::with_capacity(target.sql.prepared.len());
+    let mut refused = false;
+    for _ in &target.sql.prepared {
+        let (payload, _) = read_payload(stream, target).await?;
+        if payload.first() == Some(&0xFF) {
+            let error = read_error(&payload);
+            if ends_session(&error) {
+                return Err(refusal(target, &error));
+            }
+            refused = true;
+            continue;
+        }
+        let (id, columns, params) = read_prepare_ok(&payload).ok_or_else(|| {
+            failure(
+                Code::StoreConnection,
+                "could not talk to",
+                target,
+                "it answered a statement's preparation with something that is not MySQL's",
+            )
+        })?;
+        // Their definitions: nothing the store needs now.
+        for _ in 0..u32::from(columns) + u32::from(params) {
+            read_payload(stream, target).await?;
+        }
+        ids.push(id);
+    }
+    if refused {
+        ids.clear();
+    }
+    Ok(ids)
+}
+
+/// ER_SP_ALREADY_EXISTS.
+const PROCEDURE_EXISTS: u16 = 1304;
+
 /// Run `sql` and wait for its answer (the connection is not shared yet).
 pub(in crate::store::mysql) async fn query<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
     sql: &str,
 ) -> Result<super::Answer, Failure> {
+    let answer = exchange(stream, target, sql).await?;
+    answered(target, answer)
+}
+
+/// An error the server answered with, as a [`Failure`].
+fn answered(target: &Target, answer: super::ServerAnswer) -> Result<super::Answer, Failure> {
+    answer.map_err(|e| {
+        let (code, verb) = code_of(&e);
+        failure(code, verb, target, &format!("{} ({})", e.message, e.number))
+    })
+}
+
+/// Run `sql`: the server's answer, or what kept it from answering.
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    target: &Target,
+    sql: &str,
+) -> Result<super::ServerAnswer, Failure> {
     let mut payload = Vec::with_capacity(sql.len() + 1);
     payload.push(0x03);
     payload.extend_from_slice(sql.as_bytes());
@@ -180,13 +256,10 @@ pub(in crate::store::mysql) async fn query<S: AsyncRead + AsyncWrite + Unpin>(
     stream.write_all(&out).await.map_err(|e| lost(target, &e))?;
     let mut inbound = Vec::new();
     loop {
-        if let Some((answer, _)) = response(&inbound)
+        if let Some((answer, _)) = response(&inbound, false)
             .map_err(|why| failure(Code::StoreConnection, "could not talk to", target, &why))?
         {
-            return answer.map_err(|e| {
-                let (code, verb) = code_of(&e);
-                failure(code, verb, target, &format!("{} ({})", e.message, e.number))
-            });
+            return Ok(answer);
         }
         let mut chunk = [0u8; 8192];
         let n = stream

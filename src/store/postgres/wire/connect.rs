@@ -18,7 +18,7 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::session::start;
-use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Refusals};
+use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Prepared, Refusals};
 use crate::store::postgres::options::refuses_options;
 use crate::store::postgres::sql::Sql;
 use crate::store::Code;
@@ -73,7 +73,11 @@ async fn in_plain_text(mut tcp: tokio::net::TcpStream, target: &Target) -> Resul
         tcp,
         tls: None,
         server_process,
-        prepared,
+        prepared: if prepared {
+            Prepared::ByName
+        } else {
+            Prepared::Nothing
+        },
     })
 }
 
@@ -109,7 +113,11 @@ async fn connect_once(target: &Target) -> Result<Opened, Failure> {
         tcp,
         tls: Some(session),
         server_process,
-        prepared,
+        prepared: if prepared {
+            Prepared::ByName
+        } else {
+            Prepared::Nothing
+        },
     })
 }
 

@@ -24,7 +24,7 @@ use super::answer::Answer;
 use super::errors::RESENDS;
 use super::ops::Param;
 use super::sql::{Sql, Statement};
-use crate::store::event_loop::{self, Failure, Opened, Verdict, Wire};
+use crate::store::event_loop::{self, Failure, Opened, Prepared, Verdict, Wire};
 
 /// One statement on the wire: an operation's ([`crate::store::postgres::ops`]),
 /// or the fence after a connection went silent ([`Wire::fence`]).
@@ -114,8 +114,8 @@ impl Wire for Postgres {
         request.name
     }
 
-    fn begin(session: &mut Session, prepared: bool) {
-        session.prepared = prepared;
+    fn begin(session: &mut Session, _: &Arc<Target>, prepared: Prepared) {
+        session.prepared = prepared == Prepared::ByName;
     }
 
     fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) {

@@ -14,7 +14,7 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::Decoder;
 
-use crate::store::event_loop::{connect_tcp, Failure, Opened};
+use crate::store::event_loop::{connect_tcp, Failure, Opened, Prepared};
 use crate::store::redis::errors::reply_meaning;
 use crate::store::Code;
 
@@ -57,7 +57,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
             tcp,
             tls: None,
             server_process: None,
-            prepared: false,
+            prepared: Prepared::Nothing,
         });
     };
     let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
@@ -75,7 +75,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
         tcp,
         tls: Some(session),
         server_process: None,
-        prepared: false,
+        prepared: Prepared::Nothing,
     })
 }
 
