@@ -64,8 +64,10 @@
 //!   read-write locks), `wire/`, `doorbell.rs` (waiters in other processes
 //!   woken by a plain lock's `GET_LOCK` doorbell), `errors.rs`, `options.rs`.
 //! - `src/store/mysql/wire/`: `mod.rs` (MySQL's protocol on the event loop),
-//!   `packet.rs` (framing, OK and ERR), `connect.rs` (TCP, a unix socket,
-//!   TLS), `session.rs` (logging in, the session, the tables), `auth.rs`.
+//!   `packet.rs` (framing, OK and ERR), `prepared.rs` (the binary protocol:
+//!   statements run by number with typed values), `response.rs` (reading an
+//!   answer), `connect.rs` (TCP, a unix socket, TLS), `session.rs` (logging
+//!   in, the session, the tables, preparing), `auth.rs`.
 //! - `src/store/event_loop/`: `mod.rs` (the protocol seam, `Wire`, and the
 //!   store's side of its connections), `opening.rs` (TCP, TLS and remembered
 //!   refusals, for opening on Tokio), `conn.rs` (one connection's state),

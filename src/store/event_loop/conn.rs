@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 
 use super::socket::{Arrived, Socket};
-use super::{error, Failure, Verdict, Wire};
+use super::{error, Failure, Prepared, Verdict, Wire};
 use crate::store::{Code, StoreError};
 
 /// What a waiting request does with its answer (or its failure).
@@ -149,20 +149,15 @@ impl<W: Wire> Conn<W> {
         next
     }
 
-    /// The connection opened (served by `server_session`, if the server named
-    /// it; with its statements `prepared` or not): everything waiting is
-    /// written to it, after the fence if the last one went silent.
-    pub fn opened(
-        &mut self,
-        socket: Socket,
-        server_session: Option<(i32, u16)>,
-        prepared: super::Prepared,
-    ) {
+    /// The connection opened (served by the server's `session`, if it named
+    /// it; with what it `prepared`): everything waiting is written to it,
+    /// after the fence if the last one went silent.
+    pub fn opened(&mut self, socket: Socket, session: Option<(i32, u16)>, prepared: Prepared) {
         self.out.clear();
         self.inbound.clear();
         self.session = W::Session::default();
         W::begin(&mut self.session, &self.target, prepared);
-        self.server_session = server_session;
+        self.server_session = session;
         self.waiting.retain(|w| w.reply.is_some());
         if let Some(fence) = self.fence.take() {
             // No reply: its answer is read and dropped, and it is not sent again.

@@ -134,16 +134,13 @@ impl<W: Wire> Engine<W> {
                 return false;
             }
             let all = std::mem::take(&mut *waiting);
-            // Usually all went out together (always, where the server runs
-            // what it read): no sorting, one pass.
-            if all.iter().all(|(mark, _)| !conn.unsent(*mark)) {
-                all.into_iter().map(|(_, sent)| sent).collect()
-            } else {
-                let (sent, still): (Vec<_>, Vec<_>) =
-                    all.into_iter().partition(|(mark, _)| !conn.unsent(*mark));
-                *waiting = still;
-                sent.into_iter().map(|(_, sent)| sent).collect()
-            }
+            // Usually all went out together: then nothing is sorted.
+            let (sent, still) = match all.iter().all(|(mark, _)| !conn.unsent(*mark)) {
+                true => (all, Vec::new()),
+                false => all.into_iter().partition(|(mark, _)| !conn.unsent(*mark)),
+            };
+            *waiting = still;
+            sent.into_iter().map(|(_, sent)| sent).collect()
         };
         if told.is_empty() {
             return false;
