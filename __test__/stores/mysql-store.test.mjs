@@ -346,6 +346,12 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
       const asText = await executed()
       await exercise(store({ poolSize: 2 }))
       assert.equal((await executed()) - asText, 0, 'nothing was prepared, all went as text')
+      // Room for half of one connection's statements: the rest go as text.
+      const [{ Value: inUse }] = await rows("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'")
+      await inspect.query(`SET GLOBAL max_prepared_stmt_count = ${Number(inUse) + 5}`)
+      const some = await executed()
+      await exercise(store({ poolSize: 1 }))
+      assert.ok((await executed()) - some > 0, 'some went prepared')
     } finally {
       await inspect.query(`SET GLOBAL max_prepared_stmt_count = ${Number(most)}`)
     }

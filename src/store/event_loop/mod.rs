@@ -78,8 +78,8 @@ pub enum Prepared {
     /// The protocol's statements, under names the client gave them (PostgreSQL).
     ByName,
     /// The protocol's statements, in order, under the numbers the server gave
-    /// them (MySQL).
-    Numbered(Vec<u32>),
+    /// them (MySQL); None for one it would not prepare.
+    Numbered(Vec<Option<u32>>),
 }
 
 /// Why a connection could not be opened: a store error code and what

@@ -1,8 +1,8 @@
 //! Hearing releases in other processes. MySQL has no LISTEN/NOTIFY; what it
 //! has is `GET_LOCK`, a named lock a session waits for. So each plain lock
 //! has a doorbell (`Sql::doorbell`): the connection that takes the lock
-//! takes the doorbell in the same command, and lets it go in the command
-//! that releases it. While this process has waiters for a key, a connection
+//! takes the doorbell in the statement sent right behind the acquire's,
+//! and lets it go in the one behind the release's. While this process has waiters for a key, a connection
 //! of its own (outside the event loop's: it blocks) waits for that key's
 //! doorbell, lets it go the moment it gets it, and wakes the key's waiters,
 //! which try again at once instead of at their next poll.

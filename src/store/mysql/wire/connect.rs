@@ -34,8 +34,9 @@ const PROTOCOL_41: u32 = 0x200;
 pub(super) const SSL: u32 = 0x800;
 const TRANSACTIONS: u32 = 0x2000;
 const SECURE_CONNECTION: u32 = 0x8000;
-/// A statement may be followed by another in one command: an operation
-/// and what it does with its key's doorbell travel together.
+/// A text command may hold several statements: the fence, and, where the
+/// server would not prepare them, an operation's statement and what it
+/// does with its key's doorbell.
 const MULTI_STATEMENTS: u32 = 0x1_0000;
 const MULTI_RESULTS: u32 = 0x2_0000;
 /// A prepared CALL may answer several results.
@@ -126,11 +127,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
         tcp,
         tls,
         server_process,
-        prepared: if ids.is_empty() {
-            Prepared::Nothing
-        } else {
-            Prepared::Numbered(ids)
-        },
+        prepared: Prepared::Numbered(ids),
     })
 }
 

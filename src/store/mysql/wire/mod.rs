@@ -70,9 +70,9 @@ pub type ServerAnswer = Result<Answer, ServerError>;
 #[derive(Default)]
 pub struct Session {
     /// The numbers the server gave the store's statements (in
-    /// [`Sql::prepared`]'s order); empty when it would not prepare them,
-    /// and then the texts are sent, their values written in.
-    ids: Vec<u32>,
+    /// [`Sql::prepared`]'s order); None for one it would not prepare, which
+    /// is sent as text, its values written in.
+    ids: Vec<Option<u32>>,
     sql: Option<Arc<Sql>>,
     /// For each request written and not yet answered, in order: how many
     /// answers it takes, and whether they are in binary form.
@@ -114,10 +114,11 @@ impl Wire for MySql {
     fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) {
         match &request.command {
             Command::Text(sql) => put_query(out, sql),
+            Command::Prepared(runs) if runs.is_empty() => put_query(out, "DO 0"),
             Command::Prepared(runs) => {
                 let ids: Option<Vec<u32>> = runs
                     .iter()
-                    .map(|run| session.ids.get(run.statement).copied())
+                    .map(|run| session.ids.get(run.statement).copied().flatten())
                     .collect();
                 if let Some(ids) = ids {
                     // Every command starts its own exchange at sequence number 0.
@@ -179,21 +180,20 @@ impl Wire for MySql {
     /// proxy's, nothing matches, and nothing is killed). A statement still
     /// waiting there for a row is ended with it; one that got the row holds
     /// it until it has committed, and whatever is sent next waits for that
-    /// row. `KILL` returns at once: there is nothing to wait for.
+    /// row. `KILL` returns at once: there is nothing to wait for. (No
+    /// PREPARE: a server out of prepared statements still runs it; with
+    /// nothing found it kills id 0, which is nobody's, and nobody reads the
+    /// error.)
     fn fence(_: &Target, server_process: i32, local_port: u16, _wait_ms: u64) -> Option<Request> {
         Some(Request {
             name: "endSession",
             command: Command::Text(format!(
                 "SET @keel_me = (SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID());
-                 SET @keel_fence = (SELECT CONCAT('KILL CONNECTION ', ID) FROM information_schema.PROCESSLIST
+                 SET @keel_fence = (SELECT ID FROM information_schema.PROCESSLIST
                    WHERE ID = {server_process} AND ID <> CONNECTION_ID()
-                     AND HOST = CONCAT(LEFT(@keel_me, LENGTH(@keel_me) - LENGTH(SUBSTRING_INDEX(@keel_me, ':', -1))), '{local_port}')
+                     AND HOST = CONCAT(LEFT(@keel_me, CHAR_LENGTH(@keel_me) - CHAR_LENGTH(SUBSTRING_INDEX(@keel_me, ':', -1))), '{local_port}')
                      AND USER = SUBSTRING_INDEX(USER(), '@', 1));
-                 SET @keel_fence = COALESCE(@keel_fence, 'DO 0');
-                 PREPARE keel_fence FROM @keel_fence;
-                 EXECUTE keel_fence;
-                 DEALLOCATE PREPARE keel_fence"
-            )),
+                 KILL CONNECTION COALESCE(@keel_fence, 0)"            )),
         })
     }
 
@@ -241,7 +241,7 @@ mod tests {
     #[test]
     fn a_prepared_pair_is_two_commands_and_one_answer() {
         let mut session = Session {
-            ids: vec![7, 8],
+            ids: vec![Some(7), Some(8)],
             ..Session::default()
         };
         let out = request(&mut session);

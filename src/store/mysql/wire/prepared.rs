@@ -189,7 +189,7 @@ pub fn binary_row(payload: &[u8], columns: &[Column]) -> Option<Vec<Option<Vec<u
         .enumerate()
         .map(|(i, column)| {
             let bit = i + 2;
-            if nulls[bit / 8] & (1 << (bit % 8)) != 0 {
+            if nulls.get(bit / 8)? & (1 << (bit % 8)) != 0 {
                 return Some(None);
             }
             value(&mut r, *column).map(Some)

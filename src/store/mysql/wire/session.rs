@@ -174,13 +174,13 @@ async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Prepare the store's statements ([`Sql::prepared`], all sent at once):
-/// their numbers, in order; none if the server would not prepare one
-/// (`max_prepared_stmt_count` reached, a proxy that cannot): then the
-/// connection sends them as text.
+/// their numbers, in order; None for one the server would not prepare
+/// (`max_prepared_stmt_count` reached, a statement it cannot prepare, a
+/// proxy that cannot), which the connection then sends as text.
 pub(super) async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
-) -> Result<Vec<u32>, Failure> {
+) -> Result<Vec<Option<u32>>, Failure> {
     let mut out = Vec::new();
     for text in &target.sql.prepared {
         let mut payload = Vec::with_capacity(1 + text.len());
@@ -190,7 +190,6 @@ pub(super) async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(
     }
     stream.write_all(&out).await.map_err(|e| lost(target, &e))?;
     let mut ids = Vec::with_capacity(target.sql.prepared.len());
-    let mut refused = false;
     for _ in &target.sql.prepared {
         let (payload, _) = read_payload(stream, target).await?;
         if payload.first() == Some(&0xFF) {
@@ -198,7 +197,7 @@ pub(super) async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(
             if ends_session(&error) {
                 return Err(refusal(target, &error));
             }
-            refused = true;
+            ids.push(None);
             continue;
         }
         let (id, columns, params) = read_prepare_ok(&payload).ok_or_else(|| {
@@ -213,10 +212,7 @@ pub(super) async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(
         for _ in 0..u32::from(columns) + u32::from(params) {
             read_payload(stream, target).await?;
         }
-        ids.push(id);
-    }
-    if refused {
-        ids.clear();
+        ids.push(Some(id));
     }
     Ok(ids)
 }
