@@ -84,6 +84,11 @@ export const TOOLS = {
     package: 'faketime',
     needs: 'the clock-skew test (stores/postgres-clock)',
   },
+  ss: {
+    find: () => which('ss', ['/usr/bin', '/bin', '/usr/sbin', '/sbin']),
+    package: 'iproute2',
+    needs: 'the test of a MySQL connection reset on the way (stores/mysql-faults), which closes the socket with ss -K',
+  },
   mariadb: {
     find: mariadbPrograms,
     package: 'mariadb-server',

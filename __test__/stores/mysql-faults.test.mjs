@@ -8,13 +8,14 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mysql from 'mysql2/promise'
 import { lock, semaphore, readLock, LockStoreError, MySqlLockStore } from '@shaferllc/keel/core'
 import { freePort, uniqueKey } from '../../support/servers.mjs'
 import { startMariaDb } from '../../support/mariadb.mjs'
 import { eventually } from '../helpers/eventually.mjs'
-import { describeWith } from '../helpers/tools.mjs'
+import { describeWith, lacking } from '../helpers/tools.mjs'
 import { withStore } from '../helpers/stores.mjs'
 
 const CODES = ['ERR_LOCK_STORE_CONNECTION', 'ERR_LOCK_STORE_TIMEOUT']
@@ -281,6 +282,48 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
       assert.equal(await s.isLocked(key), false)
     },
   )
+
+  const CUT = 'a connection reset on the way with an acquire waiting at the server: its session is ended first thing on the next, so only the acquire sent again runs'
+  if (!lacking(['ss'], CUT)) {
+    test(CUT, async (t) => {
+      const others = await rootConnections()
+      const s = store({ poolSize: 1, commandTimeout: 5_000 })
+      const key = uniqueKey('reset')
+      assert.equal(await s.isLocked(key), false)
+      const [id] = await newConnections(others)
+      const [{ HOST: host }] = await rows('SELECT HOST FROM information_schema.processlist WHERE ID = ?', [id])
+      const port = host.split(':').pop()
+      const waitingInserts = async () => (await rows("SELECT ID FROM information_schema.processlist WHERE INFO LIKE 'INSERT INTO keel_locks%'")).length
+      // Another application's transaction locked the (missing) row's gap: an insert there waits.
+      const blocker = await mysql.createConnection(server.url)
+      try {
+        await blocker.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ')
+        await blocker.query('BEGIN')
+        await blocker.query('SELECT owner FROM keel_locks WHERE id = UNHEX(SHA2(?, 256)) FOR UPDATE', [key])
+        const acquiring = s.acquire(key, 'a', 60_000)
+        await eventually(async () => assert.equal(await waitingInserts(), 1))
+        // The store's socket is reset under it, as by a middlebox: the
+        // server's session, waiting on the row, does not notice.
+        const cut = spawnSync('ss', ['-K', 'dst', '127.0.0.1', 'dport', '=', `:${server.port}`, 'sport', '=', `:${port}`], { encoding: 'utf8' })
+        if (!cut.stdout.includes(`:${port}`)) {
+          await blocker.query('COMMIT')
+          await acquiring.catch(() => {})
+          return t.skip(`ss -K could not close the socket (it needs root and a kernel with CONFIG_INET_DIAG_DESTROY): ${cut.stderr.trim()}`)
+        }
+        // The acquire goes again on a fresh connection, behind the fence: the
+        // old session's insert is gone well before its 5 s row-lock wait ends.
+        await sleep(500)
+        assert.equal(await waitingInserts(), 1, 'only the acquire sent again waits')
+        await blocker.query('COMMIT')
+        assert.equal(await acquiring, true)
+      } finally {
+        await blocker.end()
+      }
+      assert.equal(await s.release(key, 'a'), true)
+      await sleep(200)
+      assert.equal(await s.isLocked(key), false, 'nothing took the key after its release')
+    })
+  }
 
   test('a wrong password: ERR_LOCK_STORE_AUTH without the password, not tried again for a moment, then tried again', async () => {
     const guarded = await own({ password: 'right-horse' })

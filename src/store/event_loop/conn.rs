@@ -314,6 +314,13 @@ impl<W: Wire> Conn<W> {
     pub fn broke(&mut self, why: &str) -> Next<W> {
         self.state = State::Idle;
         self.out.clear();
+        // Its session may live on (silent, or reset on the way) and run what
+        // was sent on it later: ended first thing on the next connection.
+        if self.fence.is_none() && !self.waiting.is_empty() {
+            self.fence = self.server_session.take().and_then(|(process, port)| {
+                W::fence(&self.target, process, port, self.command_timeout / 2)
+            });
+        }
         let mut next = Next::default();
         let display = W::display(&self.target).to_owned();
         let mut kept = VecDeque::new();
@@ -370,15 +377,8 @@ impl<W: Wire> Conn<W> {
             // Before the socket opened, nothing was sent: a timed-out request leaves no reply behind.
             self.waiting.retain(|w| w.reply.is_some());
         } else if silent {
-            // The server may be stalled rather than gone, and run later what
-            // waited on this connection: its session is ended first thing on
-            // the next one, waiting half a command timeout for it to end.
-            self.fence = self.server_session.take().and_then(|(process, port)| {
-                W::fence(&self.target, process, port, self.command_timeout / 2)
-            });
-            next.absorb(
-                self.broke("nothing came back from the server for a whole command timeout"),
-            );
+            // The server may be stalled rather than gone: `broke` fences it.
+            next.absorb(self.broke("the server sent nothing for a whole command timeout"));
         }
         next
     }

@@ -153,7 +153,8 @@ pub trait Wire: Sized + 'static {
         answer: &Self::Answer,
     ) -> Verdict;
     /// When a connection is given up while the server may still run what was
-    /// sent on it (it went silent: the server may be stalled, not gone), a
+    /// sent on it (it went silent: the server may be stalled, not gone; or
+    /// it broke with requests unanswered, perhaps reset on the way), a
     /// request to send first on the next connection that ends the old one's
     /// session on the server (`server_process`, which served `local_port`),
     /// waiting up to `wait_ms` for it to end, so nothing that waited there can
