@@ -43,8 +43,10 @@ function acquire(taker, target, timeout, retryDelay, signal, trace) {
   if (waitersOf(handle, lane) !== undefined) return timeout === 0 ? null : queued(new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace))
   if (trace !== undefined) trace.attempts++
   // In a store's line, a caller that waits takes its process's place if refused
-  // (and, with first attempts of this thread out already, keeps it for them if it gets in).
-  const grant = inLine(target) ? ops.acquire(handle, key, ttlMs, lineWait(target, timeout)) : ops.acquire(handle, key, ttlMs)
+  // (and, with first attempts of this thread out already, keeps it for them if it
+  // gets in), asked for as it is sent.
+  const asked = inLine(target) ? realNow() : undefined
+  const grant = asked !== undefined ? ops.acquire(handle, key, ttlMs, lineWait(target, timeout), asked) : ops.acquire(handle, key, ttlMs)
   if (!isThenable(grant)) {
     // Answered at once: no waiter is made unless it has to wait.
     if (grant !== null) return taker[kTook](/** @type {NonNullable<Grant>} */ (grant), target.capabilities.saysWhenLapsed ? 0 : realNow())
@@ -54,7 +56,7 @@ function acquire(taker, target, timeout, retryDelay, signal, trace) {
   // The hold's time runs on the real clock (the store's TTL does); the
   // timeout on performance.now, which, like setTimeout, follows fake timers
   // when a test installs them.
-  const sent = realNow()
+  const sent = asked ?? realNow()
   // (One that does not wait still answers an abort at once, as a Waiter with no deadline.)
   if (timeout === 0 && signal === undefined) return answer.then((g) => (g === null ? refused(target) : taker[kTook](g, sent)))
   return new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace).firstTry(answer, sent)

@@ -6,15 +6,18 @@
  * token]`), or null if the hold admits nobody more now. `wait`, on a store
  * that keeps a line for a plain lock's waiters: 0, an attempt that does not
  * wait; 1, a waiter's (refused, it keeps this process's place in line); 2,
- * a waiter's with more of this process behind it.
+ * a waiter's with more of this process behind it. `asked`: when a waiter's
+ * attempt was sent (`performance.now()` just before this call), which a
+ * hand-over to the place it takes tells back.
  */
-export declare function acquire(handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number): string | [string, number] | [string, number, true] | null | Promise<string | [string, number] | [string, number, true] | null>
+export declare function acquire(handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number, asked: number): string | [string, number] | [string, number, true] | null | Promise<string | [string, number] | [string, number, true] | null>
 
 /**
  * Claim a plain lock handed to this process from its store's line, for
- * its TTL; with `more` of this process waiting, it keeps a place in line.
+ * its TTL; with `more` of this process waiting, it keeps a place in line,
+ * asked for at `asked` (`performance.now()` as the claim was sent).
  */
-export declare function claim(handle: object, key: string, owner: string, ttlMs: number, more: boolean): boolean | Promise<boolean>
+export declare function claim(handle: object, key: string, owner: string, ttlMs: number, more: boolean, asked: number): boolean | Promise<boolean>
 
 /** Close a server store's connections; later operations fail as closed. */
 export declare function closeStore(handle: object): void

@@ -38,9 +38,11 @@ const { HoldKind } = native
  * carrying the bridge's functions, with the same names and arguments.
  *
  * @typedef {object} StoreOps
- * @property {(handle: object, key: string, ttlMs: number, laneOrWait?: any) => import('./waiting.js').Grant | Promise<import('./waiting.js').Grant>} acquire
+ * @property {(handle: object, key: string, ttlMs: number, laneOrWait?: any, asked?: number) => import('./waiting.js').Grant | Promise<import('./waiting.js').Grant>} acquire
  *   (a JS store's fourth argument is the lane whose waiters a failed acquire's give-back wakes, the
- *   key's by default; a native store's is how a refused attempt waits in its line: one of WAIT)
+ *   key's by default; a native store's is how a refused attempt waits in its line: one of WAIT, and
+ *   its fifth when a waiting attempt was sent, realNow() just before the call, which a hand-over to
+ *   the place it takes tells back)
  * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean>} release
  * @property {(handle: object, key: string, owner: string, ttlMs: number) => boolean | Promise<boolean>} extend
  * @property {(handle: object, key: string) => boolean | Promise<boolean>} isLocked
@@ -53,8 +55,9 @@ const { HoldKind } = native
  * @property {(handle: object, key: string, on: boolean) => void} [watchReleases] follow releases other clients announce
  * @property {(handle: object, key: string) => void | Promise<void>} [sent] settles once what was asked about
  *   `key` so far is written to the store's connection (a store that `tellsWhenSent`)
- * @property {(handle: object, key: string, owner: string, ttlMs: number, more: boolean) => boolean | Promise<boolean>} [claim]
- *   claim a lock handed over from the store's line for its TTL (with `more` waiting here, keep a place)
+ * @property {(handle: object, key: string, owner: string, ttlMs: number, more: boolean, asked: number) => boolean | Promise<boolean>} [claim]
+ *   claim a lock handed over from the store's line for its TTL (with `more` waiting here, keep a place,
+ *   asked for at `asked`: realNow() as the claim was sent)
  * @property {(handle: object, key: string) => void | Promise<void>} [leaveLine] this process's waiters for
  *   the plain lock `key` all gave up: its place in the store's line goes (a store that `waitsInLine`)
  */
@@ -95,7 +98,7 @@ function nativeOps(hold, limit) {
   // what a plain lock's cycle would otherwise pay for naming the hold.
   const { acquire, release, extend, isLocked, remainingTime, holds, fencingToken, holders, withdraw, watchReleases, sent, claim, leaveLine } = native
   return {
-    acquire: (handle, key, ttlMs, wait = WAIT.now) => acquire(handle, key, hold, limit, ttlMs, wait),
+    acquire: (handle, key, ttlMs, wait = WAIT.now, asked = 0) => acquire(handle, key, hold, limit, ttlMs, wait, asked),
     release: (handle, key, owner) => release(handle, key, hold, owner),
     extend: (handle, key, owner, ttlMs) => extend(handle, key, hold, owner, ttlMs),
     isLocked: (handle, key) => isLocked(handle, key, hold, limit),

@@ -151,6 +151,30 @@ function onAnnouncedRelease(listener) {
 }
 
 /**
+ * For the tests that hold a hand-over in flight (__test__/stores/contract-line.mjs):
+ * from now on, the locks handed to this thread from a store's line are told
+ * to its waiters only at `deliver()`, in the order they came, as a message
+ * that the network or a busy thread held up would be.
+ */
+function holdHandOvers() {
+  /** @type {[object, string][]} */
+  const held = []
+  const hear = heard
+  heard = (handle, tagged) => (tagged[0] === 'h' ? void held.push([handle, tagged]) : hear(handle, tagged))
+  return {
+    /** How many are held. */
+    get count() {
+      return held.length
+    },
+    /** Tell them now, and tell later ones at once. */
+    deliver() {
+      if (heard !== hear) heard = hear
+      for (const [handle, tagged] of held.splice(0)) hear(handle, tagged)
+    },
+  }
+}
+
+/**
  * Who hears that a store was closed: the wait queues, whose waiters then
  * reject at once instead of at their next poll.
  *
@@ -329,4 +353,4 @@ class MySqlLockStore extends NativeLockStore {
   }
 }
 
-module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore, handleOf, onAnnouncedRelease, onClosed, answeredBeforeClose }
+module.exports = { NativeLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore, handleOf, onAnnouncedRelease, holdHandOvers, onClosed, answeredBeforeClose }

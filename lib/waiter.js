@@ -19,7 +19,7 @@ const { timer, cancel, realNow } = require('./timers.js')
 const { withdraw } = require('./marks.js')
 const { answeredBeforeClose } = require('./stores.js')
 const { cancelWith, endWith } = require('./abort.js')
-const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, noteAsked } = require('./waiting.js')
+const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave } = require('./waiting.js')
 const { firstTake, wasTaken } = require('./handed.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
@@ -149,7 +149,7 @@ class Waiter {
     try {
       // In a store's line: with more of this thread behind it, the process keeps a place once it gets in.
       grant = inLine(want)
-        ? ops.acquire(handle, key, ttlMs, /** @type {Waiter[]} */ (this.queue).length > 1 ? WAIT.inLineWithMore : WAIT.inLine)
+        ? ops.acquire(handle, key, ttlMs, /** @type {Waiter[]} */ (this.queue).length > 1 ? WAIT.inLineWithMore : WAIT.inLine, this.since)
         : ops.acquire(handle, key, ttlMs)
     } catch (error) {
       return this.failedTry(error)
@@ -190,21 +190,15 @@ class Waiter {
       if (grant !== null) return this.leaveBeforeQueueing(() => this.took(grant))
       // Refused: it queues with the time it has left (having crossed any
       // queue formed meanwhile), and looks again at once if a release came.
-      if (this.timeLeft() > 0) {
-        enqueue(this, { lookNow: this.again, crossed: true })
-        return noteAsked(this.queue, this.since)
-      }
+      if (this.timeLeft() > 0) return enqueue(this, { lookNow: this.again, crossed: true })
       return this.leaveBeforeQueueing(() => this.resolve(refused(this.want)))
     }
     // Taken: the next waiter polls later, as the lock has just been taken again
     // (unless more may hold it at once: then it tries now, and readers together).
     if (grant !== null) {
-      // (Got in with more waiting here: the process kept a place in line.)
-      if (inLine(this.want)) noteAsked(this.queue, this.since)
       const next = this.want.together === true ? NEXT.readers : this.want.shared === true ? NEXT.now : NEXT.later
       return leave(this, () => this.took(grant), next)
     }
-    noteAsked(this.queue, this.since)
     // A reader that tried with the one ahead of it waits for its turn at the head.
     if (this.queue?.[0] !== this) return
     if (this.again) return this.attempt()
@@ -277,8 +271,9 @@ class Waiter {
   }
 
   /**
-   * The lock was handed to it from its store's line, for `owner` (held since
-   * no later than `since`, for the claim window): it leaves the queue with a
+   * The lock was handed to it from its store's line, for `owner`, no earlier
+   * than `since` (when the place it went to was asked for), so it is held
+   * for the claim window from then at least: it leaves the queue with a
    * hold, and claims the lock for its TTL at once.
    *
    * @param {string} owner
@@ -309,15 +304,10 @@ class Waiter {
     const sent = realNow()
     // A claim the store could not answer leaves the hold to its claim window.
     // With more waiting here, the process keeps a place at the back of the line.
-    const queue = /** @type {Waiter[]} */ (this.queue)
-    const more = queue.length > 0
-    const after = (/** @type {boolean} */ claimed) => {
-      if (!claimed) return hold.markLost('expired')
-      hold.extended(sent, ttlMs)
-      if (more) noteAsked(queue, sent)
-    }
+    const more = /** @type {Waiter[]} */ (this.queue).length > 0
+    const after = (/** @type {boolean} */ claimed) => (claimed ? hold.extended(sent, ttlMs) : hold.markLost('expired'))
     try {
-      const claimed = /** @type {NonNullable<import('./protocol.js').StoreOps['claim']>} */ (ops.claim)(handle, key, owner, ttlMs, more)
+      const claimed = /** @type {NonNullable<import('./protocol.js').StoreOps['claim']>} */ (ops.claim)(handle, key, owner, ttlMs, more, sent)
       if (isThenable(claimed)) /** @type {Promise<boolean>} */ (claimed).then(after, noop)
       else after(/** @type {boolean} */ (claimed))
     } catch {}

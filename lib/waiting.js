@@ -92,57 +92,45 @@ function waitersOf(handle, lane) {
 }
 
 /**
- * Per lane queue in a store's line: when the latest request that left this
- * process's place in line, and was answered, was sent (realNow): an attempt
- * refused, an attempt or claim that got in with more waiting here (which
- * keeps a place at the back). The lock is handed over only for an owner such
- * a request left, after it ran, so a hand-over's hold runs from no earlier.
+ * A lock handed to this thread from its store's line (`<token> <asked>
+ * <owner> <key>`): the first waiter of its lane takes it; with none left, it
+ * goes back, and on to the next in line.
  *
- * @type {WeakMap<Waiter[], number>}
- */
-const askedAt = new WeakMap()
-
-/**
- * A request of `queue`'s that left this process's place in its store's line
- * was answered: the lane's hand-overs run from no earlier than when it was sent.
- *
- * @param {Waiter[] | undefined} queue
- * @param {number} sent
- */
-function noteAsked(queue, sent) {
-  if (queue !== undefined && (askedAt.get(queue) ?? 0) < sent) askedAt.set(queue, sent)
-}
-
-/**
- * A lock handed to this thread from its store's line (`<token> <owner>
- * <key>`): the first waiter of its lane takes it; with none left, it goes
- * back, and on to the next in line. A hand-over that came long after this
- * lane last asked may have lapsed unclaimed: the first waiter asks instead
- * (its attempt claims the lock if it is still this thread's).
+ * The message may come late, long after the waiter whose attempt took the
+ * place it went to: that waiter may have given up, this thread left the
+ * line, another waiter queued and the lock lapsed unclaimed. It is still
+ * true to its word: the lock went to the place no earlier than `asked`,
+ * when the request that took the place was sent (this thread's clock, told
+ * back by the store), and nobody but this thread takes it back within its
+ * claim window (leaving the line does not), so the lock is this thread's
+ * until at least `asked` plus that window, whoever waits here now. Told
+ * with too little of that left for a claim to surely land in it, it is no
+ * grant: the first waiter asks instead (its attempt claims the lock if it
+ * is still this thread's).
  *
  * @param {object} handle
  * @param {string} text
  */
 function handedOver(handle, text) {
   const tokenEnd = text.indexOf(' ')
-  const ownerEnd = text.indexOf(' ', tokenEnd + 1)
+  const askedEnd = text.indexOf(' ', tokenEnd + 1)
+  const ownerEnd = text.indexOf(' ', askedEnd + 1)
   const token = Number(text.slice(0, tokenEnd))
-  const owner = text.slice(tokenEnd + 1, ownerEnd)
+  const asked = Number(text.slice(tokenEnd + 1, askedEnd))
+  const owner = text.slice(askedEnd + 1, ownerEnd)
   const key = text.slice(ownerEnd + 1)
   if (!firstTake(handle, owner)) return
-  const queue = waitersOf(handle, key)
-  const head = queue?.[0]
+  const head = waitersOf(handle, key)?.[0]
   if (head === undefined || !inLine(head.want)) {
     const capabilities = /** @type {Want['capabilities']} */ ({ waitsInLine: true })
     return giveBack({ handle, key, lane: key, ops: opsOf(handle), capabilities }, owner)
   }
-  // (Within half the claim window, the claim surely lands in it.)
-  const since = askedAt.get(/** @type {Waiter[]} */ (queue)) ?? 0
-  if (realNow() - since > LINE_CLAIM_MS / 2) {
+  // (Written so that a time it cannot read is too late too.)
+  if (!(realNow() - asked <= LINE_CLAIM_MS / 2)) {
     forget(handle, owner)
     return head.attempt()
   }
-  head.handed(owner, token, since)
+  head.handed(owner, token, asked)
 }
 
 /** Arrival order: taken when acquire is called, before any store round trip. */
@@ -321,8 +309,9 @@ function leave(waiter, settle, next) {
     const { want } = waiter
     queues.get(want.handle)?.delete(want.lane)
     follow(want, false)
-    // Left without the lock: this process's place in the store's line goes.
-    if (next === NEXT.now && inLine(want)) leaveLine(want)
+    // Left without the lock: this process's place in the store's line goes
+    // (unless first attempts of this thread are out: the place is theirs now).
+    if (next === NEXT.now && inLine(want) && !firstTriesOut(want.handle, want.lane)) leaveLine(want)
   } else if (at === 0) {
     const head = queue[0]
     if (next === NEXT.later) {
@@ -352,4 +341,4 @@ function leaveLine({ handle, key, ops }) {
   } catch {}
 }
 
-module.exports = { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, wake, pollLater, giveBack, NEXT, leave, noteAsked }
+module.exports = { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, wake, pollLater, giveBack, NEXT, leave }

@@ -4,7 +4,10 @@
 // PostgresLockStore and the docs' database store (30 s each), and on MariaDB
 // through MySqlLockStore (30 s). Zero lost
 // updates, zero overlaps, and resident memory flat after warm-up; the figures
-// are printed. KEEL_SOAK_SECONDS scales them all.
+// are printed. Then the abort race (helpers/race.mjs) for 40 s on each of
+// RedisLockStore, PostgresLockStore and MySqlLockStore: waits cancelled at
+// random moments, processes killed, never two holders. KEEL_SOAK_SECONDS
+// scales them all.
 
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -16,6 +19,7 @@ import { postgresForTests } from '../../support/postgres.mjs'
 import { mariadbForTests } from '../../support/mariadb.mjs'
 import { openStore } from '../helpers/stores.mjs'
 import { runChild } from '../helpers/processes.mjs'
+import { raceWithAborts } from '../helpers/race.mjs'
 
 const scale = Number(process.env.KEEL_SOAK_SECONDS ?? 60) / 60
 const dir = mkdtempSync(join(tmpdir(), 'keel-soak-'))
@@ -77,3 +81,18 @@ test(`PostgresLockStore: 8 processes for ${Math.round(30 * scale)} s`, { timeout
 test(`MySqlLockStore: 8 processes for ${Math.round(30 * scale)} s`, { timeout: 600_000 }, async () => {
   await soak('mysql-store', 30 * scale, { KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url })
 })
+
+for (const [name, env] of [
+  ['RedisLockStore', () => ({ KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url })],
+  ['PostgresLockStore', () => ({ KEEL_TEST_STORE: 'postgres-store', KEEL_TEST_DATABASE: postgres.url })],
+  ['MySqlLockStore', () => ({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url })],
+]) {
+  const seconds = 40 * scale
+  test(`${name}: waits aborted at random across 4 processes, some killed, for ${Math.round(seconds)} s: never two holders`, { timeout: 600_000 }, async () => {
+    const seen = await raceWithAborts(env(), seconds)
+    console.log(
+      `${name} abort race: ${seen.sections} critical sections in ${seconds} s, ${seen.aborted} waits aborted, ` +
+        `${seen.timedOut} timed out, ${seen.killed} processes killed; overlaps ${seen.overlaps}, tokens back ${seen.backwards}`,
+    )
+  })
+}

@@ -31,6 +31,8 @@ import { lock } from '@shaferllc/keel/core'
 import { uniqueKey } from '../../support/servers.mjs'
 import { runChild } from '../helpers/processes.mjs'
 import { eventually } from '../helpers/eventually.mjs'
+import { openStore } from '../helpers/stores.mjs'
+import { holdHandOvers } from '../../lib/stores.js'
 
 const CHILD = fileURLToPath(new URL('../helpers/child.mjs', import.meta.url))
 
@@ -186,6 +188,87 @@ export function lineContract(current) {
     assert.equal(await after.acquireImmediately(), true)
     assert.equal(await after.release(), true)
     await eventually(async () => assert.equal(await current().leftovers(key), 0), 3_000)
+  })
+
+  // The hand-over below is held in flight (lib/stores.js holdHandOvers), as a
+  // busy thread or network would: it may reach this process after the waiter
+  // it was for aborted, the process left the line and another waiter of it
+  // queued. Another client of the same server plays the other process.
+  /** The key held by `other`; a waiter here in line; the lock handed to this process's place, its message held; the waiter aborted. */
+  async function handedThenAborted(key, other) {
+    assert.equal(await other.acquire(key, 'other-1', 30_000), true)
+    const controller = new AbortController()
+    const aborted = lock(key, 30_000).run(() => assert.fail('the aborted waiter ran'), { timeout: 30_000, retryDelay: 10_000, signal: controller.signal })
+    await eventually(async () => assert.equal(await current().places(key), 1, 'the waiter took its place'))
+    const held = holdHandOvers()
+    assert.equal(await other.release(key, 'other-1'), true)
+    await eventually(() => assert.equal(held.count, 1, 'the hand-over is held in flight'))
+    controller.abort()
+    await assert.rejects(aborted, { name: 'AbortError' })
+    return held
+  }
+
+  test('line: a hand-over told after its waiter aborted and the key was taken again is never a second holder', async () => {
+    const key = uniqueKey('late-handed')
+    const { store: other, close } = await openStore(current().env)
+    let held
+    try {
+      held = await handedThenAborted(key, other)
+      // The other client takes the key once it is free, then a new waiter here queues.
+      await eventually(async () => assert.equal(await other.acquire(key, 'other-2', 30_000), true, 'the other client took the key'), 5_000)
+      let otherHolds = true
+      let twice = false
+      const next = lock(key, 30_000).run(() => void (twice = otherHolds), { timeout: 30_000 })
+      await eventually(async () => assert.equal(await current().places(key), 1, 'the new waiter took its place'))
+      held.deliver()
+      await sleep(300)
+      otherHolds = false
+      assert.equal(await other.release(key, 'other-2'), true)
+      assert.deepEqual(await next, [true, undefined])
+      assert.equal(twice, false, 'the new waiter ran while the other client held the key')
+    } finally {
+      held?.deliver()
+      await close()
+    }
+  })
+
+  test('line: a lock handed to a place its waiter left is held until it goes back: a waiter here may take it, nobody else', async () => {
+    const key = uniqueKey('left-handed')
+    const { store: other, close } = await openStore(current().env)
+    let held
+    try {
+      held = await handedThenAborted(key, other)
+      let inside = false
+      const next = lock(key, 30_000).run(
+        async (l) => {
+          inside = true
+          assert.equal(await other.acquire(key, 'other-2', 30_000), false, 'the other client took the key while a waiter here ran')
+          inside = false
+          return l.fencingToken
+        },
+        { timeout: 30_000 },
+      )
+      const [ran, token] = await next
+      assert.equal(ran, true)
+      assert.equal(inside, false)
+      assert.equal(typeof token, 'number')
+      held.deliver()
+      // Told now, the hand-over is the one the waiter took: nobody takes it again.
+      await eventually(async () => assert.equal(await other.acquire(key, 'other-3', 30_000), true), 3_000)
+      assert.equal(await lock(key).isLocked(), true)
+      assert.equal(await other.release(key, 'other-3'), true)
+      // Told with nobody waiting here, it goes back at once, well inside its claim window.
+      const again = await handedThenAborted(key, other)
+      again.deliver()
+      held = undefined
+      const start = performance.now()
+      await eventually(async () => assert.equal(await other.acquire(key, 'other-4', 30_000), true), 3_000)
+      assert.ok(performance.now() - start < 400, `the key was free ${Math.round(performance.now() - start)} ms after the hand-over was told`)
+      assert.equal(await other.release(key, 'other-4'), true)
+    } finally {
+      held?.deliver()
+      await close()
+    }
   })
 
   test('line: 32,000 waiting acquires that get in at once leave nothing behind in this process', async () => {

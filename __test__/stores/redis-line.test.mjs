@@ -54,11 +54,11 @@ async function observe() {
   })
   return {
     attempts: async (key) => seen.filter((c) => c.key === key && c.script?.includes('wait_in_line(me, owner)')).length,
-    // How each script run on `key` with four keys and eight arguments (the
+    // How each script run on `key` with four keys and nine arguments (the
     // line's acquire and claim, as this store runs them) waits: its ARGV[7],
     // 0 never, 1 in line, 2 in line keeping a place for more of the process.
     waits: (key) =>
-      seen.filter((c) => c.name.startsWith('eval') && c.args[2] === '4' && c.args.length === 15 && c.args[3].endsWith(key)).map((c) => c.args[13]),
+      seen.filter((c) => c.name.startsWith('eval') && c.args[2] === '4' && c.args.length === 16 && c.args[3].endsWith(key)).map((c) => c.args[13]),
     told: async () => {
       const published = seen.filter((c) => c.name === 'publish').map((c) => c.args[1])
       const handOvers = published.filter((channel) => channel.startsWith('keel:wake:'))

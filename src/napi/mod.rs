@@ -27,7 +27,7 @@ use napi_derive::napi;
 use self::convert::{to_js, HoldArg, Settled};
 use self::handle::Handle;
 use crate::lock;
-use crate::store::{Acquired, Hold, Wait};
+use crate::store::{Acquired, Asked, Hold, Wait};
 use crate::text::SmallStr;
 
 /// Which kind of hold an operation is about, as JS names it. Every store
@@ -58,12 +58,17 @@ fn hold(HoldArg(kind): HoldArg, limit: f64) -> Hold {
 /// token]`), or null if the hold admits nobody more now. `wait`, on a store
 /// that keeps a line for a plain lock's waiters: 0, an attempt that does not
 /// wait; 1, a waiter's (refused, it keeps this process's place in line); 2,
-/// a waiter's with more of this process behind it.
+/// a waiter's with more of this process behind it. `asked`: when a waiter's
+/// attempt was sent (`performance.now()` just before this call), which a
+/// hand-over to the place it takes tells back.
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number",
+    ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number, asked: number",
     ts_return_type = "string | [string, number] | [string, number, true] | null | Promise<string | [string, number] | [string, number, true] | null>"
 )]
+// Primitives, not an options object: a lock cycle's hottest call reads no
+// JS properties.
+#[allow(clippy::too_many_arguments)]
 pub fn acquire<'env>(
     env: &'env Env,
     handle: Handle,
@@ -72,11 +77,12 @@ pub fn acquire<'env>(
     limit: f64,
     ttl_ms: f64,
     wait: u32,
+    asked: f64,
 ) -> Result<Settled<'env, Option<lock::Grant>>> {
     let wait = match wait {
         0 => Wait::Now,
-        1 => Wait::InLine,
-        _ => Wait::InLineWithMore,
+        1 => Wait::InLine(Asked::at(asked)),
+        _ => Wait::InLineWithMore(Asked::at(asked)),
     };
     let op = lock::acquire(&handle.store, hold(kind, limit), &key, ttl_ms, wait);
     to_js(env, &handle, op)
@@ -260,10 +266,11 @@ pub fn sent<'env>(env: &'env Env, handle: Handle, key: SmallStr) -> Result<Settl
 }
 
 /// Claim a plain lock handed to this process from its store's line, for
-/// its TTL; with `more` of this process waiting, it keeps a place in line.
+/// its TTL; with `more` of this process waiting, it keeps a place in line,
+/// asked for at `asked` (`performance.now()` as the claim was sent).
 #[napi(
     catch_unwind,
-    ts_args_type = "handle: object, key: string, owner: string, ttlMs: number, more: boolean",
+    ts_args_type = "handle: object, key: string, owner: string, ttlMs: number, more: boolean, asked: number",
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn claim<'env>(
@@ -273,7 +280,9 @@ pub fn claim<'env>(
     owner: SmallStr,
     ttl_ms: f64,
     more: bool,
+    asked: f64,
 ) -> Result<Settled<'env, bool>> {
+    let more = more.then(|| Asked::at(asked));
     to_js(env, &handle, handle.store.claim(&key, &owner, ttl_ms, more))
 }
 

@@ -8,6 +8,7 @@
 //! nobody back for longer). Each kind's data lives apart: a plain lock, a
 //! semaphore and a read-write key of the same name never see each other.
 
+use super::line::Asked;
 use crate::text::SmallStr;
 
 /// Which kind of hold an operation is about. Every store operation names one.
@@ -53,11 +54,12 @@ pub enum Wait {
     /// A lock's attempt that does not wait (`acquireImmediately`): it takes
     /// the lock only if it is free and nobody's turn, and never waits in line.
     Now,
-    /// A waiter's attempt: refused, it takes (or keeps) this process's place.
-    InLine,
+    /// A waiter's attempt, sent when it says: refused, it takes (or keeps)
+    /// this process's place.
+    InLine(Asked),
     /// The same, with more of this process waiting behind it: once it has
     /// the lock, this process keeps a place at the back for them.
-    InLineWithMore,
+    InLineWithMore(Asked),
 }
 
 /// What an acquire answered.

@@ -13,6 +13,14 @@
 //! a lock handed over is held [`CLAIM_MS`] until its new holder claims it
 //! for its TTL, so one handed to a process that died meanwhile is free again
 //! that soon, not a whole TTL later.
+//!
+//! A hand-over is told by message, which may arrive late: after the waiter
+//! it was for gave up, its process left the line and another of its
+//! waiters queued. So a place keeps when its process asked for it
+//! ([`Asked`]) and a hand-over tells that back: the lock went to the place
+//! no earlier, and, as nobody but that process can take back a lock handed
+//! to it (leaving the line does not), it is that process's until at least
+//! [`CLAIM_MS`] after that moment, however late the message comes.
 
 #[cfg(test)]
 pub mod contract;
@@ -35,18 +43,63 @@ pub const CLAIM_MS: u64 = 500;
 const _: () = assert!(RENEW_MS * 2 < LEASE_MS);
 const _: () = assert!(LEASE_MS < 1_000 && CLAIM_MS < 1_000);
 
-/// A hand-over as the process it went to is told: the fencing token, the
-/// owner token the lock now has, and the key (as the lock names it).
-pub fn told(token: u64, owner: &str, key: &str) -> String {
-    format!("{token} {owner} {key}")
+/// When a process asked for its place in line: the moment the request that
+/// took (or renewed) the place was sent, on the clock of the JS thread that
+/// sent it (`performance.now()`, in whole ms rounded down, so never later
+/// than the moment). The server keeps it with the place and tells it back
+/// with a hand-over to the place, which it made no earlier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Asked(u64);
+
+impl Asked {
+    /// `ms`, as `performance.now()` read it (anything but a finite
+    /// non-negative number is 0: asked long ago, which no hand-over trusts).
+    pub fn at(ms: f64) -> Self {
+        if ms.is_finite() && ms > 0.0 {
+            // Below 2^53 a float holds every whole number: the cast is exact.
+            Asked(ms.min(9_007_199_254_740_991.0).floor() as u64)
+        } else {
+            Asked(0)
+        }
+    }
+
+    pub fn ms(self) -> u64 {
+        self.0
+    }
+}
+
+/// A lock handed over from the line to a process's place.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Handed {
+    /// The fencing token it was handed with.
+    pub token: u64,
+    /// When the place it went to was asked for.
+    pub asked: u64,
+    /// The owner token the place left, which the lock now has.
+    pub owner: SmallStr,
+}
+
+impl Handed {
+    /// As the process it went to is told: the fencing token, when its place
+    /// was asked for, the owner token and the key (as the lock names it).
+    pub fn told(&self, key: &str) -> String {
+        told(self.token, self.asked, &self.owner, key)
+    }
+}
+
+/// A hand-over's text (see [`Handed::told`]), from its parts.
+pub fn told(token: u64, asked: u64, owner: &str, key: &str) -> String {
+    format!("{token} {asked} {owner} {key}")
 }
 
 /// The parts of a hand-over's text written by [`told`] (after the store's
-/// own framing), if it is one.
-pub fn parse(text: &str) -> Option<(u64, &str, &str)> {
+/// own framing), if it is one: the token, when the place was asked for,
+/// the owner and the key.
+pub fn parse(text: &str) -> Option<(u64, u64, &str, &str)> {
     let (token, rest) = text.split_once(' ')?;
+    let (asked, rest) = rest.split_once(' ')?;
     let (owner, key) = rest.split_once(' ')?;
-    Some((token.parse().ok()?, owner, key))
+    Some((token.parse().ok()?, asked.parse().ok()?, owner, key))
 }
 
 /// What a plain lock's release did, where its waiters wait in line.
@@ -56,8 +109,8 @@ pub enum Release {
     NotHeld,
     Released,
     /// Released (`true`: while it was still held), and handed to this
-    /// process's first in line: for this owner, with this token.
-    HandedHere(bool, SmallStr, u64),
+    /// process's place.
+    HandedHere(bool, Handed),
 }
 
 impl Release {
@@ -68,8 +121,8 @@ impl Release {
         match self {
             Release::NotHeld => false,
             Release::Released => true,
-            Release::HandedHere(held, owner, token) => {
-                follower.report(Released::Handed, told(token, &owner, key));
+            Release::HandedHere(held, handed) => {
+                follower.report(Released::Handed, handed.told(key));
                 held
             }
         }
@@ -82,9 +135,20 @@ mod tests {
 
     #[test]
     fn a_hand_over_reads_back_with_any_key() {
-        let text = told(7, "a-b", "in voice 42");
-        assert_eq!(parse(&text), Some((7, "a-b", "in voice 42")));
-        assert_eq!(parse("x a k"), None);
-        assert_eq!(parse("7 a"), None);
+        let text = told(7, 1234, "a-b", "in voice 42");
+        assert_eq!(parse(&text), Some((7, 1234, "a-b", "in voice 42")));
+        assert_eq!(parse("x 1 a k"), None);
+        assert_eq!(parse("7 x a k"), None);
+        assert_eq!(parse("7 1 a"), None);
+    }
+
+    #[test]
+    fn asked_is_never_later_than_the_moment() {
+        assert_eq!(Asked::at(1234.999).ms(), 1234);
+        assert_eq!(Asked::at(0.5).ms(), 0);
+        assert_eq!(Asked::at(-3.0).ms(), 0);
+        assert_eq!(Asked::at(f64::NAN).ms(), 0);
+        assert_eq!(Asked::at(f64::INFINITY).ms(), 0);
+        assert_eq!(Asked::at(1e300).ms(), 9_007_199_254_740_991);
     }
 }

@@ -29,6 +29,7 @@ use std::pin::Pin;
 
 pub use crate::error::{BackendError, Code, StoreError};
 pub use hold::{Acquired, Hold, HoldOp, Wait};
+pub use line::Asked;
 pub use memory::MemoryStore;
 pub use mysql::{MySqlOptions, MySqlStore};
 pub use options::TlsOptions;
@@ -185,13 +186,16 @@ pub trait LockStore: Send + Sync + 'static {
     }
     /// Claim the plain lock `key`, handed to this process from the store's
     /// line for `owner`, for `ttl_ms` (an extension); with `more` of this
-    /// process waiting, it keeps a place at the back of the line.
-    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, _more: bool) -> Op<bool> {
+    /// process waiting (asked for when the claim was sent), it keeps a
+    /// place at the back of the line.
+    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, _more: Option<Asked>) -> Op<bool> {
         self.extend(Hold::Lock, key, owner, ttl_ms)
     }
     /// Every waiter of this process for the plain lock `key` gave up: its
-    /// place in the store's line goes (a lock handed to it meanwhile goes on
-    /// to the next). Nothing to do where there is no line.
+    /// place in the store's line goes. A lock handed to the place meanwhile
+    /// stays this process's until it gives it back or its claim window ends
+    /// (the hand-over's message may yet reach a waiter of it). Nothing to do
+    /// where there is no line.
     fn leave_line(&self, _key: &str) -> Op<()> {
         Op::Ready(Ok(()))
     }

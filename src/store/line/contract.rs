@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::store::event_loop::tests::Harness;
 use crate::store::follow::{OnReleased, Released};
-use crate::store::{line, Acquired, Hold, LockStore, Op, Wait};
+use crate::store::{line, Acquired, Asked, Hold, LockStore, Op, Wait};
 
 /// What the stores were told, in order (the stores stand for processes;
 /// they share it).
@@ -27,6 +27,11 @@ impl Told {
             _ => panic!("told of a hand-over: {here:?}"),
         }
     }
+}
+
+/// A waiter's attempt, asked at `ms`.
+fn in_line(ms: u64) -> Wait {
+    Wait::InLine(Asked::at(ms as f64))
 }
 
 /// `op`'s answer.
@@ -55,11 +60,11 @@ pub fn the_line_hands_the_lock_over_in_order<S: LockStore>(
         Acquired::Refused
     );
     assert_eq!(
-        ok(harness, b.acquire(lock, "k", "b1", 10_000.0, Wait::InLine)),
+        ok(harness, b.acquire(lock, "k", "b1", 10_000.0, in_line(101))),
         Acquired::Refused
     );
     assert_eq!(
-        ok(harness, a.acquire(lock, "k", "a2", 10_000.0, Wait::InLine)),
+        ok(harness, a.acquire(lock, "k", "a2", 10_000.0, in_line(102))),
         Acquired::Refused
     );
     // Handed to b, the first in line, for the owner it left there.
@@ -70,7 +75,7 @@ pub fn the_line_hands_the_lock_over_in_order<S: LockStore>(
         left > 0.0 && left <= line::CLAIM_MS as f64,
         "held {left} ms until claimed"
     );
-    assert!(ok(harness, b.claim("k", "b1", 10_000.0, false)));
+    assert!(ok(harness, b.claim("k", "b1", 10_000.0, None)));
     assert!(
         ok(harness, b.remaining(lock, "k", None)).unwrap_or(0.0) > 5_000.0,
         "claimed for its TTL"
@@ -78,7 +83,7 @@ pub fn the_line_hands_the_lock_over_in_order<S: LockStore>(
     // Handed on to a; its next attempt (its message still on the way) claims it.
     assert!(ok(harness, b.release(lock, "k", "b1")));
     let Acquired::Handed { owner, token } =
-        ok(harness, a.acquire(lock, "k", "a3", 10_000.0, Wait::InLine))
+        ok(harness, a.acquire(lock, "k", "a3", 10_000.0, in_line(103)))
     else {
         panic!("the lock handed over");
     };
@@ -87,13 +92,16 @@ pub fn the_line_hands_the_lock_over_in_order<S: LockStore>(
     assert!(ok(harness, a.remaining(lock, "k", None)).unwrap_or(0.0) > 5_000.0);
     // a first in line when it releases: handed to itself, in the reply.
     assert_eq!(
-        ok(harness, a.acquire(lock, "k", "a4", 10_000.0, Wait::InLine)),
+        ok(harness, a.acquire(lock, "k", "a4", 10_000.0, in_line(104))),
         Acquired::Refused
     );
     assert!(ok(harness, a.release(lock, "k", "a2")));
     let text = told.last_hand_over();
-    assert!(matches!(line::parse(&text), Some((_, "a4", "k"))), "{text}");
-    assert!(ok(harness, a.claim("k", "a4", 10_000.0, false)));
+    assert!(
+        matches!(line::parse(&text), Some((_, 104, "a4", "k"))),
+        "{text}"
+    );
+    assert!(ok(harness, a.claim("k", "a4", 10_000.0, None)));
     assert!(ok(harness, a.release(lock, "k", "a4")));
     // Nobody in line: a release frees it.
     assert!(!ok(harness, a.would_wait(lock, "k")));
@@ -114,7 +122,7 @@ pub fn more_waiting_keep_their_place<S: LockStore>(
     let refused = |store: &S, owner: &str| {
         ok(
             harness,
-            store.acquire(lock, "m", owner, 10_000.0, Wait::InLine),
+            store.acquire(lock, "m", owner, 10_000.0, in_line(1)),
         ) == Acquired::Refused
     };
     // a gets in with more waiting, b asks after it: a's release hands the
@@ -123,7 +131,13 @@ pub fn more_waiting_keep_their_place<S: LockStore>(
         assert!(matches!(
             ok(
                 harness,
-                a.acquire(lock, "m", owner, 10_000.0, Wait::InLineWithMore)
+                a.acquire(
+                    lock,
+                    "m",
+                    owner,
+                    10_000.0,
+                    Wait::InLineWithMore(Asked::at(77.0))
+                )
             ),
             Acquired::Fenced(_)
         ));
@@ -134,10 +148,10 @@ pub fn more_waiting_keep_their_place<S: LockStore>(
             "handed to b, past a's place"
         );
         let text = told.last_hand_over();
-        let Some((_, spare, "m")) = line::parse(&text) else {
-            panic!("handed to a: {text}");
+        let Some((_, 77, spare, "m")) = line::parse(&text) else {
+            panic!("handed to a, for the place its acquire asked for: {text}");
         };
-        assert!(ok(harness, a.claim("m", spare, 10_000.0, false)));
+        assert!(ok(harness, a.claim("m", spare, 10_000.0, None)));
         spare.to_owned()
     };
     // Free, nobody in line.
@@ -146,12 +160,69 @@ pub fn more_waiting_keep_their_place<S: LockStore>(
     // TTL): a, first in line, gets in.
     assert!(ok(harness, a.release(lock, "m", &spare)));
     assert!(ok(harness, b.holds(lock, "m", "b1")));
-    assert!(ok(harness, b.claim("m", "b1", 50.0, false)));
+    assert!(ok(harness, b.claim("m", "b1", 50.0, None)));
     assert!(refused(&a, "a2"));
     std::thread::sleep(std::time::Duration::from_millis(120));
     let spare = a_keeps_its_place("a3", "b2");
     assert!(ok(harness, a.release(lock, "m", &spare)));
-    assert!(ok(harness, b.claim("m", "b2", 10_000.0, false)));
+    assert!(ok(harness, b.claim("m", "b2", 10_000.0, None)));
     assert!(ok(harness, b.release(lock, "m", "b2")));
     assert!(!ok(harness, a.would_wait(lock, "m")));
+}
+
+/// A process whose waiters all gave up leaves the line, but a lock handed
+/// to its place before that stays its own (the message telling it may yet
+/// reach a waiter of it that came since): nobody else gets it until the
+/// process claims it, gives it back or its claim window ends.
+pub fn leaving_keeps_a_lock_handed_over<S: LockStore>(
+    harness: &Harness,
+    make: &dyn Fn(OnReleased) -> S,
+) {
+    let told = Told::default();
+    let (a, b) = (make(told.tell()), make(told.tell()));
+    let lock = Hold::Lock;
+    let handed_to_b = |owner: &str, asked: u64| {
+        assert!(matches!(
+            ok(harness, a.acquire(lock, "h", "a", 10_000.0, Wait::Not)),
+            Acquired::Fenced(_)
+        ));
+        assert_eq!(
+            ok(
+                harness,
+                b.acquire(lock, "h", owner, 10_000.0, in_line(asked))
+            ),
+            Acquired::Refused
+        );
+        assert!(ok(harness, a.release(lock, "h", "a")));
+        ok(harness, b.leave_line("h"));
+        assert!(
+            ok(harness, b.holds(lock, "h", owner)),
+            "still b's after it left"
+        );
+        assert_eq!(
+            ok(harness, a.acquire(lock, "h", "a", 10_000.0, Wait::Not)),
+            Acquired::Refused
+        );
+    };
+    // Asked for again, it is b's attempt's.
+    handed_to_b("b1", 5);
+    let Acquired::Handed { owner, .. } =
+        ok(harness, b.acquire(lock, "h", "b2", 10_000.0, in_line(6)))
+    else {
+        panic!("b's next attempt claims the lock handed to it");
+    };
+    assert_eq!(owner.as_str(), "b1");
+    assert!(ok(harness, b.release(lock, "h", "b1")));
+    // Given back, it is free.
+    handed_to_b("b3", 7);
+    assert!(ok(harness, b.release(lock, "h", "b3")));
+    assert!(!ok(harness, a.would_wait(lock, "h")));
+    // Never claimed, it is free once its claim window ends.
+    handed_to_b("b4", 8);
+    std::thread::sleep(std::time::Duration::from_millis(line::CLAIM_MS + 50));
+    assert!(matches!(
+        ok(harness, a.acquire(lock, "h", "a", 10_000.0, Wait::Not)),
+        Acquired::Fenced(_)
+    ));
+    assert!(ok(harness, a.release(lock, "h", "a")));
 }

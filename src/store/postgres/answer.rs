@@ -3,7 +3,7 @@
 //! instead when the answer is not one it takes.
 
 use super::ops::SWEEP_BATCH;
-use crate::store::line::Release;
+use crate::store::line::{Handed, Release};
 use crate::store::Acquired;
 use crate::text::SmallStr;
 
@@ -77,7 +77,7 @@ pub(super) fn line_token(answer: Answer) -> Result<Acquired, &'static str> {
 }
 
 /// The line's release: `1` or `0` (whether it held the lock), then
-/// ` <token> <owner>` when the lock went on to this process.
+/// ` <token> <asked> <owner>` when the lock went on to this process.
 /// (Sent as the plain release, `answer::released`'s answer.)
 pub(super) fn line_release(answer: Answer) -> Result<Release, &'static str> {
     let text = match answer.first {
@@ -95,15 +95,27 @@ pub(super) fn line_release(answer: Answer) -> Result<Release, &'static str> {
     };
     Ok(match handed {
         Some(handed) => {
-            let (token, owner) = handed_to_us(handed)?;
-            Release::HandedHere(held, owner, token)
+            let (token, asked_and_owner) = handed
+                .split_once(' ')
+                .ok_or("a hand-over without its owner")?;
+            let (asked, owner) = handed_to_us(asked_and_owner)?;
+            let token = token.parse().map_err(|_| "a hand-over without its token")?;
+            Release::HandedHere(
+                held,
+                Handed {
+                    token,
+                    asked,
+                    owner,
+                },
+            )
         }
         None if held => Release::Released,
         None => Release::NotHeld,
     })
 }
 
-/// `<token> <owner>`: a lock handed to this process.
+/// `<number> <owner>`: a lock handed to this process (the number its
+/// fencing token, or in a release's answer when its place was asked for).
 fn handed_to_us(text: &str) -> Result<(u64, SmallStr), &'static str> {
     let (token, owner) = text
         .split_once(' ')
@@ -308,9 +320,17 @@ mod tests {
         assert_eq!(line_release(row("1")), Ok(Release::Released));
         assert_eq!(line_release(row("0")), Ok(Release::NotHeld));
         assert_eq!(
-            line_release(row("0 9 o")),
-            Ok(Release::HandedHere(false, SmallStr::from("o"), 9))
+            line_release(row("0 9 1234 o")),
+            Ok(Release::HandedHere(
+                false,
+                Handed {
+                    token: 9,
+                    asked: 1234,
+                    owner: SmallStr::from("o")
+                }
+            ))
         );
+        assert!(line_release(row("0 9 o")).is_err());
         assert!(line_release(row("yes")).is_err());
         assert_eq!(line_done(row("1")), Ok(true));
         assert_eq!(line_done(row("0")), Ok(false));

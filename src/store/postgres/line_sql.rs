@@ -2,9 +2,10 @@
 //! in SQL: a table of places and one function that does every step of it.
 //!
 //! `<table>_line` holds one row per process waiting for a key: its id, when
-//! it arrived (µs on the server's clock), when its place lapses, and the
-//! owner token a hand-over makes the lock; once the lock went to it, the
-//! fencing token it was handed with (`handed`), until it claims it. The
+//! it arrived (µs on the server's clock), when its place lapses, the owner
+//! token a hand-over makes the lock and when the process asked for that
+//! (`asked`, `store::line::Asked`); once the lock went to it, the fencing
+//! token it was handed with (`handed`), until it claims it. The
 //! function takes a transaction advisory lock on the key first, so a
 //! release and a waiter taking its place never miss each other, and each
 //! statement after it (READ COMMITTED, a volatile function) reads what the
@@ -17,7 +18,9 @@
 //! while the lock stays held, it renews the place without waiting for the
 //! key's advisory lock. A release is one plain delete unless someone
 //! may wait: a held row's `expires_at` is kept even, and made odd (one ms
-//! later) by a waiter taking its place, which updates the row. A release
+//! later) by a waiter taking its place, which updates the row (a lock
+//! handed over is odd until claimed, so that giving it back clears the
+//! place it was handed to). A release
 //! takes the key's advisory lock too, first: it waits for a waiter taking
 //! its place and deletes (and returns) that waiter's version of the row,
 //! so it always sees the mark, and only then calls the function; a waiter
@@ -38,15 +41,15 @@ pub(super) struct LineSql {
     pub exists: String,
     /// A plain lock's acquire: `$1` key, `$2` owner, `$3` TTL, `$4` this
     /// process's id ("" for one that never waits), `$5` how it waits
-    /// (`Wait` as 0, 1, 2), `$6` a spare owner token. Answers no row or
-    /// NULL (refused), a fencing token, or `h <token> <owner>` (a lock
-    /// handed to this process, claimed for this TTL).
+    /// (`Wait` as 0, 1, 2), `$6` a spare owner token, `$7` when it asked.
+    /// Answers no row or NULL (refused), a fencing token, or `h <token>
+    /// <owner>` (a lock handed to this process, claimed for this TTL).
     pub acquire: String,
-    /// `$1` key, `$2` owner, `$4` this process's id (`$3`: 0): no row (not
-    /// held), or `1` or `0` (whether it was still held), then ` <token>
-    /// <owner>` when the lock went on to this process.
+    /// `$1` key, `$2` owner, `$4` this process's id (`$3`, `$7`: 0): no row
+    /// (not held), or `1` or `0` (whether it was still held), then `
+    /// <token> <asked> <owner>` when the lock went on to this process.
     pub release: String,
-    /// A lock handed to this process claimed for its TTL (`$1`-`$6` as an
+    /// A lock handed to this process claimed for its TTL (`$1`-`$7` as an
     /// acquire's): `1` or `0`.
     pub claim: String,
     /// Every waiter of this process (`$4`) gave up on `$1`: `1`.
@@ -81,7 +84,7 @@ impl LineSql {
         let function = format!("{line}_{}", &super::sql::name_of(&body)[5..13]);
         let call = |op: &str| {
             format!(
-                "{function}('{op}', $1::text, $2::text, $3::bigint, $4::text, $5::int, $6::text, {lease_ms}, {claim_ms})"
+                "{function}('{op}', $1::text, $2::text, $3::bigint, $4::text, $5::int, $6::text, $7::bigint, {lease_ms}, {claim_ms})"
             )
         };
         LineSql {
@@ -93,15 +96,17 @@ impl LineSql {
                    lapses_at BIGINT NOT NULL,
                    next_owner TEXT NOT NULL,
                    handed BIGINT,
+                   asked BIGINT NOT NULL DEFAULT 0,
                    PRIMARY KEY (key, process)
                  );
+                 ALTER TABLE {line} ADD COLUMN IF NOT EXISTS asked BIGINT NOT NULL DEFAULT 0;
                  CREATE OR REPLACE FUNCTION {function}(op text, k text, who text, ttl bigint,
-                   me text, code int, spare text, lease bigint, claim bigint)
+                   me text, code int, spare text, asked_ms bigint, lease bigint, claim bigint)
                    RETURNS text LANGUAGE plpgsql AS $fn${body}$fn$;"
             ),
             exists: format!(
                 "to_regclass('{line}') IS NOT NULL
-                 AND to_regprocedure('{function}(text,text,text,bigint,text,int,text,bigint,bigint)') IS NOT NULL"
+                 AND to_regprocedure('{function}(text,text,text,bigint,text,int,text,bigint,bigint,bigint)') IS NOT NULL"
             ),
             // A key with no row and nobody in line: one insert, no function
             // (unless more of this process wait behind the caller: the
@@ -126,7 +131,7 @@ impl LineSql {
             // first (a one-time filter, before the row's lock), as in the
             // function: a waiter marking the row holds it, and would wait for
             // the row. (`$3` is not used: every statement of the line takes
-            // the same six parameters.)
+            // the same seven parameters.)
             release: format!(
                 "WITH {now}, gone AS (
                    DELETE FROM {table} WHERE key = $1::text AND owner = $2::text AND $3::bigint IS NOT NULL
@@ -134,7 +139,7 @@ impl LineSql {
                    RETURNING expires_at
                  )
                  SELECT CASE WHEN gone.expires_at & 1 = 0 THEN (gone.expires_at > now.ms)::int::text
-                   ELSE {function}('release', $1::text, $2::text, gone.expires_at, $4::text, $5::int, $6::text, {lease_ms}, {claim_ms})
+                   ELSE {function}('release', $1::text, $2::text, gone.expires_at, $4::text, $5::int, $6::text, $7::bigint, {lease_ms}, {claim_ms})
                  END
                  FROM gone, now"
             ),
@@ -163,31 +168,35 @@ const MARK: &str = "UPDATE {table} SET expires_at = expires_at | 1
         AND EXISTS (SELECT 1 FROM {line} WHERE key = k AND handed IS NULL);";
 
 /// Take (or keep) this process's place at the back of the line, for the
-/// owner token `{next}` a hand-over would make the lock. A place kept keeps
-/// its arrival; one whose lock was handed over (and not claimed) is a new one.
+/// owner token `{next}` a hand-over would make the lock, asked for at
+/// `asked_ms`. A place kept keeps its arrival; one whose lock was handed
+/// over (and not claimed) is a new one.
 const JOIN: &str =
-    "INSERT INTO {line} AS place VALUES (k, me, now_us, now_ms + lease, {next}, NULL)
+    "INSERT INTO {line} AS place (key, process, arrived, lapses_at, next_owner, handed, asked)
+      VALUES (k, me, now_us, now_ms + lease, {next}, NULL, asked_ms)
       ON CONFLICT (key, process) DO UPDATE SET
         arrived = CASE WHEN place.handed IS NULL THEN place.arrived ELSE EXCLUDED.arrived END,
-        lapses_at = EXCLUDED.lapses_at, next_owner = EXCLUDED.next_owner, handed = NULL;";
+        lapses_at = EXCLUDED.lapses_at, next_owner = EXCLUDED.next_owner, handed = NULL,
+        asked = EXCLUDED.asked;";
 
-/// The lock (free) goes to the first in line, held for it `claim` ms, with
-/// a fencing token; its process is told alone (unless it is this one, which
-/// learns it from the answer). Sets `first_p`, `first_next`, `tok` (the
-/// first is NULL when nobody was handed it).
+/// The lock (free) goes to the first in line, held for it `claim` ms (and
+/// marked, so that its release, if it is given back unclaimed, clears the
+/// place it went to), with a fencing token; its process is told alone
+/// (unless it is this one, which learns it from the answer). Sets `first_p`, `first_next`, `first_asked`,
+/// `tok` (the first is NULL when nobody was handed it).
 const HAND_OVER: &str = "
     first_p := NULL;
-    SELECT process, next_owner INTO first_p, first_next FROM {line}
+    SELECT process, next_owner, asked INTO first_p, first_next, first_asked FROM {line}
       WHERE key = k AND handed IS NULL ORDER BY arrived, process LIMIT 1;
     IF first_p IS NOT NULL THEN
-      INSERT INTO {table} AS held (key, owner, expires_at) VALUES (k, first_next, {even_claim})
+      INSERT INTO {table} AS held (key, owner, expires_at) VALUES (k, first_next, {even_claim} | 1)
         ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
         WHERE held.expires_at <= now_ms;
       IF FOUND THEN
         tok := nextval('{sequence}');
         UPDATE {line} SET handed = tok, lapses_at = now_ms + claim WHERE key = k AND process = first_p;
         {mark}
-        told := tok || ' ' || first_next || ' ' || k;
+        told := tok || ' ' || first_asked || ' ' || first_next || ' ' || k;
         IF first_p <> me AND octet_length(told) < 8000 THEN
           PERFORM pg_notify('{wake}' || first_p, told);
         END IF;
@@ -209,6 +218,7 @@ DECLARE
   now_ms bigint;
   first_p text;
   first_next text;
+  first_asked bigint;
   tok bigint;
   told text;
   mine_owner text;
@@ -225,7 +235,7 @@ BEGIN
   -- row is free, or a lock freed, goes on below.)
   IF op = 'acquire' AND code <> 0 AND me <> '' THEN
     now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-    UPDATE {line} SET lapses_at = now_ms + lease, next_owner = who
+    UPDATE {line} SET lapses_at = now_ms + lease, next_owner = who, asked = asked_ms
       WHERE key = k AND process = me AND handed IS NULL
         AND EXISTS (SELECT 1 FROM {table} WHERE key = k AND expires_at > now_ms AND expires_at & 1 = 1);
     IF FOUND THEN RETURN NULL; END IF;
@@ -285,7 +295,7 @@ BEGIN
     END IF;
     {hand_over}
     IF first_p = me THEN
-      RETURN (held_until > now_ms)::int || ' ' || tok || ' ' || first_next;
+      RETURN (held_until > now_ms)::int || ' ' || tok || ' ' || first_asked || ' ' || first_next;
     END IF;
     RETURN (held_until > now_ms)::int::text;
   ELSIF op = 'claim' THEN
@@ -296,11 +306,12 @@ BEGIN
     {mark}
     RETURN '1';
   ELSIF op = 'leave' THEN
-    DELETE FROM {line} WHERE key = k AND process = me
-      RETURNING next_owner, handed INTO mine_owner, mine_token;
-    IF mine_token IS NOT NULL THEN
-      DELETE FROM {table} WHERE key = k AND owner = mine_owner;
-    END IF;
+    -- A lock handed to the place stays this process's, and the place with
+    -- it, until claimed, given back or lapsed: the message telling it may
+    -- yet reach a waiter of this process that came since.
+    DELETE FROM {line} AS place WHERE key = k AND process = me
+      AND (handed IS NULL OR NOT EXISTS (
+        SELECT 1 FROM {table} WHERE key = k AND owner = place.next_owner AND expires_at > now_ms));
     IF NOT EXISTS (SELECT 1 FROM {table} WHERE key = k AND expires_at > now_ms) THEN
       {hand_over}
     END IF;

@@ -5,7 +5,8 @@
 use super::tests::{options, World};
 use super::*;
 use crate::store::line::contract::{
-    more_waiting_keep_their_place, the_line_hands_the_lock_over_in_order,
+    leaving_keeps_a_lock_handed_over, more_waiting_keep_their_place,
+    the_line_hands_the_lock_over_in_order,
 };
 
 fn store(world: &World, told: OnReleased, on_loop: bool) -> PostgresStore {
@@ -34,4 +35,11 @@ fn on_tokio_the_line_hands_the_lock_over_the_same() {
     let world = World::new();
     let make = |told: OnReleased| store(&world, told, false);
     the_line_hands_the_lock_over_in_order(&world.harness, &make);
+}
+
+#[test]
+fn a_lock_handed_to_a_place_left_stays_its_process_s() {
+    let world = World::new();
+    let make = |told: OnReleased| store(&world, told, true);
+    leaving_keeps_a_lock_handed_over(&world.harness, &make);
 }

@@ -63,7 +63,7 @@ use self::transport::Transport;
 use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased, OnWarning};
 use super::tls::client_config;
-use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
+use super::{Acquired, Asked, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
 use crate::owner;
 
 struct Shared {
@@ -268,7 +268,7 @@ impl LockStore for PostgresStore {
             .map(|listener| -> Task { Box::pin(listener) })
     }
 
-    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: bool) -> Op<bool> {
+    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {
         match self.shared.line() {
             Some(me) => self.run(ops::claim_lock(key, owner, ttl_ms, me, more)),
             None => self.extend(Hold::Lock, key, owner, ttl_ms),

@@ -16,7 +16,7 @@ use super::answer::{line_done, line_left, line_release, line_token};
 use super::answer::{one_changed, released, remaining, token, yes_or_no, Reader};
 use super::sql::Statement;
 use crate::owner;
-use crate::store::line::Release;
+use crate::store::line::{Asked, Release};
 use crate::store::options::whole_ms;
 use crate::store::{Acquired, Hold, HoldOp, StoreError, StoreResult, Wait};
 
@@ -108,12 +108,12 @@ pub(super) fn acquire_lock(
         Some(me) => {
             // An attempt that does not wait asks as nobody in line: it takes
             // the lock only if it is free and nobody's turn.
-            let (me, code) = match wait {
-                Wait::Not | Wait::Now => ("", 0),
-                Wait::InLine => (me, 1),
-                Wait::InLineWithMore => (me, 2),
+            let (me, code, asked) = match wait {
+                Wait::Not | Wait::Now => ("", 0, None),
+                Wait::InLine(asked) => (me, 1, Some(asked)),
+                Wait::InLineWithMore(asked) => (me, 2, Some(asked)),
             };
-            let params = line_params(key, owner, ttl_param(ttl_ms), me, code);
+            let params = line_params(key, owner, ttl_param(ttl_ms), me, code, asked);
             (Statement::LineAcquire, params, line_token)
         }
         None => {
@@ -134,7 +134,7 @@ pub(super) fn release_lock(key: &str, owner: &str, line: Option<&str>) -> Plan<R
     }
     match line {
         Some(me) => {
-            let params = line_params(key, owner, Param::Int(0), me, 0);
+            let params = line_params(key, owner, Param::Int(0), me, 0, None);
             Plan::Send(
                 keyed("release", Statement::LineRelease, key, params),
                 line_release,
@@ -148,12 +148,19 @@ pub(super) fn release_lock(key: &str, owner: &str, line: Option<&str>) -> Plan<R
 }
 
 /// Claim the lock handed to this process (`me`) for `owner`, for its TTL;
-/// with `more` of it waiting, keep a place at the back.
-pub(super) fn claim_lock(key: &str, owner: &str, ttl_ms: f64, me: &str, more: bool) -> Plan<bool> {
+/// with `more` of it waiting (asked for then), keep a place at the back.
+pub(super) fn claim_lock(
+    key: &str,
+    owner: &str,
+    ttl_ms: f64,
+    me: &str,
+    more: Option<Asked>,
+) -> Plan<bool> {
     if !storable(&[key, owner]) {
         return Plan::Known(Ok(false));
     }
-    let params = line_params(key, owner, ttl_param(ttl_ms), me, if more { 2 } else { 1 });
+    let code = if more.is_some() { 2 } else { 1 };
+    let params = line_params(key, owner, ttl_param(ttl_ms), me, code, more);
     Plan::Send(keyed("extend", Statement::Claim, key, params), line_done)
 }
 
@@ -162,14 +169,24 @@ pub(super) fn leave_line(key: &str, me: &str) -> Plan<()> {
     if !storable(&[key]) {
         return Plan::Known(Ok(()));
     }
-    let params = line_params(key, "", Param::Int(0), me, 0);
+    let params = line_params(key, "", Param::Int(0), me, 0, None);
     Plan::Send(keyed("leaveLine", Statement::Leave, key, params), line_left)
 }
 
-/// The six parameters of every statement of the line (`line_sql`); a
-/// spare owner token with `code` 2.
-fn line_params(key: &str, owner: &str, ttl: Param, me: &str, code: i64) -> Vec<Param> {
+/// The seven parameters of every statement of the line (`line_sql`); a
+/// spare owner token with `code` 2; when a request that may take a place
+/// asked for it (0 for the others).
+fn line_params(
+    key: &str,
+    owner: &str,
+    ttl: Param,
+    me: &str,
+    code: i64,
+    asked: Option<Asked>,
+) -> Vec<Param> {
     let spare = if code == 2 { owner::mint() } else { "".into() };
+    // `Asked` is at most 2^53 - 1, which fits.
+    let asked = asked.map_or(0, |asked| i64::try_from(asked.ms()).unwrap_or(i64::MAX));
     vec![
         text(key),
         text(owner),
@@ -177,6 +194,7 @@ fn line_params(key: &str, owner: &str, ttl: Param, me: &str, code: i64) -> Vec<P
         text(me),
         Param::Int(code),
         text(spare.as_str()),
+        Param::Int(asked),
     ]
 }
 

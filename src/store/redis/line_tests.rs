@@ -6,7 +6,8 @@ use super::tests::Server;
 use super::*;
 use crate::store::event_loop::tests::Harness;
 use crate::store::line::contract::{
-    more_waiting_keep_their_place, the_line_hands_the_lock_over_in_order,
+    leaving_keeps_a_lock_handed_over, more_waiting_keep_their_place,
+    the_line_hands_the_lock_over_in_order,
 };
 
 #[test]
@@ -33,4 +34,13 @@ fn an_attempt_with_more_waiting_keeps_their_place_however_it_gets_in() {
         RedisStore::new(server.options(), Some(told), Some(&harness.make_host())).expect("a store")
     };
     more_waiting_keep_their_place(&harness, &make);
+}
+
+#[test]
+fn a_lock_handed_to_a_place_left_stays_its_process_s() {
+    let (server, harness) = (Server::start(), Harness::new());
+    let make = |told: OnReleased| {
+        RedisStore::new(server.options(), Some(told), Some(&harness.make_host())).expect("a store")
+    };
+    leaving_keeps_a_lock_handed_over(&harness, &make);
 }

@@ -57,7 +57,7 @@ use self::transport::Transport;
 use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased};
 use super::options::{redacted, TlsOptions};
-use super::{Acquired, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
+use super::{Acquired, Asked, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
 use crate::owner;
 
 struct Shared {
@@ -223,10 +223,7 @@ impl LockStore for RedisStore {
     fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let layout = &self.shared.layout;
         match hold {
-            Hold::Lock => self.run(
-                ops::extend_lock(layout, key, owner, ttl_ms, false),
-                ops::one,
-            ),
+            Hold::Lock => self.run(ops::extend_lock(layout, key, owner, ttl_ms, None), ops::one),
             _ => self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, ops::one),
         }
     }
@@ -277,7 +274,7 @@ impl LockStore for RedisStore {
             .map(|subscriber| -> Task { Box::pin(subscriber) })
     }
 
-    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: bool) -> Op<bool> {
+    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {
         let request = ops::extend_lock(&self.shared.layout, key, owner, ttl_ms, more);
         self.run(request, ops::one)
     }

@@ -12,7 +12,7 @@ use super::fencing;
 use super::layout::{channel, Layout, WAKE};
 use super::request::{scripts, Lua, Request};
 use crate::owner;
-use crate::store::line::{Release, CLAIM_MS, LEASE_MS};
+use crate::store::line::{Asked, Handed, Release, CLAIM_MS, LEASE_MS};
 use crate::store::options::whole_ms;
 use crate::store::{Acquired, Hold, HoldOp, StoreError, Wait};
 use crate::text::SmallStr;
@@ -28,12 +28,12 @@ pub fn acquire_lock(layout: &Layout, key: &str, owner: &str, ttl_ms: f64, wait: 
         // An attempt that does not wait asks as nobody in line: it takes the
         // lock only if it is free and nobody's turn, and never one handed
         // to this process (that is its waiters', told by message).
-        let (me, code, spare) = match wait {
-            Wait::Not | Wait::Now => ("", "0", SmallStr::from("")),
-            Wait::InLine => (me.as_str(), "1", SmallStr::from("")),
-            Wait::InLineWithMore => (me.as_str(), "2", owner::mint()),
+        let (me, code, spare, asked) = match wait {
+            Wait::Not | Wait::Now => ("", "0", SmallStr::from(""), 0),
+            Wait::InLine(asked) => (me.as_str(), "1", SmallStr::from(""), asked.ms()),
+            Wait::InLineWithMore(asked) => (me.as_str(), "2", owner::mint(), asked.ms()),
         };
-        let args = line_args(owner, &ttl, me, &[code, &spare]);
+        let args = line_args(owner, &ttl, me, &[code, &spare, &asked.to_string()]);
         return in_line("acquire", &scripts().line_acquire, layout, key, args);
     }
     let full_key = layout.lock(key);
@@ -65,17 +65,21 @@ pub fn release_lock(layout: &Layout, key: &str, owner: &str) -> Request {
 
 /// Set `key`'s TTL if `owner` holds it; where waiters wait in line, this
 /// claims a lock handed over, and with `more` of this process waiting
-/// keeps its place at the back.
-pub fn extend_lock(layout: &Layout, key: &str, owner: &str, ttl_ms: f64, more: bool) -> Request {
+/// (asked for then) keeps its place at the back.
+pub fn extend_lock(
+    layout: &Layout,
+    key: &str,
+    owner: &str,
+    ttl_ms: f64,
+    more: Option<Asked>,
+) -> Request {
     let ttl = whole_ms(ttl_ms).to_string();
     if let Some(me) = &layout.line {
-        let spare = if more {
-            owner::mint()
-        } else {
-            SmallStr::from("")
+        let (code, spare, asked) = match more {
+            Some(asked) => ("2", owner::mint(), asked.ms()),
+            None => ("0", SmallStr::from(""), 0),
         };
-        let code = if more { "2" } else { "0" };
-        let args = line_args(owner, &ttl, me, &[code, &spare]);
+        let args = line_args(owner, &ttl, me, &[code, &spare, &asked.to_string()]);
         return in_line("extend", &scripts().line_extend, layout, key, args);
     }
     Request::script(
@@ -101,7 +105,8 @@ pub fn leave_line(layout: &Layout, key: &str) -> Option<Request> {
 }
 
 /// The arguments every line script takes (see `scripts::line_prelude`),
-/// then `more`.
+/// then `more` (an acquire's or a claim's: how it waits, a spare owner,
+/// when it asked).
 fn line_args(owner: &str, ttl: &str, me: &str, more: &[&str]) -> Vec<Vec<u8>> {
     let (lease, claim) = (LEASE_MS.to_string(), CLAIM_MS.to_string());
     [owner, ttl, me, &lease, &claim, WAKE]
@@ -191,36 +196,42 @@ pub fn token(value: Value) -> Result<Acquired, Misread> {
     match value {
         Value::Nil => Ok(Acquired::Refused),
         Value::Int(token) => Ok(Acquired::Fenced(u64::try_from(token).unwrap_or(0))),
-        Value::Array(pair) => {
-            let (owner, token) = handed(pair)?;
-            Ok(Acquired::Handed { owner, token })
-        }
+        Value::Array(pair) => match pair.as_slice() {
+            [Value::BulkString(owner), Value::Int(token)] => Ok(Acquired::Handed {
+                owner: owner_text(owner)?,
+                token: u64::try_from(*token).unwrap_or(0),
+            }),
+            _ => Err("something other than an owner and a token"),
+        },
         _ => Err("something other than a fencing token or nil"),
     }
 }
 
-/// 1 or 0, or the owner and token of a lock handed to this process.
+/// 1 or 0, or a lock handed to this process: `[owner, token, asked]`.
 pub fn release(value: Value) -> Result<Release, Misread> {
     match value {
-        Value::Array(pair) => {
-            let (owner, token) = handed(pair)?;
-            Ok(Release::HandedHere(true, owner, token))
-        }
+        Value::Array(handed) => match handed.as_slice() {
+            [Value::BulkString(owner), Value::Int(token), Value::Int(asked)] => {
+                Ok(Release::HandedHere(
+                    true,
+                    Handed {
+                        token: u64::try_from(*token).unwrap_or(0),
+                        asked: u64::try_from(*asked).unwrap_or(0),
+                        owner: owner_text(owner)?,
+                    },
+                ))
+            }
+            _ => Err("something other than an owner, a token and when it was asked"),
+        },
         value if one(value.clone())? => Ok(Release::Released),
         _ => Ok(Release::NotHeld),
     }
 }
 
-/// `[owner, token]`: a lock handed over.
-fn handed(pair: Vec<Value>) -> Result<(SmallStr, u64), Misread> {
-    match pair.as_slice() {
-        [Value::BulkString(owner), Value::Int(token)] => {
-            let owner =
-                std::str::from_utf8(owner).map_err(|_| "an owner token that is not text")?;
-            Ok((SmallStr::from(owner), u64::try_from(*token).unwrap_or(0)))
-        }
-        _ => Err("something other than an owner and a token"),
-    }
+fn owner_text(owner: &[u8]) -> Result<SmallStr, Misread> {
+    std::str::from_utf8(owner)
+        .map(SmallStr::from)
+        .map_err(|_| "an owner token that is not text")
 }
 
 /// 1: done (deleted, extended, a key that exists).

@@ -112,9 +112,9 @@ async fn subscriber(
                     Some(message) => {
                         let Ok(text) = message.get_payload::<String>() else { continue };
                         if wake.as_deref() == Some(message.get_channel_name()) {
-                            if let Some((token, owner, full_key)) = line::parse(&text) {
+                            if let Some((token, asked, owner, full_key)) = line::parse(&text) {
                                 if let Some(key) = full_key.strip_prefix(prefix.as_str()) {
-                                    on_released(Released::Handed, line::told(token, owner, key));
+                                    on_released(Released::Handed, line::told(token, asked, owner, key));
                                 }
                             }
                         } else if let Some(key) = text.strip_prefix(prefix.as_str()) {

@@ -41,16 +41,17 @@ return 0
 /// share the lock's hash slot, and the scripts above serve). KEYS: [1] the
 /// lock, [2] the fencing counter, [3] the line (a sorted set of waiting
 /// processes, by arrival, in µs on the server's clock), [4] each waiting
-/// process's entry: `<place lapses at, ms> <owner>`, the owner token a
-/// hand-over makes the lock, or, once the lock went to it, `handed <token>
-/// <owner>` until it claims it. ARGV: [1] an owner token, [2] a TTL in ms,
+/// process's entry: `<place lapses at, ms> <asked> <owner>`, when the
+/// process asked for it (`line::Asked`) and the owner token a hand-over
+/// makes the lock, or, once the lock went to it, `handed <token> <owner>`
+/// until it claims it. ARGV: [1] an owner token, [2] a TTL in ms,
 /// [3] this process's id ("" for a caller that never waits), [4] how long a
 /// place in line lasts without being renewed, [5] how long a lock handed
 /// over is held before its new holder claims it (a holder that died
 /// meanwhile keeps it no longer), [6] where processes are told (`<that> ..
 /// <id>`), [7] for an acquire: "0" never wait, "1" wait in line if refused,
 /// "2" the same, and more wait here behind this one: keep a place at the
-/// back, for [8], a spare owner token.
+/// back, for [8], a spare owner token; [9] when this process asked.
 macro_rules! line_prelude {
     () => {
         r#"local t = redis.call("time")
@@ -63,7 +64,7 @@ local function keep()
 end
 local function wait_in_line(who, next)
   redis.call("zadd", KEYS[3], "NX", tonumber(t[1]) * 1000000 + tonumber(t[2]), who)
-  redis.call("hset", KEYS[4], who, (now + lease) .. " " .. next)
+  redis.call("hset", KEYS[4], who, (now + lease) .. " " .. ARGV[9] .. " " .. next)
   keep()
 end
 local function leave_line(who)
@@ -74,8 +75,8 @@ local function head()
   while true do
     local first = redis.call("zrange", KEYS[3], 0, 0)[1]
     if not first then return nil end
-    local till, next = string.match(redis.call("hget", KEYS[4], first) or "", "^(%d+) (.+)$")
-    if till and tonumber(till) > now then return first, next end
+    local till, asked, next = string.match(redis.call("hget", KEYS[4], first) or "", "^(%d+) (%d+) (.+)$")
+    if till and tonumber(till) > now then return first, next, asked end
     leave_line(first)
   end
 end
@@ -84,15 +85,15 @@ local function handed_mark(who)
   return handed, token
 end
 local function hand_over()
-  local first, next = head()
+  local first, next, asked = head()
   if not first then return nil end
   redis.call("set", KEYS[1], next, "PX", claim)
   local token = redis.call("incr", KEYS[2])
   redis.call("zrem", KEYS[3], first)
   redis.call("hset", KEYS[4], first, "handed " .. token .. " " .. next)
   keep()
-  if first ~= me then redis.call("publish", wake .. first, token .. " " .. next .. " " .. KEYS[1]) end
-  return first, next, token
+  if first ~= me then redis.call("publish", wake .. first, token .. " " .. asked .. " " .. next .. " " .. KEYS[1]) end
+  return first, next, token, asked
 end
 "#
     };
@@ -142,8 +143,8 @@ return false
 );
 
 /// Compare-and-delete, then the lock goes to the first in line: told by
-/// message, or in the reply (the handed owner and its token) when that is
-/// this process.
+/// message, or in the reply (the handed owner, its token, and when the
+/// place was asked for) when that is this process.
 pub const LINE_RELEASE: &str = concat!(
     r#"
 -- Nobody in line, nothing handed over: a plain compare-and-delete.
@@ -156,8 +157,8 @@ end
     r#"if redis.call("get", KEYS[1]) ~= owner then return 0 end
 redis.call("del", KEYS[1])
 if me ~= "" and handed_mark(me) == owner then redis.call("hdel", KEYS[4], me) end
-local to, next, token = hand_over()
-if to == me then return {next, token} end
+local to, next, token, asked = hand_over()
+if to == me then return {next, token, tonumber(asked)} end
 return 1
 "#
 );
@@ -173,12 +174,15 @@ return redis.call("pexpire", KEYS[1], ttl)
 "#
 );
 
-/// Every waiter of this process gave up: it leaves the line (a lock handed
-/// to it meanwhile goes on to the next).
+/// Every waiter of this process gave up: it leaves the line. A lock handed
+/// to it meanwhile stays its own, with its mark, until it is given back,
+/// claimed (by a waiter of this process, told late or asking again) or its
+/// claim window ends: the message telling it may be on its way to a waiter
+/// that came since, which takes it as its own.
 pub const LINE_LEAVE: &str = concat!(
     line_prelude!(),
     r#"local handed = handed_mark(me)
-if handed and redis.call("get", KEYS[1]) == handed then redis.call("del", KEYS[1]) end
+if handed and redis.call("get", KEYS[1]) == handed then return 1 end
 leave_line(me)
 if redis.call("exists", KEYS[1]) == 0 then hand_over() end
 return 1
