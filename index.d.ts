@@ -572,9 +572,12 @@ export declare class MySqlLockStore implements LockStore {
   close(): Promise<void>
   /**
    * The SQL that makes every object a store on `table` (default
-   * `'keel_locks'`) uses: the table, and `<table>_holds` and `<table>_keys`
-   * beside it. For a database whose users may not create tables, run it
-   * once as one who may. Throws `TypeError` for a table name the store
+   * `'keel_locks'`) uses: the table, `<table>_holds` and `<table>_keys`
+   * beside it, and the procedure `<table>_hold_<hash>`. For a database
+   * whose users may not create them, run it once as one who may, with the
+   * `mysql` or `mariadb` client (the procedure comes between `DELIMITER`
+   * lines); safe to run again. Named with its database or not, the table
+   * gets the same objects. Throws `TypeError` for a table name the store
    * would refuse.
    */
   static schema(table?: string): string
@@ -704,7 +707,9 @@ export interface ReleaseTraceContext extends LockTraceContext<boolean> {
 
 /**
  * `channels.extend`'s context; `ttlMs` is the extension's; `result` is whether
- * the store extended it (`extend()` then rejects with a {@link LockNotHeldError} when not).
+ * the store extended it: `true` for an `extend()` (one that did not extend
+ * rejects, with its {@link LockNotHeldError} as `error`), `false` for an
+ * `autoExtend` extension the store refused.
  */
 export interface ExtendTraceContext extends LockTraceContext<boolean> {}
 

@@ -36,9 +36,10 @@ export async function mariadbForTests() {
  * (require_secure_transport, which MariaDB reports as access denied; the
  * unix socket counts as secure).
  * Returns `{ url, socketUrl, port, socket, dataDir, log(), query(sql),
- * stop(), start(), restart(), close() }`: `query(sql)` runs SQL in `test`
- * through the mariadb client over TCP and resolves to what it prints (tab
- * separated, no column names); `stop()` kills the server (SIGKILL, as a crash
+ * source(script), stop(), start(), restart(), close() }`: `query(sql)` runs
+ * SQL in `test` through the mariadb client over TCP and resolves to what it
+ * prints (tab separated, no column names); `source(script)` gives the client
+ * a script on its standard input instead (`mariadb test < file.sql`); `stop()` kills the server (SIGKILL, as a crash
  * would), `start()` brings it back on the same port and data, `restart()`
  * shuts it down cleanly first, `log()` is the server's error log.
  */
@@ -104,19 +105,21 @@ export async function startMariaDb({ password, durable = false, maxConnections, 
   const log = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '')
   // The password the client sends: none until start-up has set root's.
   let sent
-  const cli = (sql, database = []) =>
+  // (With `sql` undefined, `script` goes to its standard input, as `mariadb test < file.sql`.)
+  const cli = (sql, database = [], script = undefined) =>
     new Promise((resolve, reject) => {
       const argv = [
         '--no-defaults', '--protocol=tcp', '-h127.0.0.1', `-P${port}`, '-uroot', ...(tls ? ['--ssl'] : []),
-        '-N', '-B', '-e', sql, ...database,
+        '-N', '-B', ...(sql === undefined ? [] : ['-e', sql]), ...database,
       ]
       // MYSQL_PWD rather than -p: no warning on stderr, nothing in ps; and a
       // MYSQL_PWD, MYSQL_HOST or MYSQL_TCP_PORT of the developer's is not sent along.
       const env = { PATH: process.env.PATH ?? '', ...(sent === undefined ? {} : { MYSQL_PWD: sent }) }
-      execFile(programs.client, argv, { env, encoding: 'utf8', timeout: 30_000 }, (error, stdout, stderr) => {
-        if (error) reject(new Error(`mariadb -e ${JSON.stringify(sql)} failed: ${stderr.trim() || error.message}`))
+      const client = execFile(programs.client, argv, { env, encoding: 'utf8', timeout: 30_000 }, (error, stdout, stderr) => {
+        if (error) reject(new Error(`mariadb ${sql === undefined ? '< script' : `-e ${JSON.stringify(sql)}`} failed: ${stderr.trim() || error.message}`))
         else resolve(stdout)
       })
+      client.stdin?.end(script)
     })
 
   // The running mariadbd, and its watchdog: a test process ended by a
@@ -225,6 +228,7 @@ export async function startMariaDb({ password, durable = false, maxConnections, 
     dataDir: data,
     log,
     query: (sql) => cli(sql, ['test']),
+    source: (script) => cli(undefined, ['test'], script),
     stop: () => end('SIGKILL', 0),
     start,
     async restart() {

@@ -94,5 +94,7 @@ mod tests {
     fn the_hold_procedure_keeps_its_name_across_versions() {
         let sql = Sql::new("t");
         assert_eq!(sql.procedure, "t_hold_df36c411");
+        // Its database named or not, the same procedure.
+        assert_eq!(Sql::new("app.t").procedure, "app.t_hold_df36c411");
     }
 }

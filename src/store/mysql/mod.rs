@@ -47,12 +47,7 @@ use super::{
 /// itself when they are missing and it may): for a database whose users
 /// may not create objects, to run once as one who may.
 pub fn schema(table: &str) -> String {
-    Sql::new(table)
-        .create
-        .iter()
-        .map(|statement| format!("{statement};\n"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    Sql::new(table).script()
 }
 
 struct Shared {

@@ -40,10 +40,10 @@ const BELL_WAIT_S: &str = "0.05";
 pub struct Sql {
     /// The lock table, as the store was given it.
     pub table: String,
-    /// Every object the store uses, one statement each (what `schema()` prints).
-    pub create: Vec<String>,
-    /// How many objects [`Sql::exists`] counts when all are there.
-    pub objects: usize,
+    /// The three tables the store uses, one statement each.
+    pub create_tables: [String; 3],
+    /// The procedure it uses ([`Sql::procedure`]).
+    pub create_procedure: String,
     /// Counts the store's objects in the database.
     pub exists: String,
     /// The procedure's name (`<table>_hold_<hash of its body>`).
@@ -73,22 +73,29 @@ impl Sql {
     pub fn new(table: &str) -> Sql {
         let holds = format!("{table}_holds");
         let keys = format!("{table}_keys");
-        let body = HOLD_PROCEDURE
-            .replace("{holds}", &holds)
-            .replace("{keys}", &keys);
-        // Named after its body: a later version of the store makes a
-        // procedure of its own beside the old one instead of replacing a live
-        // object (which needs rights an application may not have).
-        let procedure = format!(
-            "{table}_hold_{}",
-            hash_hex(body.as_bytes())[..8].to_ascii_lowercase()
-        );
         let (schema, name) = match table.split_once('.') {
             Some((schema, name)) => (format!("'{schema}'"), name),
             None => ("DATABASE()".to_owned(), table),
         };
-        let procedure_name = procedure.rsplit('.').next().unwrap_or(&procedure);
-        let create = vec![
+        // The body names its tables without their database: a routine's
+        // statements run in the database it belongs to, which is the
+        // tables'. So the body, and the name, are the same whether or not
+        // the table was given with its database.
+        let body = HOLD_PROCEDURE
+            .replace("{holds}", &format!("{name}_holds"))
+            .replace("{keys}", &format!("{name}_keys"));
+        // Named after its body: a later version of the store makes a
+        // procedure of its own beside the old one instead of replacing a live
+        // object (which needs rights an application may not have).
+        let procedure_name = format!(
+            "{name}_hold_{}",
+            hash_hex(body.as_bytes())[..8].to_ascii_lowercase()
+        );
+        let procedure = match table.split_once('.') {
+            Some((database, _)) => format!("{database}.{procedure_name}"),
+            None => procedure_name.clone(),
+        };
+        let create_tables = [
             format!(
                 "CREATE TABLE IF NOT EXISTS {table} (
                    id BINARY(32) NOT NULL PRIMARY KEY,
@@ -117,13 +124,18 @@ impl Sql {
                    PRIMARY KEY (id, family)
                  ) ENGINE=InnoDB"
             ),
-            format!(
-                "CREATE PROCEDURE {procedure}(
-                   op VARCHAR(8), mode VARCHAR(8), h BINARY(32), key_bytes MEDIUMBLOB,
-                   o BINARY(32), who BLOB, ttl BIGINT, lim BIGINT
-                 ) MODIFIES SQL DATA SQL SECURITY INVOKER{body}"
-            ),
         ];
+        // IF NOT EXISTS where the server has it, in comments only that
+        // server runs: MySQL 8.0.29 and later (`/*!80029`, which MariaDB
+        // skips, as it does all MySQL versions from 5.7 on), MariaDB 10.1.3
+        // and later (`/*M!`, a plain comment to MySQL). Elsewhere a second
+        // run finds it made: error 1304.
+        let create_procedure = format!(
+            "CREATE PROCEDURE /*!80029 IF NOT EXISTS */ /*M!100103 IF NOT EXISTS */ {procedure}(
+               op VARCHAR(8), mode VARCHAR(8), h BINARY(32), key_bytes MEDIUMBLOB,
+               o BINARY(32), who BLOB, ttl BIGINT, lim BIGINT
+             ) MODIFIES SQL DATA SQL SECURITY INVOKER{body}"
+        );
         let exists = format!(
             "SELECT (SELECT COUNT(*) FROM information_schema.tables
                      WHERE table_schema = {schema} AND table_name IN ('{name}', '{name}_holds', '{name}_keys'))
@@ -133,8 +145,8 @@ impl Sql {
         );
         let mut sql = Sql {
             table: table.to_owned(),
-            objects: create.len(),
-            create,
+            create_tables,
+            create_procedure,
             exists,
             procedure,
             prepared: Vec::new(),
@@ -144,6 +156,32 @@ impl Sql {
         };
         sql.prepared = Statement::ALL.map(|s| sql.prepared_text(s)).to_vec();
         sql
+    }
+
+    /// How many objects [`Sql::exists`] counts when all are there.
+    pub const OBJECTS: usize = 4;
+
+    /// Every object's statement, the procedure last.
+    pub fn creates(&self) -> impl Iterator<Item = &str> {
+        self.create_tables
+            .iter()
+            .map(String::as_str)
+            .chain([self.create_procedure.as_str()])
+    }
+
+    /// What `schema()` prints: every object's statement, for the `mysql` or
+    /// `mariadb` client (or any tool that reads its `DELIMITER` lines: the
+    /// procedure's body holds `;`), safe to run again.
+    pub fn script(&self) -> String {
+        let mut script = String::new();
+        for table in &self.create_tables {
+            script.push_str(table);
+            script.push_str(";\n\n");
+        }
+        script.push_str("DELIMITER //\n");
+        script.push_str(&self.create_procedure);
+        script.push_str(" //\nDELIMITER ;\n");
+        script
     }
 
     /// The name of `key`'s doorbell: a user-level lock (`GET_LOCK`) the

@@ -17,6 +17,7 @@ use super::prepared::{read_prepare_ok, COM_STMT_PREPARE};
 use super::response::response;
 use crate::store::event_loop::Failure;
 use crate::store::mysql::errors::{code_of, ends_session};
+use crate::store::mysql::sql::Sql;
 use crate::store::Code;
 
 /// The fixed start of the login (also all of the request to switch to TLS).
@@ -146,10 +147,10 @@ async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
         .and_then(|row| row.first().cloned().flatten())
         .and_then(|n| String::from_utf8_lossy(&n).parse::<usize>().ok())
         .unwrap_or(0);
-    if have == target.sql.objects {
+    if have == Sql::OBJECTS {
         return Ok(());
     }
-    for statement in &target.sql.create {
+    for statement in target.sql.creates() {
         let made = match exchange(stream, target, statement).await? {
             // Made meanwhile by another process (the procedure has no IF NOT
             // EXISTS before MySQL 8.0.29, so it is not asked for).
@@ -161,10 +162,12 @@ async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
                 // Not the login refused: the objects are missing, which
                 // the database's owner fixes once.
                 failure.code = Code::StoreMysql;
+                let (table, procedure) = (&target.sql.table, &target.sql.procedure);
                 failure.text = format!(
-                    "{}; the tables or the procedure of {} are missing and this user could not make them: \
-                     make them once as a user who may, with the SQL MySqlLockStore.schema({:?}) returns",
-                    failure.text, target.sql.table, target.sql.table
+                    "{}; the tables {table}, {table}_holds and {table}_keys or the procedure {procedure} are \
+                     missing and this user could not make them: make them once as a user who may, with the \
+                     SQL MySqlLockStore.schema({table:?}) returns",
+                    failure.text
                 );
             }
             return Err(failure);
