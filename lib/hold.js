@@ -17,7 +17,7 @@ const { wake, giveBack } = require('./waiting.js')
 const { holding } = require('./handed.js')
 const { answeredBeforeClose } = require('./stores.js')
 const { inLine } = require('./protocol.js')
-const { releaseChannel, extendChannel, lostChannel, traceRelease, traceExtend, publishLost } = require('./tracing.js')
+const { releaseChannel, extendChannel, lostChannel, traceRelease, traceRenewal, publishLost } = require('./tracing.js')
 
 /**
  * What a lock is on, shared by a handle, the handles run() makes from it and
@@ -203,7 +203,9 @@ class Hold {
     const retry = () => this.renewLater()
     let extended
     try {
-      extended = this.extendInStore(ttlMs)
+      extended = extendChannel.hasSubscribers
+        ? traceRenewal(this.target, ttlMs, () => this.extendInStore(ttlMs))
+        : this.extendInStore(ttlMs)
     } catch {
       return retry()
     }
@@ -212,16 +214,16 @@ class Hold {
   }
 
   /**
-   * Ask the store to extend it by `ttl` (traced when someone listens):
-   * whether it did, now or as a promise. Lock.extend and autoExtend act on the answer.
+   * Ask the store to extend it by `ttl`: whether it did, now or as a
+   * promise. Untraced: Lock.extend traces its whole call (one that rejects
+   * before reaching the store too), autoExtend each of its store calls.
    *
    * @param {number} ttl
    * @returns {boolean | Promise<boolean>}
    */
   extendInStore(ttl) {
     const { handle, key, ops } = this.target
-    if (!extendChannel.hasSubscribers) return ops.extend(handle, key, this.owner, ttl)
-    return traceExtend(this.target, ttl, () => ops.extend(handle, key, this.owner, ttl))
+    return ops.extend(handle, key, this.owner, ttl)
   }
 
   /**

@@ -26,7 +26,7 @@ const { LockNotHeldError, fromStore } = require('./errors.js')
 const { realNow } = require('./timers.js')
 const { Hold } = require('./hold.js')
 const { acquire, kTook } = require('./acquire.js')
-const { acquireChannel, runChannel, traceAcquire, traceRun } = require('./tracing.js')
+const { acquireChannel, runChannel, extendChannel, traceAcquire, traceRun, traceExtend } = require('./tracing.js')
 
 const kCreate = Symbol('Lock.create')
 
@@ -182,10 +182,27 @@ class Lock {
     if (this.#hold?.held) await this.release()
   }
 
-  /** @param {number} [ttlMs] */
-  async extend(ttlMs) {
+  /**
+   * Traced as a whole, once its argument is checked (as acquire()'s options
+   * are): a call that rejects, before the store or after it, publishes the
+   * very error it rejects with.
+   *
+   * @param {number} [ttlMs]
+   * @returns {Promise<void>}
+   */
+  extend(ttlMs) {
+    let ttl
+    try {
+      ttl = ttlMs === undefined ? this.#target.ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return extendChannel.hasSubscribers ? traceExtend(this.#target, ttl, () => this.#extend(ttl)) : this.#extend(ttl)
+  }
+
+  /** @param {number} ttl */
+  async #extend(ttl) {
     const { key, capabilities } = this.#target
-    const ttl = ttlMs === undefined ? this.#target.ttlMs : checkMs('Lock.extend', ttlMs, 'ttlMs', false)
     const hold = this.#hold
     if (hold === null || !hold.held) throw new LockNotHeldError(key)
     const sent = capabilities.saysWhenLapsed ? 0 : realNow()

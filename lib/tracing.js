@@ -169,13 +169,30 @@ function traceRelease(hold, release) {
 }
 
 /**
- * An extension (by Lock.extend, or autoExtend's), by `ttlMs`.
+ * A Lock.extend() call, by `ttlMs`, from its checked argument to its
+ * answer: it resolves once the store extended the hold (`result` true), and
+ * every other outcome (a hold not held, or known lost, a store that says
+ * it is gone, a store that failed) is a rejection, so an `error` event.
+ *
+ * @param {import('./hold.js').Target} target
+ * @param {number} ttlMs
+ * @param {() => Promise<void>} extend
+ */
+function traceExtend(target, ttlMs, extend) {
+  const context = { ...about(target), ttlMs }
+  return traced(extendChannel, context, extend, () => true)
+}
+
+/**
+ * One of autoExtend's extensions, by `ttlMs`: its `result` is the store's
+ * answer, as nobody awaits it: a refusal there is a lost hold (told on
+ * `keel:lock:lost`), not a rejection; a store that failed is one.
  *
  * @param {import('./hold.js').Target} target
  * @param {number} ttlMs
  * @param {() => boolean | Promise<boolean>} extend
  */
-function traceExtend(target, ttlMs, extend) {
+function traceRenewal(target, ttlMs, extend) {
   const context = { ...about(target), ttlMs }
   return traced(extendChannel, context, extend, (extended) => extended)
 }
@@ -210,5 +227,6 @@ module.exports = {
   traceRun,
   traceRelease,
   traceExtend,
+  traceRenewal,
   publishLost,
 }

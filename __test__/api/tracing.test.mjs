@@ -78,6 +78,75 @@ test("autoExtend's extensions are traced, and one refused is told as a lost hold
   assert.equal(lost.length, 1, 'told once')
 })
 
+test('every extend() is published once, with no keel:lock:lost subscriber too; a rejection through error, with what the caller got', async () => {
+  class FlakyStore extends MapLockStore {
+    failing = false
+    extend(key, owner, ttlMs) {
+      if (!this.failing) return super.extend(key, owner, ttlMs)
+      this.calls.push(['extend', key, owner, ttlMs])
+      throw new Error('the cache is down')
+    }
+  }
+  const store = setLockStore(new FlakyStore())
+  const ops = new Map()
+  const record = (phase) => (context) => {
+    if (!ops.has(context)) ops.set(context, [])
+    ops.get(context).push(phase)
+  }
+  listen('extend', Object.fromEntries(['start', 'end', 'asyncStart', 'asyncEnd', 'error'].map((phase) => [phase, record(phase)])))
+  const settled = (extending) => extending.then(() => true, (error) => error)
+  const outcomes = []
+  const extend = async (l) => outcomes.push(await settled(l.extend()))
+
+  // autoExtend's extensions run alongside: each store call is one operation, never two.
+  const renewed = lock('renewed', 150)
+  assert.equal(await renewed.acquire({ autoExtend: true }), true)
+  const failing = lock('failing', 5_000)
+  assert.equal(await failing.acquire(), true)
+  store.failing = true
+  await extend(failing)
+  assert.equal(outcomes.at(-1).message, 'the cache is down')
+  store.failing = false
+  await extend(failing)
+  assert.equal(outcomes.at(-1), true, 'a store that failed is asked again')
+  // Taken from it behind its back: the store says it is not ours, and from then on it is known lost.
+  store.held.set('failing', { owner: 'someone else', expiresAt: Date.now() + 10_000 })
+  await extend(failing)
+  await extend(failing)
+  // Its time up by this process's clock (its signal watches it): known lost, the store not asked.
+  const lapsing = lock('lapsing', 50)
+  assert.equal(await lapsing.acquire(), true)
+  const { signal } = lapsing
+  await eventually(() => assert.equal(signal.aborted, true))
+  await extend(lapsing)
+  assert.equal(await renewed.release(), true)
+  assert.deepEqual(outcomes.slice(2).map((outcome) => outcome.name), ['LockNotHeldError', 'LockNotHeldError', 'LockNotHeldError'])
+
+  const byKey = (key) => [...ops].filter(([context]) => context.key === key)
+  const published = byKey('failing').concat(byKey('lapsing'))
+  assert.equal(published.length, outcomes.length, 'one operation a call')
+  for (const [i, [context, phases]] of published.entries()) {
+    if (outcomes[i] === true) {
+      assert.deepEqual(phases, ['start', 'end', 'asyncStart', 'asyncEnd'], `call ${i}`)
+      assert.equal(context.result, true)
+    } else {
+      assert.deepEqual(phases, ['start', 'end', 'error', 'asyncStart', 'asyncEnd'], `call ${i}`)
+      assert.equal(context.error, outcomes[i], `call ${i}: the very error it rejected with`)
+      assert.equal('result' in context, false)
+    }
+  }
+  const storeCalls = (key) => store.calls.filter(([method, called]) => method === 'extend' && called === key).length
+  assert.equal(storeCalls('failing'), 3, 'a hold known lost is not asked about')
+  assert.equal(storeCalls('lapsing'), 0)
+  const renewals = byKey('renewed')
+  assert.ok(renewals.length >= 1, 'autoExtend extended it')
+  assert.equal(renewals.length, storeCalls('renewed'), "autoExtend's: one operation a store call")
+  for (const [context, phases] of renewals) {
+    assert.deepEqual(phases, ['start', 'end', 'asyncStart', 'asyncEnd'])
+    assert.equal(context.result, true)
+  }
+})
+
 test('a release says how long the hold was held, when that is known here', async () => {
   const released = []
   const unheard = lock('before', 5_000)

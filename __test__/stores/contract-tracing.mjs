@@ -194,6 +194,68 @@ export function tracingContract(current, { fencing, readWrite }) {
     }
   })
 
+  test('tracing: every extend() is published once, and one that rejects publishes error with what it rejects with', async () => {
+    const prefix = uniqueKey('traced-extend')
+    // Taken before anyone listens: its TTL is not watched, so only the store can say it lapsed.
+    const unwatched = lock(`${prefix}:store-says`, 200)
+    assert.equal(await unwatched.acquire(), true)
+    const trace = recorder(prefix)
+    /** Each call made, in order: its lock's key and how it settled (true, or what it rejected with). */
+    const calls = []
+    const extend = async (l, ttlMs) => {
+      const outcome = await l.extend(ttlMs).then(
+        () => true,
+        (error) => error,
+      )
+      calls.push([l.key, outcome])
+      return outcome
+    }
+    try {
+      const holder = lock(`${prefix}:held`, 5_000)
+      assert.equal(await holder.acquire(), true)
+      assert.equal(await extend(holder, 6_000), true)
+      // A bad argument is no extension, as a bad acquire() option is no acquisition: nothing is published.
+      await assert.rejects(holder.extend(-1), RangeError)
+      await assert.rejects(holder.extend(/** @type {any} */ ('6s')), TypeError)
+      assert.equal(await holder.release(), true)
+      assert.equal((await extend(holder)).name, 'LockNotHeldError', 'released')
+      assert.equal((await extend(lock(`${prefix}:never`))).name, 'LockNotHeldError', 'never held')
+      // Taken while someone listens to keel:lock:lost: its TTL passing is watched for.
+      const lapsing = lock(`${prefix}:known-lost`, 200)
+      assert.equal(await lapsing.acquire(), true)
+      await sleep(400)
+      await eventually(() => assert.deepEqual(trace.lost.map((m) => m.reason), ['expired']))
+      assert.equal((await extend(lapsing)).name, 'LockNotHeldError', 'known lost, without asking the store')
+      // The unwatched hold's key taken by another: the store says it is not ours.
+      assert.equal(await lock(`${prefix}:store-says`, 5_000).acquire(), true)
+      assert.equal((await extend(unwatched)).name, 'LockNotHeldError', 'the store says not held')
+      assert.equal((await extend(unwatched, 1_000)).name, 'LockNotHeldError', 'known lost since')
+      await trace.settled()
+    } finally {
+      trace.stop()
+    }
+    assert.deepEqual(
+      trace.lost.map((m) => [m.key.slice(prefix.length + 1), m.reason]),
+      [['known-lost', 'expired'], ['store-says', 'extend']],
+    )
+    const published = trace.of('extend')
+    assert.deepEqual(published.map((op) => op.context.key), calls.map(([key]) => key), 'one operation a call, in order')
+    for (const [i, op] of published.entries()) {
+      const [key, outcome] = calls[i]
+      const which = `extend #${i} on ${key.slice(prefix.length + 1)}`
+      assert.deepEqual(Object.keys(op.atStart).sort(), [...FIELDS.extend].sort(), `${which}: fields at start`)
+      if (outcome === true) {
+        assert.deepEqual(op.phases, ['start', 'end', 'asyncStart', 'asyncEnd'], which)
+        assert.deepEqual([op.atEnd.result, 'error' in op.atEnd], [true, false], which)
+      } else {
+        assert.deepEqual(op.phases, ['start', 'end', 'error', 'asyncStart', 'asyncEnd'], which)
+        assert.equal(op.atEnd.error, outcome, `${which}: the error the call rejected with`)
+        assert.equal('result' in op.atEnd, false, which)
+      }
+    }
+    assert.deepEqual(published.map((op) => op.atEnd.ttlMs), [6_000, 5_000, 30_000, 200, 200, 1_000])
+  })
+
   test('tracing: a lost hold is told once on keel:lock:lost, with how it was found', async () => {
     const prefix = uniqueKey('lost')
     // Taken before anyone listens: found lost only when asked.
