@@ -509,13 +509,18 @@ export interface MySqlLockStoreOptions {
   /**
    * `mysql://user:password@host:port/database`. Query parameters:
    * `ssl-mode` is one of `DISABLED` (no TLS), `PREFERRED` (TLS when the
-   * server offers it), `REQUIRED` (TLS, the server's certificate not
-   * checked), `VERIFY_CA` (TLS, the certificate checked against the trusted
-   * CAs) and `VERIFY_IDENTITY` (that, and the certificate names the host);
-   * `socket` is the path of a Unix socket to connect through instead of
-   * `host:port`. Default `mysql://root@127.0.0.1:3306/test` when `url` is
-   * left out. Present but `undefined` (`{ url: process.env.DATABASE_URL }`
-   * with the variable unset) is a `TypeError`, never the default.
+   * server offers it, else plain text), `REQUIRED`, `VERIFY_CA` and
+   * `VERIFY_IDENTITY` (TLS only). Whenever TLS is spoken, the server's
+   * certificate is checked, its chain against the trusted CAs (the
+   * system's, or `tls.ca`) and the host name, whatever the mode: this store
+   * never speaks TLS unchecked. Without `ssl-mode` (and without `tls`), it
+   * speaks plain text: a server makes itself a certificate no client can
+   * check, and TLS that checks nothing stops no one in the middle, so TLS
+   * is spoken where asked for. `socket` is the path of a Unix socket to
+   * connect through instead of `host:port` (no TLS there). Default
+   * `mysql://root@127.0.0.1:3306/test` when `url` is left out. Present but
+   * `undefined` (`{ url: process.env.DATABASE_URL }` with the variable
+   * unset) is a `TypeError`, never the default.
    */
   url?: string
   /**
@@ -538,7 +543,8 @@ export interface MySqlLockStoreOptions {
   /**
    * Certificates for TLS: `ca` to check the server with instead of the
    * system's roots, `cert` and `key` for a server that asks for a client
-   * certificate. Whether TLS is spoken is `url`'s `ssl-mode`.
+   * certificate. Giving it turns TLS on (as `ssl-mode=REQUIRED`) unless
+   * `url`'s `ssl-mode` says otherwise (`DISABLED` with it is a `TypeError`).
    */
   tls?: RedisTlsOptions
 }

@@ -16,6 +16,8 @@ import { mariadbForTests } from '../../support/mariadb.mjs'
 import { raceWithAborts } from '../helpers/race.mjs'
 
 const SECONDS = 6
+const tell = (t, seen) =>
+  t.diagnostic(`${seen.sections} critical sections, ${seen.aborted} waits aborted, ${seen.killed} processes killed: ${seen.overlaps} overlaps, ${seen.backwards} tokens back`)
 const redis = await redisForTests()
 const postgres = await postgresForTests()
 const mariadb = await mariadbForTests()
@@ -25,14 +27,14 @@ after(async () => {
   await mariadb.close()
 })
 
-test(`RedisLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async () => {
-  await raceWithAborts({ KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url }, SECONDS)
+test(`RedisLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async (t) => {
+  tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url }, SECONDS))
 })
 
-test(`PostgresLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async () => {
-  await raceWithAborts({ KEEL_TEST_STORE: 'postgres-store', KEEL_TEST_DATABASE: postgres.url }, SECONDS)
+test(`PostgresLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async (t) => {
+  tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'postgres-store', KEEL_TEST_DATABASE: postgres.url }, SECONDS))
 })
 
-test(`MySqlLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async () => {
-  await raceWithAborts({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url }, SECONDS)
+test(`MySqlLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async (t) => {
+  tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url }, SECONDS))
 })

@@ -212,6 +212,8 @@ describeWith(['mariadb', 'openssl'], 'MySqlLockStore over TLS (ssl-mode)', () =>
       await assert.rejects(off.isLocked('k'), (e) => {
         assert.equal(e.code, 'ERR_LOCK_STORE_AUTH', e.message)
         assert.match(e.message, /was refused by mysql:\/\/root@127\.0\.0\.1:\d+\/test: Access denied for user 'root'@'[^']+' \(using password: YES\) \(1045\)/)
+        // Plain text unless asked for TLS, and what to add when the server takes TLS only.
+        assert.match(e.message, /this store spoke plain text, as it does unless the URL's ssl-mode or options\.tls asks for TLS.*\?ssl-mode=VERIFY_IDENTITY/)
         assert.doesNotMatch(e.message, new RegExp(PASSWORD))
         return true
       })

@@ -11,6 +11,7 @@ import pg from 'pg'
 import { lock, setLockStore, RedisLockStore, PostgresLockStore } from '@shaferllc/keel/core'
 import { startRedis, uniqueKey } from '../../support/servers.mjs'
 import { startPostgres } from '../../support/postgres.mjs'
+import { eventually } from '../helpers/eventually.mjs'
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -114,6 +115,29 @@ test('Redis out of client slots: ERR_LOCK_STORE_UNAVAILABLE, and a waiter gets t
   admin.disconnect()
   spare.disconnect()
   assert.equal(await waiting, true, 'the waiter tried again until a slot was free')
+})
+
+test('Redis with one client slot: a waiter whose store could not connect gets the slot its holder frees, and the lock', async () => {
+  // The waiter's store follows releases on a second connection once it
+  // waits; that one must not take the only slot from its operations.
+  const server = await startRedis({ args: ['--maxclients', '1'] })
+  cleanups.push(() => server.close())
+  for (let run = 0; run < 3; run++) {
+    const key = uniqueKey(`one-slot-${run}`)
+    const holder = new RedisLockStore({ url: server.url, connectTimeout: 2_000 })
+    const waiter = new RedisLockStore({ url: server.url, connectTimeout: 2_000 })
+    // (The slot may still be the server's start-up check's for a moment.)
+    await eventually(async () => assert.equal(await holder.acquire(key, 'holder', 30_000), true))
+    setLockStore(waiter)
+    const waiting = lock(key, 10_000).acquire({ timeout: 8_000, retryDelay: 100 })
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    assert.equal(await holder.release(key, 'holder'), true)
+    await holder.close()
+    const freed = Date.now()
+    assert.equal(await waiting, true, 'the waiter got the slot and the lock')
+    assert.ok(Date.now() - freed < 3_000, `${Date.now() - freed} ms after the slot was freed`)
+    await waiter.close()
+  }
 })
 
 test('PostgreSQL out of connection slots: ERR_LOCK_STORE_UNAVAILABLE, and a waiter gets the lock once a slot frees', async () => {

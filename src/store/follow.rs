@@ -3,10 +3,11 @@
 //! first use, let go when the store closes), and a pause before connecting
 //! again that still takes in what waiters ask for meanwhile.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// What a heard release was of: a plain lock, a semaphore permit, a
 /// read-write hold (their waiters wait apart).
@@ -89,6 +90,53 @@ impl<W: Send + 'static> Follower<W> {
         if let Ok(mut state) = self.state.lock() {
             state.inbox = None;
             state.on_released = None;
+        }
+    }
+}
+
+/// Whether a store's own connection, the one its operations ride, has
+/// opened yet. Its listener connects only after that: where the server has
+/// one connection slot free (`maxclients`, `max_connections`), the
+/// operations must get it, as waiting without the listener costs latency
+/// (the poll stands in for it) and without the operations every wait fails.
+#[derive(Clone)]
+pub struct FirstOpened(Arc<(AtomicBool, watch::Sender<bool>)>);
+
+impl Default for FirstOpened {
+    fn default() -> Self {
+        FirstOpened(Arc::new((
+            AtomicBool::new(false),
+            watch::Sender::new(false),
+        )))
+    }
+}
+
+impl FirstOpened {
+    /// The store's connection opened (after the first time, one atomic read).
+    pub fn now(&self) {
+        let (opened, tell) = &*self.0;
+        if !opened.load(Ordering::Relaxed) && !opened.swap(true, Ordering::Relaxed) {
+            tell.send_replace(true);
+        }
+    }
+
+    /// Once the store's connection has opened, handing every request that
+    /// arrives meanwhile to `take`. `false` when the inbox closed (the store
+    /// is gone: stop).
+    pub async fn wait_taking<W>(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<W>,
+        mut take: impl FnMut(W),
+    ) -> bool {
+        let mut opened = self.0 .1.subscribe();
+        loop {
+            tokio::select! {
+                _ = opened.wait_for(|opened| *opened) => return true,
+                request = inbox.recv() => match request {
+                    Some(request) => take(request),
+                    None => return false,
+                },
+            }
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod line;
 pub mod memory;
 pub mod mysql;
 pub mod options;
+pub mod peer;
 pub mod postgres;
 pub mod redis;
 pub mod tls;

@@ -21,8 +21,8 @@ impl std::fmt::Debug for TlsOptions {
 }
 
 /// A URL as it may appear in an error message: without its password (in
-/// the user part, or a `password=` parameter), and with `***` only where
-/// there was one.
+/// the user part, or a `password=` parameter, or the `pass=` of a Redis
+/// unix socket's URL), and with `***` only where there was one.
 pub fn redacted(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
@@ -43,7 +43,12 @@ pub fn redacted(url: &str) -> String {
         let pairs: Vec<String> = query
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
+                Some((name, _))
+                    if name.eq_ignore_ascii_case("password")
+                        || name.eq_ignore_ascii_case("pass") =>
+                {
+                    format!("{name}=***")
+                }
                 _ => pair.to_owned(),
             })
             .collect();
@@ -51,6 +56,68 @@ pub fn redacted(url: &str) -> String {
         shown.push_str(&pairs.join("&"));
     }
     shown
+}
+
+/// Why `url`'s text is not a URL as written, if it is not: whitespace at
+/// either end, or a control character anywhere. The URL readers behind the
+/// stores would otherwise take it quietly (the `url` crate drops spaces and
+/// control characters at the ends, and tabs and newlines anywhere), so a
+/// value read with a stray newline or space would connect as if clean, or
+/// keep the character in a password and fail as a refused login.
+pub fn unclean_text(url: &str) -> Option<String> {
+    if url.starts_with(char::is_whitespace) {
+        return Some("begins with whitespace: a URL has none around it".to_owned());
+    }
+    if url.ends_with(char::is_whitespace) {
+        return Some(
+            "ends with whitespace (a newline read with it?): a URL has none around it".to_owned(),
+        );
+    }
+    url.chars().find(|c| c.is_control()).map(|c| {
+        format!(
+            "has a control character (U+{:04X}) in it: %-encode it if it is meant",
+            u32::from(c)
+        )
+    })
+}
+
+/// `text`, one part of a URL (named by `part`: "the password"), %-decoded,
+/// or why not. Strict where the decoders behind the stores are not: they
+/// keep a `%` that is not followed by two hex digits as it is, so a
+/// password with `%ZZ` in it would be sent as written and fail as a
+/// refused login, far from the mistake. A decoded NUL is refused too: the
+/// servers read names, passwords and values up to a NUL (`te%00st` would
+/// be the database `te`). The part's text is never in the message, as it
+/// may be a password.
+pub fn decoded_part(part: &str, text: &str) -> Result<Vec<u8>, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'%' {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        let byte = bytes
+            .get(i + 1..i + 3)
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .filter(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        let Some(byte) = byte else {
+            return Err(format!(
+                "{part} has an invalid %-escape (a % not followed by two hex digits; a % itself is written %25)"
+            ));
+        };
+        out.push(byte);
+        i += 3;
+    }
+    if out.contains(&0) {
+        return Err(format!(
+            "{part} has a NUL character (%00) in it: no server takes one there (most would read only up to it)"
+        ));
+    }
+    Ok(out)
 }
 
 /// Stores keep whole milliseconds; a fractional TTL rounds up, as in memory.
@@ -79,6 +146,48 @@ mod tests {
         assert_eq!(
             redacted("postgres://app@db/x?sslmode=require&password=s3cret"),
             "postgres://app@db/x?sslmode=require&password=***"
+        );
+        assert_eq!(
+            redacted("redis+unix:///tmp/r.sock?db=1&pass=s3cret"),
+            "redis+unix:///tmp/r.sock?db=1&pass=***"
+        );
+    }
+
+    #[test]
+    fn url_text_is_taken_only_as_written() {
+        assert_eq!(unclean_text("redis://h:1/2"), None);
+        assert_eq!(unclean_text("mysql://u:p%20q@[::1]/d"), None);
+        for (url, why) in [
+            (" redis://h", "begins with whitespace"),
+            ("redis://h\n", "ends with whitespace"),
+            ("postgres://h/d\u{a0}", "ends with whitespace"),
+            ("postgres://h/d\tb", "U+0009"),
+            ("mysql://u:p\u{7f}@h/d", "U+007F"),
+        ] {
+            let e = unclean_text(url).unwrap_or_default();
+            assert!(e.contains(why), "{url:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn url_parts_decode_strictly_and_never_show_their_text() {
+        assert_eq!(
+            decoded_part("the password", "p%40ss%20w").unwrap(),
+            b"p@ss w"
+        );
+        assert_eq!(decoded_part("the path", "%2Fa%2fb").unwrap(), b"/a/b");
+        assert_eq!(decoded_part("the password", "").unwrap(), b"");
+        for text in ["s3cr%ZZet", "s3cret%", "s3cret%4", "s3cr%+1et", "%\u{e9}0"] {
+            let e = decoded_part("the password", text).unwrap_err();
+            assert!(
+                e.starts_with("the password has an invalid %-escape") && !e.contains("s3cr"),
+                "{text}: {e}"
+            );
+        }
+        let e = decoded_part("the database name", "te%00st").unwrap_err();
+        assert!(
+            e.contains("the database name has a NUL") && !e.contains("te%00"),
+            "{e}"
         );
     }
 

@@ -7,7 +7,7 @@ use std::ffi::c_void;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::conn::Next;
+use super::due::Next;
 use super::engine::{Engine, Handles};
 use super::host::Host;
 use super::{uv, Wire};

@@ -2,29 +2,18 @@
 //! answer (in the order they were sent: both servers answer in order), the
 //! bytes not yet written, and what happens when the socket opens, answers,
 //! breaks or is too slow. Nothing here calls into JS: what is due to JS (an
-//! answer, an error) is handed back as [`Due`], for the event-loop callbacks
-//! to deliver once the state is no longer borrowed.
+//! answer, an error) is handed back ([`super::due`]), for the event-loop
+//! callbacks to deliver once the state is no longer borrowed.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::BytesMut;
 
+use super::due::{refusal, Due, Next, Reply};
 use super::socket::{Arrived, Socket};
 use super::{error, Failure, Prepared, Verdict, Wire};
-use crate::store::{Code, StoreError};
-
-/// What a waiting request does with its answer (or its failure).
-pub type Reply<W> = Box<dyn FnOnce(Result<<W as Wire>::Answer, StoreError>)>;
-
-/// Answers (of type `A`) and failures to deliver to JS, in order.
-pub type Outcomes<A> = Vec<(
-    Box<dyn FnOnce(Result<A, StoreError>)>,
-    Result<A, StoreError>,
-)>;
-
-/// A connection's answers and failures to deliver.
-pub type Due<W> = Outcomes<<W as Wire>::Answer>;
+use crate::store::Code;
 
 pub struct Waiting<W: Wire> {
     pub request: W::Request,
@@ -74,29 +63,6 @@ pub struct Conn<W: Wire> {
     fence: Option<W::Request>,
 }
 
-/// What the event-loop side must do after a change of state.
-pub struct Next<W: Wire> {
-    /// Open a connection (on Tokio).
-    pub connect: bool,
-    pub due: Due<W>,
-}
-
-impl<W: Wire> Default for Next<W> {
-    fn default() -> Self {
-        Next {
-            connect: false,
-            due: Vec::new(),
-        }
-    }
-}
-
-impl<W: Wire> Next<W> {
-    fn absorb(&mut self, mut other: Next<W>) {
-        self.due.append(&mut other.due);
-        self.connect |= other.connect;
-    }
-}
-
 impl<W: Wire> Conn<W> {
     pub fn new(target: Arc<W::Target>, command_timeout: u64) -> Conn<W> {
         Conn {
@@ -127,7 +93,13 @@ impl<W: Wire> Conn<W> {
                 next.due.push((reply, Err(closed)));
                 return next;
             }
-            State::Open(_) => W::encode(&mut self.session, &request, &mut self.out),
+            State::Open(_) => {
+                if let Err(refused) = W::encode(&mut self.session, &request, &mut self.out) {
+                    next.due
+                        .push((reply, Err(refusal::<W>(&request, &refused))));
+                    return next;
+                }
+            }
             State::Connecting => timeout += W::connect_timeout_ms(&self.target),
             State::Idle => {
                 timeout += W::connect_timeout_ms(&self.target);
@@ -151,8 +123,14 @@ impl<W: Wire> Conn<W> {
 
     /// The connection opened (served by the server's `session`, if it named
     /// it; with what it `prepared`): everything waiting is written to it,
-    /// after the fence if the last one went silent.
-    pub fn opened(&mut self, socket: Socket, session: Option<(i32, u16)>, prepared: Prepared) {
+    /// after the fence if the last one went silent (a request it would not
+    /// take fails now).
+    pub fn opened(
+        &mut self,
+        socket: Socket,
+        session: Option<(i32, u16)>,
+        prepared: Prepared,
+    ) -> Next<W> {
         self.out.clear();
         self.inbound.clear();
         self.session = W::Session::default();
@@ -171,10 +149,24 @@ impl<W: Wire> Conn<W> {
                 seq: 0,
             });
         }
-        for w in &self.waiting {
-            W::encode(&mut self.session, &w.request, &mut self.out);
+        let mut next = Next::default();
+        for w in std::mem::take(&mut self.waiting) {
+            match W::encode(&mut self.session, &w.request, &mut self.out) {
+                Ok(()) => self.waiting.push_back(w),
+                Err(refused) => self.fail(w, &refused, &mut next),
+            }
         }
         self.state = State::Open(Box::new(socket));
+        next
+    }
+
+    /// `waiting` is not sent after all: it fails with why.
+    fn fail(&mut self, waiting: Waiting<W>, why: &Failure, next: &mut Next<W>) {
+        if let Some(reply) = waiting.reply {
+            self.live -= 1;
+            next.due
+                .push((reply, Err(refusal::<W>(&waiting.request, why))));
+        }
     }
 
     /// Opening failed: every request waiting fails with why.
@@ -246,7 +238,12 @@ impl<W: Wire> Conn<W> {
                 Verdict::Deliver => {}
                 Verdict::SendAgain => {
                     if let State::Open(_) = self.state {
-                        W::encode(&mut self.session, &waiting.request, &mut self.out);
+                        if let Err(refused) =
+                            W::encode(&mut self.session, &waiting.request, &mut self.out)
+                        {
+                            self.fail(waiting, &refused, next);
+                            return Ok(());
+                        }
                     }
                     self.waiting.push_back(waiting);
                     return Ok(());
@@ -408,12 +405,5 @@ impl<W: Wire> Conn<W> {
                 w.reply.map(|reply| (reply, Err(closed)))
             })
             .collect()
-    }
-}
-
-/// Hand each outcome to its request's reply (which settles its promise).
-pub fn deliver<A>(due: Outcomes<A>) {
-    for (reply, outcome) in due {
-        reply(outcome);
     }
 }

@@ -10,7 +10,8 @@ use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use super::conn::{deliver, Conn, Next, Reply, State};
+use super::conn::{Conn, State};
+use super::due::{deliver, Next, Reply};
 use super::host::Host;
 use super::socket::Socket;
 use super::{uv, Failure, Opened, Wire};
@@ -346,8 +347,7 @@ impl<W: Wire> Engine<W> {
                             Socket::new(poll, tcp, tls),
                             session,
                             prepared,
-                        );
-                        Next::default()
+                        )
                     }
                     Err(e) => self.conn.borrow_mut().not_opened(&Failure {
                         code: Code::StoreConnection,

@@ -13,8 +13,10 @@
 //! on Tokio and hands the socket over ([`Wire::open`]).
 //!
 //! Read in this order: this file (the protocol seam, and the store's side
-//! of a set of connections), [`conn`] (one connection's state: requests
-//! waiting, what happens when the socket answers, breaks or is too slow),
+//! of a set of connections), [`due`] (what a connection hands back: answers
+//! due to JS, a connection to open), [`conn`] (one connection's state:
+//! requests waiting, what happens when the socket answers, breaks or is too
+//! slow, or a request is one the server would not read),
 //! [`socket`] (bytes in and out, plain or TLS), [`callbacks`] (the libuv
 //! callbacks, and an engine made with its handles), [`engine`] (what the
 //! callbacks drive: writing at the end of a turn, the timer, delivering
@@ -29,6 +31,7 @@
 
 mod callbacks;
 mod conn;
+mod due;
 mod engine;
 pub mod host;
 #[cfg(not(test))]
@@ -51,7 +54,7 @@ use std::thread::{self, ThreadId};
 
 use bytes::BytesMut;
 
-pub use self::conn::Reply;
+pub use self::due::Reply;
 use self::engine::Engine;
 use self::host::MakeHost;
 pub use self::opening::{connect_tcp, start_tls, Refusals};
@@ -138,8 +141,15 @@ pub trait Wire: Sized + 'static {
     fn name(request: &Self::Request) -> &'static str;
     /// A new connection's session starts; `prepared` as it opened ([`Opened`]).
     fn begin(_session: &mut Self::Session, _target: &Arc<Self::Target>, _prepared: Prepared) {}
-    /// Append the request's bytes to `out`.
-    fn encode(session: &mut Self::Session, request: &Self::Request, out: &mut Vec<u8>);
+    /// Append the request's bytes to `out`; or, for a request the server
+    /// would not take (larger than it reads: it would drop the connection,
+    /// and everything in flight on it), append nothing and say why: that
+    /// request fails alone, and the connection's other work goes on.
+    fn encode(
+        session: &mut Self::Session,
+        request: &Self::Request,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Failure>;
     /// The next whole answer in `inbound`, if it has arrived; `Err` when
     /// the bytes are not this protocol (what the server sent instead).
     fn decode(

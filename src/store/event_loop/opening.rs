@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::Failure;
-use crate::store::Code;
+use crate::store::{peer, Code};
 
 /// A TCP connection to `host:port` for the event loop (replies are small and
 /// requests go out as soon as they are written: no Nagle delay), or why not,
@@ -97,14 +97,23 @@ impl Refusals {
                 }
             }
         }
-        let outcome = match tokio::time::timeout(within, connect).await {
+        // A server that accepted the connection and then said nothing is
+        // told apart from one that could not be reached: it may be another
+        // kind of server, one that waits in silence for its own protocol.
+        let outcome = match peer::within(within, connect).await {
             Ok(outcome) => outcome,
-            Err(_) => Err(Failure {
+            Err(silence) => Err(Failure {
                 code: Code::StoreTimeout,
-                text: format!(
-                    "timed out connecting to {server}: within {} ms",
-                    within.as_millis()
-                ),
+                text: match silence {
+                    Some(silence) => format!(
+                        "timed out connecting to {server}: within {} ms; {silence}",
+                        within.as_millis()
+                    ),
+                    None => format!(
+                        "timed out connecting to {server}: within {} ms",
+                        within.as_millis()
+                    ),
+                },
             }),
         };
         if let Err(failure) = &outcome {

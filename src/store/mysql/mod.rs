@@ -22,7 +22,7 @@ mod sql;
 mod sweep;
 mod wire;
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -112,6 +112,7 @@ impl MySqlStore {
             display: address.display,
             sql: Arc::new(sql),
             objects_ready: AtomicBool::new(false),
+            max_allowed_packet: AtomicUsize::new(0),
             refused: Default::default(),
         };
         let direct = Direct::new(make_host, target, options.pool_size, command_timeout)?;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::super::options::{redacted, TlsOptions};
+use super::super::options::{decoded_part, redacted, unclean_text, TlsOptions};
 
 /// What the store is given (already checked by the JS layer, but for the URL).
 #[derive(Clone, Debug)]
@@ -52,27 +52,46 @@ const KNOWN: &str = "ssl-mode, socket";
 pub fn address(options: &MySqlOptions) -> Result<Address, String> {
     let shown = redacted(&options.url);
     let bad = |why: &str| format!("url {shown:?} {why}");
+    if let Some(why) = unclean_text(&options.url) {
+        return Err(bad(&why));
+    }
     let url = url::Url::parse(&options.url).map_err(|e| bad(&format!("is not a URL: {e}")))?;
     if url.scheme() != "mysql" && url.scheme() != "mariadb" {
         return Err(bad("is not a mysql:// URL"));
     }
-    let decode = |text: &str| -> Result<Vec<u8>, String> {
-        percent_decode(text).ok_or_else(|| bad("has a bad %-escape in its user or password"))
+    let decode = |part: &str, text: &str| -> Result<Vec<u8>, String> {
+        decoded_part(part, text).map_err(|why| format!("url {shown:?}: {why}"))
     };
     let user = match url.username() {
         "" => "root".to_owned(),
-        name => String::from_utf8(decode(name)?)
+        name => String::from_utf8(decode("the user name", name)?)
             .map_err(|_| bad("has a user name that is not UTF-8"))?,
     };
-    let password = url.password().map(decode).transpose()?;
+    let password = url
+        .password()
+        .map(|text| decode("the password", text))
+        .transpose()?;
     let database = url.path().trim_start_matches('/');
     if database.contains('/') {
         return Err(bad(
             "has a path of more than one part: give the database alone",
         ));
     }
-    let database = String::from_utf8(decode(database)?)
+    let database = String::from_utf8(decode("the database name", database)?)
         .map_err(|_| bad("names a database that is not UTF-8"))?;
+    // The host is not decoded (a name goes to DNS as written), but a bad
+    // escape there is the same slip as anywhere else: said here, not as a
+    // failed lookup on the first operation.
+    if let Some(url::Host::Domain(host)) = url.host() {
+        decode("the host", host)?;
+    }
+    // The parameters as written: `query_pairs` below keeps a bad escape as
+    // it is and passes a NUL on (a socket path cut at it).
+    for pair in url.query().unwrap_or("").split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = String::from_utf8_lossy(&decode("a parameter's name", name)?).into_owned();
+        decode(&format!("the parameter {name:?}"), value)?;
+    }
     let mut tls = if options.tls.is_some() {
         TlsMode::Required
     } else {
@@ -149,23 +168,6 @@ pub fn address(options: &MySqlOptions) -> Result<Address, String> {
         tls,
         display,
     })
-}
-
-fn percent_decode(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    Some(out)
 }
 
 #[cfg(test)]
@@ -245,6 +247,19 @@ mod tests {
             ("mysql://app:hunter2@h/d?charset=latin1", "\"charset\""),
             ("mysql://app:hunter2@h", "names no database"),
             ("mysql://app:hunter2@h/a/b", "more than one part"),
+            (
+                "mysql://app:hunter2%ZZ@h/d",
+                "the password has an invalid %-escape",
+            ),
+            (
+                "mysql://app:hunter2@h/te%00st",
+                "the database name has a NUL",
+            ),
+            (
+                "mysql://app:hunter2@h/d?socket=%2Ftmp%00",
+                "\"socket\" has a NUL",
+            ),
+            (" mysql://app:hunter2@h/d", "begins with whitespace"),
         ] {
             let e = address(&options(url)).unwrap_err();
             assert!(e.contains(why), "{url}: {e}");

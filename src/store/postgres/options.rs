@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::Config;
 
-use crate::store::options::{redacted, TlsOptions};
+use crate::store::options::{decoded_part, redacted, unclean_text, TlsOptions};
 
 /// How a store connects; every field but the URL already checked by the JS layer.
 #[derive(Debug, Clone)]
@@ -84,11 +84,15 @@ fn find_silent_hosts(config: &mut Config) {
 /// Read `url` (the option `name`) with the store's bounds.
 fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target, String> {
     let shown = redacted(url);
+    if let Some(why) = unclean_text(url) {
+        return Err(format!("{name} {shown:?} {why}"));
+    }
     if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
         return Err(format!(
             "{name} {shown:?} is not a postgres:// URL (postgres://user:password@host:port/database)"
         ));
     }
+    strict_parts(url).map_err(|why| format!("{name} {shown:?}: {why}"))?;
     let (url, sslmode) = without_sslmode(url);
     let mut config = Config::from_str(&url)
         .map_err(|e| format!("{name} {shown:?} is not a PostgreSQL URL this store can use: {e}"))?;
@@ -155,6 +159,62 @@ fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target,
         tls_optional,
         display,
     })
+}
+
+/// Each part of `url` that tokio-postgres %-decodes, decoded strictly
+/// (`decoded_part`): its decoder keeps a bad escape as written (a password
+/// with `%ZZ` is sent so, and refused as a wrong password) and passes a
+/// NUL on, where the server reads a name only up to it (`te%00st` is the
+/// database `te`). The parts are cut where tokio-postgres cuts them: the
+/// credentials up to the first `@`, the user up to its first `:`, the
+/// hosts up to `/` or `?` (several, split at `,`), the database up to `?`,
+/// then `name=value` pairs split at `&`.
+fn strict_parts(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("postgres://")
+        .or_else(|| url.strip_prefix("postgresql://"))
+        .unwrap_or(url);
+    let rest = match rest.split_once('@') {
+        Some((credentials, rest)) => {
+            let (user, password) = match credentials.split_once(':') {
+                Some((user, password)) => (user, Some(password)),
+                None => (credentials, None),
+            };
+            decoded_part("the user name", user)?;
+            if let Some(password) = password {
+                decoded_part("the password", password)?;
+            }
+            rest
+        }
+        None => rest,
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (hosts, rest) = rest.split_at(end);
+    for host in hosts.split(',').filter(|h| !h.is_empty()) {
+        // `[::1]:5432`, `host:5432`, or a socket folder (`%2Frun%2Fpostgresql`).
+        let (host, port) = match host.strip_prefix('[') {
+            Some(bracketed) => match bracketed.split_once(']') {
+                Some((host, port)) => (host, port.strip_prefix(':')),
+                None => (bracketed, None),
+            },
+            None => match host.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (host, None),
+            },
+        };
+        decoded_part("the host", host)?;
+        if let Some(port) = port {
+            decoded_part("the port", port)?;
+        }
+    }
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    decoded_part("the database name", path.strip_prefix('/').unwrap_or(path))?;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key = String::from_utf8_lossy(&decoded_part("a parameter's name", key)?).into_owned();
+        decoded_part(&format!("the parameter {key:?}"), value)?;
+    }
+    Ok(())
 }
 
 /// `url` without its `sslmode` parameter, and that parameter's value: read
@@ -281,6 +341,39 @@ mod tests {
         listening.listen_url = Some("postgres://app@db:5432/db".to_owned());
         let direct = listen_target(&listening).unwrap().unwrap();
         assert_eq!(direct.display, "postgres://app@db:5432/db");
+    }
+
+    #[test]
+    fn each_decoded_part_is_decoded_strictly() {
+        for (url, why) in [
+            (
+                "postgres://app:s3cret%ZZ@h/db",
+                "the password has an invalid %-escape",
+            ),
+            (
+                "postgres://app:s3cret@h/te%00st",
+                "the database name has a NUL",
+            ),
+            (
+                "postgres://app:s3cret@[::1]:5%ZZ/db",
+                "the port has an invalid",
+            ),
+            ("postgres://app@h,%2Frun%ZZ/db", "the host has an invalid"),
+            (
+                "postgres://app@h/db?password=s3cret%00",
+                "\"password\" has a NUL",
+            ),
+            ("postgres://app:s3cret@h/db\n", "ends with whitespace"),
+        ] {
+            let e = target(&options(url)).err().unwrap_or_default();
+            assert!(e.contains(why) && !e.contains("s3cret"), "{url}: {e}");
+        }
+        let t = target(&options(
+            "postgres://app:p%40ss%20w@%2Frun%2Fpg:5433/my%20db",
+        ))
+        .unwrap();
+        assert_eq!(t.config.get_password(), Some(&b"p@ss w"[..]));
+        assert_eq!(t.config.get_dbname(), Some("my db"));
     }
 
     #[test]

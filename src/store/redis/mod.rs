@@ -33,6 +33,7 @@ mod connection;
 mod errors;
 pub mod fencing;
 mod layout;
+mod limits;
 mod ops;
 mod options;
 mod pubsub;
@@ -48,6 +49,7 @@ use redis::Client;
 
 use self::connection::Connection;
 use self::layout::Layout;
+use self::limits::Limits;
 use self::ops::Misread;
 pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
@@ -55,7 +57,7 @@ use self::pubsub::Watch;
 use self::request::Request;
 use self::transport::Transport;
 use super::event_loop::host::MakeHost;
-use super::follow::{Follower, OnReleased};
+use super::follow::{FirstOpened, Follower, OnReleased};
 use super::options::{redacted, TlsOptions};
 use super::{Acquired, Asked, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
 use crate::owner;
@@ -73,6 +75,10 @@ struct Shared {
     layout: Layout,
     /// The subscriber of announced releases, once anyone waits.
     follower: Follower<Watch>,
+    /// The longest command the server reads.
+    limits: Arc<Limits>,
+    /// Whether a connection for the operations opened: the subscriber waits for it.
+    first_opened: FirstOpened,
 }
 
 pub struct RedisStore {
@@ -146,6 +152,8 @@ impl RedisStore {
             connection: Mutex::new(Connection::Idle),
             layout,
             follower: Follower::new(on_released),
+            limits: Arc::default(),
+            first_opened: FirstOpened::default(),
         };
         Ok(Self {
             transport: Transport::choose(&shared, make_host)?,
@@ -171,6 +179,9 @@ impl RedisStore {
         T: Send + 'static,
         R: FnOnce(redis::Value) -> Result<T, Misread> + Send + 'static,
     {
+        if let Some(refused) = self.shared.limits.refusal(&request, "RedisLockStore") {
+            return Op::Ready(Err(refused));
+        }
         self.transport.run(&self.shared, request, read)
     }
 

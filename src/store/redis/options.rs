@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use redis::{Client, ClientTlsConfig, TlsCertificates};
 
-use crate::store::options::{redacted, TlsOptions};
+use crate::store::options::{decoded_part, redacted, unclean_text, TlsOptions};
 
 /// How a store connects; every field already checked by the JS layer.
 #[derive(Debug, Clone)]
@@ -42,15 +42,19 @@ impl TlsOptions {
 /// certificate check". Here `?db=N` is honoured (moved into the path, where
 /// the crate reads it), and anything else unknown is refused.
 pub(super) fn checked_url(raw: &str) -> Result<String, String> {
-    // Not parsable, or a unix socket (whose `?db=` the crate reads itself):
-    // left to the redis crate.
+    let shown = redacted(raw);
+    if let Some(why) = unclean_text(raw) {
+        return Err(format!("url {shown:?} {why}"));
+    }
+    // Not parsable: left to the redis crate, which says why.
     let Ok(mut url) = url::Url::parse(raw) else {
         return Ok(raw.to_owned());
     };
-    if !matches!(url.scheme(), "redis" | "rediss" | "valkey" | "valkeys") {
+    strict_parts(&url).map_err(|why| format!("url {shown:?}: {why}"))?;
+    // A unix socket, whose `?db=` the crate reads itself: left to it.
+    if !tcp_scheme(&url) {
         return Ok(raw.to_owned());
     }
-    let shown = redacted(raw);
     if url.fragment().is_some() {
         return Err(format!(
             "url {shown:?} has a #fragment; none is allowed (a server's certificate is always checked)"
@@ -82,6 +86,41 @@ pub(super) fn checked_url(raw: &str) -> Result<String, String> {
     url.set_path(&db);
     url.set_query(None);
     Ok(url.to_string())
+}
+
+/// The parts of `url` the redis crate %-decodes (the user and password,
+/// a unix socket's path and parameters), decoded strictly: its decoder
+/// keeps a bad escape as written (a password with `%ZZ` is sent so, and
+/// refused as a wrong password) and passes a NUL on. The host is not
+/// decoded (a name goes to DNS as written), nor is a database number, but
+/// a bad escape there is the same slip, said here rather than as a failed
+/// lookup or an unreadable number.
+fn strict_parts(url: &url::Url) -> Result<(), String> {
+    decoded_part("the user name", url.username())?;
+    if let Some(password) = url.password() {
+        decoded_part("the password", password)?;
+    }
+    if let Some(url::Host::Domain(host)) = url.host() {
+        decoded_part("the host", host)?;
+    }
+    let path = if tcp_scheme(url) {
+        "the database"
+    } else {
+        "the socket path"
+    };
+    decoded_part(path, url.path())?;
+    for pair in url.query().unwrap_or("").split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = String::from_utf8_lossy(&decoded_part("a parameter's name", name)?).into_owned();
+        decoded_part(&format!("the parameter {name:?}"), value)?;
+    }
+    Ok(())
+}
+
+/// Whether `url` names a server over TCP (else a unix socket, or nothing
+/// the redis crate reads).
+fn tcp_scheme(url: &url::Url) -> bool {
+    matches!(url.scheme(), "redis" | "rediss" | "valkey" | "valkeys")
 }
 
 /// A client for one URL, with the TLS certificates if given (a URL that is
@@ -136,6 +175,26 @@ mod tests {
         assert_eq!(
             checked_url("redis+unix:///tmp/r.sock?db=3").unwrap(),
             "redis+unix:///tmp/r.sock?db=3"
+        );
+        for (url, why) in [
+            (
+                "redis://:s3cret%ZZ@h",
+                "the password has an invalid %-escape",
+            ),
+            ("redis://u%00:s3cret@h", "the user name has a NUL"),
+            ("redis+unix:///tmp/r%00.sock", "the socket path has a NUL"),
+            (
+                "redis+unix:///tmp/r.sock?pass=s3cret%ZZ",
+                "\"pass\" has an invalid",
+            ),
+            (" redis://:s3cret@h", "begins with whitespace"),
+        ] {
+            let e = checked_url(url).unwrap_err();
+            assert!(e.contains(why) && !e.contains("s3cret"), "{url}: {e}");
+        }
+        assert_eq!(
+            checked_url("redis://:p%40ss%20w@[::1]:6380/1").unwrap(),
+            "redis://:p%40ss%20w@[::1]:6380/1"
         );
     }
 }

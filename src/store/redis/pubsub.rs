@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 
 use super::layout::{channel, heard, WAKE};
 use super::RedisStore;
-use crate::store::follow::{pause_taking, OnReleased, Released};
+use crate::store::follow::{pause_taking, FirstOpened, OnReleased, Released};
 use crate::store::{line, Hold};
 
 /// A request to the subscriber task: follow (or stop following) a channel.
@@ -55,6 +55,7 @@ impl RedisStore {
                 options.prefix.clone(),
                 wake,
                 options.connect_timeout,
+                self.shared.first_opened.clone(),
                 inbox,
                 on_released,
             )
@@ -62,7 +63,8 @@ impl RedisStore {
     }
 }
 
-/// Follows the channels it is told to and reports each announced release.
+/// Follows the channels it is told to and reports each announced release,
+/// once a connection for the operations has opened (`FirstOpened`).
 /// Re-connects (and re-subscribes) after the connection drops; ends when the
 /// store is closed or dropped.
 async fn subscriber(
@@ -70,6 +72,7 @@ async fn subscriber(
     prefix: String,
     wake: Option<String>,
     connect_timeout: Duration,
+    first_opened: FirstOpened,
     mut inbox: mpsc::UnboundedReceiver<Watch>,
     on_released: OnReleased,
 ) {
@@ -81,6 +84,12 @@ async fn subscriber(
             channels.remove(&name);
         }
     };
+    if !first_opened
+        .wait_taking(&mut inbox, |watch| apply(&mut channels, watch))
+        .await
+    {
+        return;
+    }
     // A cluster broadcasts PUBLISH to every node: any one will do, the next
     // one if it goes away.
     let mut next = 0;

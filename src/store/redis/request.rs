@@ -100,6 +100,25 @@ pub enum Body {
 }
 
 impl Request {
+    /// Its longest argument, in bytes (what the server's limits are
+    /// about: `limits`); a script's text counted, as where it goes as `EVAL`.
+    pub fn longest_argument(&self) -> usize {
+        match &self.body {
+            Body::Script { lua, keys, args } => keys
+                .iter()
+                .map(String::len)
+                .chain(args.iter().map(Vec::len))
+                .fold(lua.body.len(), usize::max),
+            Body::Plain(cmd) => cmd
+                .args_iter()
+                .map(|arg| match arg {
+                    redis::Arg::Simple(bytes) => bytes.len(),
+                    _ => 0,
+                })
+                .fold(0, usize::max),
+        }
+    }
+
     pub fn script(
         name: &'static str,
         lua: &'static Lua,

@@ -60,6 +60,8 @@ impl Transport {
             db: redis.db(),
             connect_timeout: shared.options.connect_timeout,
             display: shared.display.clone(),
+            limits: Arc::clone(&shared.limits),
+            first_opened: shared.first_opened.clone(),
         };
         let command_timeout =
             u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
@@ -155,7 +157,10 @@ where
             loop {
                 let mut conn = shared.connection(name).await?;
                 match send(&mut conn, &request).await {
-                    Ok(value) => return Ok(value),
+                    Ok(value) => {
+                        shared.first_opened.now();
+                        return Ok(value);
+                    }
                     Err(e) if resent < RESENDS && found_dead(&e) => resent += 1,
                     Err(e) => return Err(shared.diagnose(name, &e).await),
                 }

@@ -45,6 +45,34 @@ fn opens_on_first_use_and_answers_in_order() {
 }
 
 #[test]
+fn a_request_the_server_would_not_read_fails_alone() {
+    let (port, accepted) = server(|_, mut stream, reader| echo(reader, &mut stream));
+    let world = World::new(port, 2_000);
+    let long = "x".repeat(super::LONGEST + 1);
+    // Waiting for the connection to open, then on the open connection: the
+    // long one fails (at once), the others are answered.
+    for request in ["a", &long, "b"] {
+        world.submit(request);
+    }
+    world.outcomes(3);
+    for request in [long.as_str(), "c"] {
+        world.submit(request);
+    }
+    let outcomes = world.outcomes(5);
+    let answered: Vec<_> = outcomes.iter().filter_map(|o| o.clone().ok()).collect();
+    assert_eq!(answered, ["re:a", "re:b", "re:c"]);
+    let refused = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err((_, message)) if message.contains("too long")));
+    assert_eq!(refused.count(), 2, "{outcomes:?}");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "the connection lived on"
+    );
+}
+
+#[test]
 fn replies_split_across_reads_or_joined_in_one_meet_their_requests() {
     let (port, _) = server(|_, mut stream, reader| {
         for _ in 0..3 {

@@ -27,7 +27,11 @@ use crate::store::StoreError;
 /// A protocol of lines: a request is a line, its answer the next line back.
 /// A line starting with `!` is not this protocol (the connection is given
 /// up); the answer `again` asks for the request again on the same connection.
+/// A request longer than [`LONGEST`] is not sent (as a server's limit).
 pub struct Lines;
+
+/// The longest request [`Lines`] sends.
+pub const LONGEST: usize = 64;
 
 pub struct Target {
     port: u16,
@@ -56,9 +60,16 @@ impl Wire for Lines {
         "op"
     }
 
-    fn encode(_session: &mut (), request: &String, out: &mut Vec<u8>) {
+    fn encode(_session: &mut (), request: &String, out: &mut Vec<u8>) -> Result<(), Failure> {
+        if request.len() > LONGEST {
+            return Err(Failure {
+                code: crate::store::Code::StoreRedis,
+                text: "too long".to_owned(),
+            });
+        }
         out.extend_from_slice(request.as_bytes());
         out.push(b'\n');
+        Ok(())
     }
 
     fn decode(_session: &mut (), inbound: &mut BytesMut) -> Result<Option<String>, String> {

@@ -7,21 +7,21 @@
 //! a second: operations meanwhile fail with the same error at once, so a
 //! wrong password is reported, not hammered at the server.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
-use tokio::io::{AsyncRead, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::auth;
 use super::packet::{put_packet, read_error, Reader};
-use super::session::{handshake_head, login, prepare, read_payload, refusal};
+use super::session::{handshake_head, login, prepare, refusal};
 use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Prepared, Refusals};
 use crate::store::mysql::options::Place;
 use crate::store::mysql::sql::Sql;
-use crate::store::Code;
+use crate::store::{peer, Code};
 
 // Capability flags (the client's side of the greeting).
 const LONG_PASSWORD: u32 = 0x1;
@@ -81,6 +81,9 @@ pub struct Target {
     pub sql: Arc<Sql>,
     /// Whether a connection found (or made) the store's objects.
     pub objects_ready: AtomicBool,
+    /// The server's `max_allowed_packet`, as the last connection to log in
+    /// read it (0 until one did): the longest command it reads.
+    pub max_allowed_packet: AtomicUsize,
     /// The last refusal of our credentials, and what the server said.
     pub refused: Refusals,
 }
@@ -200,11 +203,77 @@ async fn connect(target: &Target) -> Result<(Connected, u32), Failure> {
     Ok((Connected::Tls(Box::new(tls)), id))
 }
 
+/// What a MySQL server does that others on its port do not, for the
+/// message when the server there says nothing.
+const MYSQL_HINT: &str = "a MySQL server that is up greets at once; a Redis or PostgreSQL server, or an HTTP server, says nothing to a MySQL client";
+
+/// The longest greeting read: a server's is about a hundred bytes (its
+/// version, a nonce, a plugin's name). Longer is another kind of server,
+/// whose first bytes read as a length of megabytes (`HTTP` is 5 MB).
+const LONGEST_GREETING: usize = 4096;
+
+/// The server's first packet: its greeting, or an error (too many
+/// connections, a host not allowed), or the finding that it is not MySQL.
+async fn greeting_payload<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    target: &Target,
+) -> Result<Vec<u8>, Failure> {
+    peer::awaiting("MySQL", MYSQL_HINT);
+    let mut first = Vec::with_capacity(16);
+    let mut header = [0u8; 4];
+    while first.len() < header.len() {
+        let mut chunk = [0u8; 4];
+        let want = header.len() - first.len();
+        match stream.read(&mut chunk[..want]).await {
+            Ok(0) => return Err(not_mysql(target, &first)),
+            Ok(n) => first.extend_from_slice(&chunk[..n]),
+            Err(e) if peer::ended(&e) => return Err(not_mysql(target, &first)),
+            Err(e) => return Err(lost(target, &e)),
+        }
+    }
+    header.copy_from_slice(&first);
+    let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+    // A greeting is the first packet (sequence 0) and short.
+    if header[3] != 0 || len == 0 || len > LONGEST_GREETING {
+        // A moment for the rest of what it sent, to tell what it is by.
+        let mut more = [0u8; 12];
+        let wait = std::time::Duration::from_millis(50);
+        if let Ok(Ok(n)) = tokio::time::timeout(wait, stream.read(&mut more)).await {
+            first.extend_from_slice(&more[..n]);
+        }
+        return Err(not_mysql(target, &first));
+    }
+    let mut payload = vec![0u8; len];
+    stream
+        .read_exact(&mut payload)
+        .await
+        .map_err(|_| not_mysql(target, &first))?;
+    first.extend_from_slice(&payload[..len.min(12)]);
+    if !matches!(payload[0], 10 | 0xFF) {
+        return Err(not_mysql(target, &first));
+    }
+    peer::heard();
+    Ok(payload)
+}
+
+/// The server on the port is not MySQL, as its first bytes (`first`) show.
+fn not_mysql(target: &Target, first: &[u8]) -> Failure {
+    failure(
+        Code::StoreConnection,
+        "could not talk to",
+        target,
+        &format!(
+            "the server did not speak MySQL's protocol ({}): is this MySQL's port?",
+            peer::what_answered(first)
+        ),
+    )
+}
+
 async fn greeting<S: AsyncRead + Unpin>(
     stream: &mut S,
     target: &Target,
 ) -> Result<Greeting, Failure> {
-    let (payload, _) = read_payload(stream, target).await?;
+    let payload = greeting_payload(stream, target).await?;
     if payload.first() == Some(&0xFF) {
         return Err(refusal(target, &read_error(&payload)));
     }
@@ -213,7 +282,7 @@ async fn greeting<S: AsyncRead + Unpin>(
             Code::StoreConnection,
             "could not talk to",
             target,
-            "it did not greet as a MySQL server",
+            "the server did not speak MySQL's protocol (its greeting is cut short)",
         )
     };
     let mut r = Reader::new(&payload);

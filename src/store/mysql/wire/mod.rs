@@ -20,6 +20,7 @@ pub(super) use self::session::query;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
@@ -31,6 +32,7 @@ use self::response::response;
 use super::errors::{ends_session, RESENDS};
 use super::sql::Sql;
 use crate::store::event_loop::{self, Failure, Opened, Prepared, Verdict, Wire};
+use crate::store::Code;
 
 /// The command byte of a text statement.
 const COM_QUERY: u8 = 0x03;
@@ -77,6 +79,8 @@ pub struct Session {
     /// For each request written and not yet answered, in order: how many
     /// answers it takes, and whether they are in binary form.
     expected: VecDeque<(usize, bool)>,
+    /// The longest command the server reads (0: not known).
+    most: usize,
 }
 
 pub struct MySql;
@@ -109,24 +113,33 @@ impl Wire for MySql {
             session.ids = ids;
         }
         session.sql = Some(Arc::clone(&target.sql));
+        session.most = target.max_allowed_packet.load(Ordering::Relaxed);
     }
 
-    fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) {
+    fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) -> Result<(), Failure> {
         match &request.command {
-            Command::Text(sql) => put_query(out, sql),
-            Command::Prepared(runs) if runs.is_empty() => put_query(out, "DO 0"),
+            Command::Text(sql) => put_query(out, sql, session.most)?,
+            Command::Prepared(runs) if runs.is_empty() => put_query(out, "DO 0", session.most)?,
             Command::Prepared(runs) => {
                 let ids: Option<Vec<u32>> = runs
                     .iter()
                     .map(|run| session.ids.get(run.statement).copied().flatten())
                     .collect();
                 if let Some(ids) = ids {
+                    let payloads: Vec<Vec<u8>> = runs
+                        .iter()
+                        .zip(ids)
+                        .map(|(run, id)| run.payload(id))
+                        .collect();
+                    for payload in &payloads {
+                        fits(payload.len(), session.most)?;
+                    }
                     // Every command starts its own exchange at sequence number 0.
-                    for (run, id) in runs.iter().zip(ids) {
-                        put_packet(out, 0, &run.payload(id));
+                    for payload in &payloads {
+                        put_packet(out, 0, payload);
                     }
                     session.expected.push_back((runs.len(), true));
-                    return;
+                    return Ok(());
                 }
                 // Not prepared here: the texts, as one command.
                 let texts = session
@@ -137,10 +150,11 @@ impl Wire for MySql {
                     .iter()
                     .map(|run| run.inline(texts.get(run.statement).map_or("DO 0", String::as_str)))
                     .collect();
-                put_query(out, &inlined.join(";\n"));
+                put_query(out, &inlined.join(";\n"), session.most)?;
             }
         }
         session.expected.push_back((1, false));
+        Ok(())
     }
 
     fn decode(
@@ -202,12 +216,31 @@ impl Wire for MySql {
     }
 }
 
-/// A text command.
-fn put_query(out: &mut Vec<u8>, sql: &str) {
+/// A text command, if the server reads one that long (`most`, 0: not known).
+fn put_query(out: &mut Vec<u8>, sql: &str, most: usize) -> Result<(), Failure> {
+    fits(1 + sql.len(), most)?;
     let mut payload = Vec::with_capacity(1 + sql.len());
     payload.push(COM_QUERY);
     payload.extend_from_slice(sql.as_bytes());
     put_packet(out, 0, &payload);
+    Ok(())
+}
+
+/// Whether the server reads a command of `len` bytes (`most`: its
+/// `max_allowed_packet`, 0 when not known); if not, why. (MariaDB ends the
+/// connection at a command of exactly `most` bytes too: measured.)
+fn fits(len: usize, most: usize) -> Result<(), Failure> {
+    if most == 0 || len < most {
+        return Ok(());
+    }
+    Err(Failure {
+        code: Code::StoreMysql,
+        text: format!(
+            "this command is {len} bytes, and the server reads none as long as its max_allowed_packet, \
+             {most} bytes (it would end the connection, and every command on it): a key or owner this long \
+             cannot be stored unless the server's max_allowed_packet is raised"
+        ),
+    })
 }
 
 pub type Direct = event_loop::Direct<MySql>;
@@ -234,8 +267,35 @@ mod tests {
             name: "acquire",
             command: Command::Prepared(runs),
         };
-        MySql::encode(session, &request, &mut out);
+        assert!(MySql::encode(session, &request, &mut out).is_ok());
         out
+    }
+
+    #[test]
+    fn a_command_as_long_as_the_server_reads_is_not_written() {
+        let mut session = Session {
+            most: 16,
+            ..Session::default()
+        };
+        let text = |sql: &str| Request {
+            name: "acquire",
+            command: Command::Text(sql.to_owned()),
+        };
+        let mut out = Vec::new();
+        let refused = MySql::encode(&mut session, &text("SELECT 1234567890"), &mut out);
+        assert!(matches!(
+            refused,
+            Err(Failure {
+                code: Code::StoreMysql,
+                ..
+            })
+        ));
+        assert!(
+            out.is_empty() && session.expected.is_empty(),
+            "nothing written, no answer awaited"
+        );
+        assert!(MySql::encode(&mut session, &text("SELECT 123456789"), &mut out).is_ok());
+        assert_eq!(session.expected.len(), 1);
     }
 
     #[test]

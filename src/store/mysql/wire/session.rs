@@ -17,6 +17,7 @@ use super::prepared::{read_prepare_ok, COM_STMT_PREPARE};
 use super::response::response;
 use crate::store::event_loop::Failure;
 use crate::store::mysql::errors::{code_of, ends_session};
+use crate::store::mysql::options::Place;
 use crate::store::mysql::sql::Sql;
 use crate::store::Code;
 
@@ -82,7 +83,23 @@ pub(super) async fn login<S: AsyncRead + AsyncWrite + Unpin>(
         let (payload, seq) = read_payload(stream, target).await?;
         match payload.first() {
             Some(0x00) => break,
-            Some(0xFF) => return Err(refusal(target, &read_error(&payload))),
+            Some(0xFF) => {
+                let error = read_error(&payload);
+                let mut refused = refusal(target, &error);
+                if error.number == ACCESS_DENIED
+                    && target.tls.is_none()
+                    && matches!(target.place, Place::Tcp { .. })
+                {
+                    // MariaDB answers a plain login to a server that takes
+                    // TLS only (require_secure_transport) so, too.
+                    refused.text.push_str(
+                        "; this store spoke plain text, as it does unless the URL's ssl-mode or options.tls asks for TLS, \
+                         and a server that takes TLS connections only refuses a plain login so: if it does, add \
+                         ?ssl-mode=VERIFY_IDENTITY to the URL (and options.tls.ca for a private CA)",
+                    );
+                }
+                return Err(refused);
+            }
             // The account uses another plugin: its name and a new nonce.
             Some(0xFE) => {
                 let mut r = Reader::new(&payload[1..]);
@@ -127,6 +144,16 @@ pub(super) async fn login<S: AsyncRead + AsyncWrite + Unpin>(
     for statement in target.sql.session_settings(target.lock_wait_s) {
         query(stream, target, &statement).await?;
     }
+    // The longest command the server reads: a longer one ends the session,
+    // and everything in flight on it (`MySql::encode` refuses it instead).
+    let most = query(stream, target, "SELECT @@max_allowed_packet").await?;
+    let most = most
+        .rows
+        .first()
+        .and_then(|row| row.first().cloned().flatten())
+        .and_then(|n| String::from_utf8_lossy(&n).parse::<usize>().ok())
+        .unwrap_or(0);
+    target.max_allowed_packet.store(most, Ordering::Relaxed);
     if !target.objects_ready.load(Ordering::Acquire) {
         make_objects(stream, target).await?;
         target.objects_ready.store(true, Ordering::Release);
@@ -222,6 +249,8 @@ pub(super) async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// ER_SP_ALREADY_EXISTS.
 const PROCEDURE_EXISTS: u16 = 1304;
+/// ER_ACCESS_DENIED_ERROR.
+const ACCESS_DENIED: u16 = 1045;
 
 /// Run `sql` and wait for its answer (the connection is not shared yet).
 pub(in crate::store::mysql) async fn query<S: AsyncRead + AsyncWrite + Unpin>(

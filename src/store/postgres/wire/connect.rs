@@ -21,7 +21,12 @@ use super::session::start;
 use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Prepared, Refusals};
 use crate::store::postgres::options::refuses_options;
 use crate::store::postgres::sql::Sql;
-use crate::store::Code;
+use crate::store::{peer, Code};
+
+/// What a PostgreSQL server does that others on its port do not, for the
+/// message when the server there says nothing.
+pub(super) const POSTGRES_HINT: &str =
+    "a PostgreSQL server that is up answers at once; a Redis server says nothing to a PostgreSQL client";
 
 /// Where and how to connect; made once per store.
 pub struct Target {
@@ -66,8 +71,14 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
     }
 }
 
-async fn in_plain_text(mut tcp: tokio::net::TcpStream, target: &Target) -> Result<Opened, Failure> {
-    let (server_process, prepared) = start(&mut tcp, target).await?;
+/// The session in plain text; `heard`: the server already answered as
+/// PostgreSQL does (N to the request for TLS).
+async fn in_plain_text(
+    mut tcp: tokio::net::TcpStream,
+    target: &Target,
+    heard: bool,
+) -> Result<Opened, Failure> {
+    let (server_process, prepared) = start(&mut tcp, target, heard).await?;
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
     Ok(Opened {
         tcp,
@@ -84,18 +95,41 @@ async fn in_plain_text(mut tcp: tokio::net::TcpStream, target: &Target) -> Resul
 async fn connect_once(target: &Target) -> Result<Opened, Failure> {
     let mut tcp = connect_tcp(&target.host, target.port, &target.display).await?;
     let Some((config, name)) = &target.tls else {
-        return in_plain_text(tcp, target).await;
+        return in_plain_text(tcp, target, false).await;
     };
     let mut ask = BytesMut::new();
     frontend::ssl_request(&mut ask);
-    tcp.write_all(&ask).await.map_err(|e| lost(target, &e))?;
+    let ended = |e: std::io::Error| {
+        if peer::ended(&e) {
+            not_postgres(target, &[])
+        } else {
+            lost(target, &e)
+        }
+    };
+    tcp.write_all(&ask).await.map_err(ended)?;
+    peer::awaiting("PostgreSQL", POSTGRES_HINT);
     let mut answer = [0u8; 1];
-    tcp.read_exact(&mut answer)
-        .await
-        .map_err(|e| lost(target, &e))?;
+    match tcp.read(&mut answer).await {
+        Ok(0) => return Err(not_postgres(target, &[])),
+        Ok(_) => {}
+        Err(e) => return Err(ended(e)),
+    }
+    // A PostgreSQL server answers the request for TLS with one byte: S
+    // (yes) or N (no); E only a server too old to know of TLS. Anything
+    // else is another kind of server (a MySQL server's greeting, an HTTP
+    // server's answer), whose first bytes say which.
+    if !matches!(answer[0], b'S' | b'N' | b'E') {
+        let mut first = answer.to_vec();
+        let mut more = [0u8; 15];
+        if let Ok(n) = tcp.try_read(&mut more) {
+            first.extend_from_slice(&more[..n]);
+        }
+        return Err(not_postgres(target, &first));
+    }
+    peer::heard();
     if answer[0] == b'N' && target.tls_optional {
         // sslmode=prefer, and the server has no TLS: plain text, as libpq does.
-        return in_plain_text(tcp, target).await;
+        return in_plain_text(tcp, target, true).await;
     }
     if answer[0] != b'S' {
         return Err(failure(
@@ -106,7 +140,7 @@ async fn connect_once(target: &Target) -> Result<Opened, Failure> {
         ));
     }
     let mut tls = start_tls(config, name, tcp, &target.display).await?;
-    let (server_process, prepared) = start(&mut tls, target).await?;
+    let (server_process, prepared) = start(&mut tls, target, true).await?;
     let (tcp, session) = tls.into_inner();
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
     Ok(Opened {
@@ -126,6 +160,20 @@ pub(super) fn failure(code: Code, verb: &str, target: &Target, detail: &str) -> 
         code,
         text: format!("{verb} {}: {detail}", target.display),
     }
+}
+
+/// The server on the port is not PostgreSQL, as its first bytes (`first`)
+/// show: an error of the connection, not a refused login.
+pub(super) fn not_postgres(target: &Target, first: &[u8]) -> Failure {
+    failure(
+        Code::StoreConnection,
+        "could not talk to",
+        target,
+        &format!(
+            "the server did not speak PostgreSQL's protocol ({}): is this PostgreSQL's port?",
+            peer::what_answered(first)
+        ),
+    )
 }
 
 pub(super) fn lost(target: &Target, e: &std::io::Error) -> Failure {

@@ -25,6 +25,11 @@ use super::errors::RESENDS;
 use super::ops::Param;
 use super::sql::{Sql, Statement};
 use crate::store::event_loop::{self, Failure, Opened, Prepared, Verdict, Wire};
+use crate::store::Code;
+
+/// The longest message the server reads (`PQ_LARGE_MESSAGE_LIMIT`, a
+/// gigabyte less two bytes): it ends a connection that sends a longer one.
+const LONGEST_MESSAGE: usize = 0x3fff_fffe;
 
 /// One statement on the wire: an operation's ([`crate::store::postgres::ops`]),
 /// or the fence after a connection went silent ([`Wire::fence`]).
@@ -118,7 +123,8 @@ impl Wire for Postgres {
         session.prepared = prepared == Prepared::ByName;
     }
 
-    fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) {
+    fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) -> Result<(), Failure> {
+        let start = out.len();
         let (statement, taken) = request.statement.as_sent(&request.sql);
         let params = &request.params[..taken.min(request.params.len())];
         let name = if session.prepared {
@@ -138,13 +144,27 @@ impl Wire for Postgres {
             });
             ""
         };
+        let bound = out.len();
         bind(out, name, params);
+        let len = out.len() - bound - 5; // (not its type byte and length word)
+        if len > LONGEST_MESSAGE {
+            out.truncate(start);
+            return Err(Failure {
+                code: Code::StorePostgres,
+                text: format!(
+                    "this command's parameters are {len} bytes, and PostgreSQL reads no message longer \
+                     than {LONGEST_MESSAGE} bytes (it would end the connection, and every command on it), \
+                     nor stores a text value that long: a key or owner this long cannot be stored"
+                ),
+            });
+        }
         // Execute the unnamed portal, all rows; then Sync ends the transaction.
         put_message(out, b'E', |body| {
             body.push(0);
             body.extend_from_slice(&0i32.to_be_bytes());
         });
         put_message(out, b'S', |_| {});
+        Ok(())
     }
 
     fn decode(
@@ -354,6 +374,33 @@ mod tests {
                 changed: 2
             }
         );
+    }
+
+    #[test]
+    fn a_command_longer_than_the_server_reads_is_not_written() {
+        let request = |key: String| Request {
+            name: "acquire",
+            statement: Statement::Acquire,
+            sql: Arc::new(Sql::new("t")),
+            params: vec![Param::Text(key), Param::Text("o".into()), Param::Int(1)],
+        };
+        let mut session = Session::default();
+        let mut out = b"ahead".to_vec();
+        let refused = Postgres::encode(
+            &mut session,
+            &request("k".repeat(LONGEST_MESSAGE)),
+            &mut out,
+        );
+        assert!(matches!(
+            refused,
+            Err(Failure {
+                code: Code::StorePostgres,
+                ..
+            })
+        ));
+        assert_eq!(out, b"ahead", "nothing written");
+        assert!(Postgres::encode(&mut session, &request("k".into()), &mut out).is_ok());
+        assert!(out.len() > 5);
     }
 
     #[test]

@@ -14,14 +14,17 @@ use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::connect::{failure, lost, Target};
+use super::connect::{failure, lost, not_postgres, Target, POSTGRES_HINT};
 use super::{row_values, DbError};
 use crate::store::event_loop::Failure;
 use crate::store::postgres::errors::{code_and_verb, missing_objects};
 use crate::store::postgres::sql::Statement;
-use crate::store::Code;
+use crate::store::{peer, Code};
 
 const UNSPOKEN: &str = "the server asks for a login method this store does not speak";
+
+/// How many of the server's first bytes are kept to tell what it is.
+const FIRST_BYTES: usize = 16;
 
 fn refused_by(target: &Target, why: &str) -> Failure {
     failure(Code::StoreAuth, "was refused by", target, why)
@@ -44,14 +47,22 @@ struct Talk<'a, S> {
     inbound: BytesMut,
     /// The server process serving the session, as the server named it.
     server_process: Option<i32>,
+    /// The first bytes the server sent, to tell what it is if it turns out
+    /// not to be PostgreSQL.
+    first: Vec<u8>,
+    /// Whether it answered as PostgreSQL does (a login request or an
+    /// error): a failure after that is a PostgreSQL server's, not a
+    /// wrong server's.
+    heard: bool,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
     async fn send(&mut self, out: &BytesMut) -> Result<(), Failure> {
-        self.stream
-            .write_all(out)
-            .await
-            .map_err(|e| lost(self.target, &e))
+        match self.stream.write_all(out).await {
+            Ok(()) => Ok(()),
+            Err(e) if !self.heard && peer::ended(&e) => Err(self.not_postgres()),
+            Err(e) => Err(lost(self.target, &e)),
+        }
     }
 
     async fn next(&mut self) -> Result<Message, Failure> {
@@ -61,21 +72,37 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
                 Ok(None) => {}
                 Err(_) => return Err(self.not_postgres()),
             }
+            let before = self.inbound.len();
             match self.stream.read_buf(&mut self.inbound).await {
                 Ok(0) => return Err(self.not_postgres()),
                 Ok(_) => {}
+                Err(e) if !self.heard && peer::ended(&e) => return Err(self.not_postgres()),
                 Err(e) => return Err(lost(self.target, &e)),
+            }
+            if self.first.len() < FIRST_BYTES {
+                let new = &self.inbound[before..];
+                let room = FIRST_BYTES - self.first.len();
+                self.first.extend_from_slice(&new[..new.len().min(room)]);
             }
         }
     }
 
+    /// It answered as PostgreSQL does.
+    fn heard(&mut self) {
+        self.heard = true;
+        peer::heard();
+    }
+
     fn not_postgres(&self) -> Failure {
-        failure(
-            Code::StoreConnection,
-            "could not talk to",
-            self.target,
-            "it closed the connection or did not answer as a PostgreSQL server",
-        )
+        if self.heard {
+            return failure(
+                Code::StoreConnection,
+                "lost the connection to",
+                self.target,
+                "it closed the connection, or answered out of turn, while the session was set up",
+            );
+        }
+        not_postgres(self.target, &self.first)
     }
 
     /// Read up to ReadyForQuery; the first error the server reported fails it.
@@ -114,16 +141,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
 /// Startup, log in, make the table if missing, and prepare the statements
 /// if the server itself is on the other end. Returns the server process
 /// serving the session, as the server named it, and whether the statements
-/// were prepared.
+/// were prepared. `heard`: the server already answered as PostgreSQL does
+/// (to the request for TLS), so a failure is never put down to its being
+/// another kind of server.
 pub(super) async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
+    heard: bool,
 ) -> Result<(Option<i32>, bool), Failure> {
     let mut talk = Talk {
         stream,
         target,
         inbound: BytesMut::with_capacity(4096),
         server_process: None,
+        first: Vec::new(),
+        heard,
     };
     let mut out = BytesMut::new();
     let mut parameters = vec![
@@ -143,6 +175,7 @@ pub(super) async fn start<S: AsyncRead + AsyncWrite + Unpin>(
     }
     frontend::startup_message(parameters, &mut out).map_err(|e| lost(target, &e))?;
     talk.send(&out).await?;
+    peer::awaiting("PostgreSQL", POSTGRES_HINT);
     log_in(&mut talk).await?;
     talk.until_ready().await?;
     let sql = &target.sql;
@@ -236,7 +269,33 @@ async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(talk: &mut Talk<'_, S>) -> Re
     let mut scram: Option<ScramSha256> = None;
     loop {
         let mut out = BytesMut::new();
-        match talk.next().await? {
+        let message = talk.next().await?;
+        // Only these come first from a PostgreSQL server (or a pooler
+        // speaking for one); anything else, such as the greeting of a MySQL
+        // server on the port, read as a message of its own kind, is not
+        // PostgreSQL's answer.
+        let expected = matches!(
+            message,
+            Message::AuthenticationOk
+                | Message::AuthenticationCleartextPassword
+                | Message::AuthenticationMd5Password(_)
+                | Message::AuthenticationSasl(_)
+                | Message::AuthenticationSaslContinue(_)
+                | Message::AuthenticationSaslFinal(_)
+                | Message::AuthenticationKerberosV5
+                | Message::AuthenticationScmCredential
+                | Message::AuthenticationGss
+                | Message::AuthenticationGssContinue(_)
+                | Message::AuthenticationSspi
+                | Message::ErrorResponse(_)
+                | Message::NoticeResponse(_)
+                | Message::ParameterStatus(_)
+        );
+        if !expected {
+            return Err(talk.not_postgres());
+        }
+        talk.heard();
+        match message {
             Message::AuthenticationOk => return Ok(()),
             Message::AuthenticationCleartextPassword => {
                 frontend::password_message(password()?, &mut out).map_err(|e| lost(target, &e))?;

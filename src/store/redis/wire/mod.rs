@@ -16,7 +16,7 @@ use tokio_util::codec::Decoder;
 use self::connect::Target;
 use super::errors::RESENDS;
 use super::request::{Request, SCRIPTS};
-use crate::store::event_loop::{self, Failure, Opened, Verdict, Wire};
+use crate::store::event_loop::{self, Failure, Opened, Prepared, Verdict, Wire};
 
 pub struct Redis;
 
@@ -50,8 +50,13 @@ impl Wire for Redis {
         request.name
     }
 
-    fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) {
+    fn begin(_: &mut Session, target: &Arc<Target>, _: Prepared) {
+        target.first_opened.now();
+    }
+
+    fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) -> Result<(), Failure> {
         request.encode(out, &mut session.loaded);
+        Ok(())
     }
 
     fn decode(session: &mut Session, inbound: &mut BytesMut) -> Result<Option<Value>, String> {
