@@ -147,18 +147,24 @@ pub(super) async fn login<S: AsyncRead + AsyncWrite + Unpin>(
     // The longest command the server reads: a longer one ends the session,
     // and everything in flight on it (`MySql::encode` refuses it instead).
     let most = query(stream, target, "SELECT @@max_allowed_packet").await?;
-    let most = most
-        .rows
-        .first()
-        .and_then(|row| row.first().cloned().flatten())
-        .and_then(|n| String::from_utf8_lossy(&n).parse::<usize>().ok())
-        .unwrap_or(0);
-    target.max_allowed_packet.store(most, Ordering::Relaxed);
+    target
+        .max_allowed_packet
+        .store(first_number(&most), Ordering::Relaxed);
     if !target.objects_ready.load(Ordering::Acquire) {
         make_objects(stream, target).await?;
         target.objects_ready.store(true, Ordering::Release);
     }
     Ok(())
+}
+
+/// The number in an answer's first column of its first row (0 if none).
+fn first_number(answer: &super::Answer) -> usize {
+    answer
+        .rows
+        .first()
+        .and_then(|row| row.first().cloned().flatten())
+        .and_then(|n| String::from_utf8_lossy(&n).parse().ok())
+        .unwrap_or(0)
 }
 
 /// Find the store's objects, and make those missing (a user without the
@@ -168,13 +174,7 @@ async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
     target: &Target,
 ) -> Result<(), Failure> {
     let found = query(stream, target, &target.sql.exists).await?;
-    let have = found
-        .rows
-        .first()
-        .and_then(|row| row.first().cloned().flatten())
-        .and_then(|n| String::from_utf8_lossy(&n).parse::<usize>().ok())
-        .unwrap_or(0);
-    if have == Sql::OBJECTS {
+    if first_number(&found) == Sql::OBJECTS {
         return Ok(());
     }
     for statement in target.sql.creates() {
