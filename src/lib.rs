@@ -31,7 +31,8 @@
 //! - `src/store/`: `mod.rs` (the seam: one `LockStore` trait), `hold.rs` (the
 //!   kinds of hold and what an acquire answers), `options.rs`, `tls.rs`,
 //!   `follow.rs` (announced releases), `line.rs` (the line a plain lock's
-//!   waiters wait in on a server), `line/`, `memory/`, `redis/`,
+//!   waiters wait in on a server), `peer.rs` (what answered, when it is not
+//!   the server a store expects), `line/`, `memory/`, `redis/`,
 //!   `postgres/`, `mysql/`, and
 //!   `event_loop/` (what the server stores share: a connection on the JS
 //!   thread's event loop for any protocol that describes itself).
@@ -43,7 +44,8 @@
 //!   hold), `ops.rs` (each operation once: request and reply reader),
 //!   `layout.rs`, `scripts.rs`, `request.rs`, `transport.rs` (event loop or
 //!   Tokio, chosen once), `connection.rs`, `fencing.rs`, `errors.rs`,
-//!   `pubsub.rs`, `options.rs`, `wire/`, `tests.rs`, `line_tests.rs` (the
+//!   `pubsub.rs`, `limits.rs` (the longest argument the server reads),
+//!   `options.rs`, `wire/`, `tests.rs`, `line_tests.rs` (the
 //!   line a plain lock's waiters wait in, against a real server).
 //! - `src/store/redis/wire/`: `mod.rs` (Redis's protocol on the event loop),
 //!   `connect.rs` (opening and greeting a connection).
@@ -70,7 +72,8 @@
 //!   in, the session, the tables, preparing), `auth.rs`.
 //! - `src/store/event_loop/`: `mod.rs` (the protocol seam, `Wire`, and the
 //!   store's side of its connections), `opening.rs` (TCP, TLS and remembered
-//!   refusals, for opening on Tokio), `conn.rs` (one connection's state),
+//!   refusals, for opening on Tokio), `due.rs` (what a connection hands
+//!   back: answers due, a connection to open), `conn.rs` (one connection's state),
 //!   `socket.rs` (bytes in and out, plain or TLS), `callbacks.rs` (the libuv
 //!   callbacks), `engine.rs` (what they drive), `host.rs` (the runtime whose
 //!   loop it is), `napi_host.rs` (that runtime on Node), `uv/`, `tests/`.

@@ -48,7 +48,7 @@ fn opens_on_first_use_and_answers_in_order() {
 fn a_request_the_server_would_not_read_fails_alone() {
     let (port, accepted) = server(|_, mut stream, reader| echo(reader, &mut stream));
     let world = World::new(port, 2_000);
-    let long = "x".repeat(super::LONGEST + 1);
+    let long = format!("{}x", super::REFUSED);
     // Waiting for the connection to open, then on the open connection: the
     // long one fails (at once), the others are answered.
     for request in ["a", &long, "b"] {

@@ -27,11 +27,12 @@ use crate::store::StoreError;
 /// A protocol of lines: a request is a line, its answer the next line back.
 /// A line starting with `!` is not this protocol (the connection is given
 /// up); the answer `again` asks for the request again on the same connection.
-/// A request longer than [`LONGEST`] is not sent (as a server's limit).
+/// A request starting with [`REFUSED`] is not sent (as one longer than a
+/// server reads).
 pub struct Lines;
 
-/// The longest request [`Lines`] sends.
-pub const LONGEST: usize = 64;
+/// How a request [`Lines`] will not send starts.
+pub const REFUSED: &str = "refused:";
 
 pub struct Target {
     port: u16,
@@ -61,7 +62,7 @@ impl Wire for Lines {
     }
 
     fn encode(_session: &mut (), request: &String, out: &mut Vec<u8>) -> Result<(), Failure> {
-        if request.len() > LONGEST {
+        if request.starts_with(REFUSED) {
             return Err(Failure {
                 code: crate::store::Code::StoreRedis,
                 text: "too long".to_owned(),

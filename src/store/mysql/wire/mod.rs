@@ -274,7 +274,7 @@ mod tests {
     #[test]
     fn a_command_as_long_as_the_server_reads_is_not_written() {
         let mut session = Session {
-            most: 16,
+            most: 18,
             ..Session::default()
         };
         let text = |sql: &str| Request {
