@@ -157,6 +157,12 @@ class Hold {
   extended(sent, ttl) {
     if (!this.held) return
     this.since = sent
+    // Still held here, to a later time (kept at the back, among the later
+    // lapses): a hand-over of it, however late, is this lock come back.
+    if (inLine(this.target)) {
+      holding(this.target.handle, this.owner)
+      holding(this.target.handle, this.owner, sent + ttl)
+    }
     const extra = this.extra
     if (ttl !== this.target.ttlMs || extra?.heldFor !== undefined) this.extras().heldFor = ttl
     if (extra?.watched === true) this.watchExpiry()

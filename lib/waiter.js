@@ -19,7 +19,7 @@ const { timer, cancel, realNow } = require('./timers.js')
 const { withdraw } = require('./marks.js')
 const { answeredBeforeClose } = require('./stores.js')
 const { cancelWith, endWith } = require('./abort.js')
-const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave } = require('./waiting.js')
+const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, leaveUnwanted } = require('./waiting.js')
 const { firstTake, wasTaken } = require('./handed.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
@@ -183,14 +183,20 @@ class Waiter {
     const first = this.queue === undefined
     if (first) firstTryInFlight(this, false)
     // It gave up while this attempt was in flight: whatever it took goes back.
-    // (A writer's refused attempt marked the key again: that mark goes too.)
-    if (this.gaveUp) return grant === null ? void withdraw(this.want) : giveBack(this.want, grant)
+    // (A writer's refused attempt marked the key again: that mark goes too;
+    // a first attempt refused in a store's line took a place there: it goes.)
+    if (this.gaveUp) {
+      if (grant !== null) return giveBack(this.want, grant)
+      if (first) this.placeNotWanted()
+      return void withdraw(this.want)
+    }
     this.failed = undefined
     if (first) {
       if (grant !== null) return this.leaveBeforeQueueing(() => this.took(grant))
       // Refused: it queues with the time it has left (having crossed any
       // queue formed meanwhile), and looks again at once if a release came.
       if (this.timeLeft() > 0) return enqueue(this, { lookNow: this.again, crossed: true })
+      this.placeNotWanted()
       return this.leaveBeforeQueueing(() => this.resolve(refused(this.want)))
     }
     // Taken: the next waiter polls later, as the lock has just been taken again
@@ -262,6 +268,16 @@ class Waiter {
     const withdrawn = withdraw(this.want)
     if (withdrawn !== undefined) answeredBeforeClose(this.want.handle, withdrawn)
     leave(this, settle, NEXT.now)
+  }
+
+  /**
+   * Its first attempt, refused, took its process's place in the store's
+   * line (one that waits does), and it will not wait after all: the place
+   * goes, unless others of this thread wait for the lane, or have first
+   * attempts out, whose place it is.
+   */
+  placeNotWanted() {
+    if (this.deadline !== undefined) leaveUnwanted(this.want)
   }
 
   /** It left (settled): no timeout or signal ends it any more. */

@@ -68,7 +68,7 @@ const { firstTake, forget } = require('./handed.js')
  * @property {() => void} ended it left: its timeout (and signal) no longer end it
  * @property {() => void} attempt one attempt now (or, while one is in flight, another right after it)
  * @property {(owner: string, token: number, since: number) => void} handed the lock was handed to
- *   it from its store's line, for `owner`, held since no later than `since` (lib/waiter.js)
+ *   it from its store's line, for `owner`, no earlier than `since` (lib/waiter.js)
  */
 
 /** @type {WeakMap<object, Map<string, Waiter[]>>} store handle -> lane -> waiters */
@@ -330,6 +330,18 @@ function leave(waiter, settle, next) {
 }
 
 /**
+ * This thread's place in the store's line for `want` is nobody's now (a
+ * first attempt that took it will not wait after all): it goes, unless
+ * waiters of its lane are queued here or first attempts of it are out.
+ *
+ * @param {Want} want
+ */
+function leaveUnwanted(want) {
+  const { handle, lane } = want
+  if (inLine(want) && waitersOf(handle, lane) === undefined && !firstTriesOut(handle, lane)) leaveLine(want)
+}
+
+/**
  * Leave the store's line (errors are dropped: the place lapses by itself).
  *
  * @param {Want} want
@@ -341,4 +353,4 @@ function leaveLine({ handle, key, ops }) {
   } catch {}
 }
 
-module.exports = { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, wake, pollLater, giveBack, NEXT, leave }
+module.exports = { waitersOf, takeTicket, firstTryInFlight, firstTriesOut, enqueue, wake, pollLater, giveBack, NEXT, leave, leaveUnwanted }

@@ -73,14 +73,14 @@ test('RedisLockStore: a release in another process hands the lock to a waiter he
   const { serialized } = await runChild(env, 'take', key, '30000')
   const waiting = lock(key).acquire({ timeout: 20_000, ...SLOW_POLL })
   // While it waits, this process has its place in the key's line and follows its own channel.
-  await eventually(async () => assert.equal(await inspect.zcard(`keel:line:{k:${key}}`), 1))
+  await eventually(async () => assert.equal(await inspect.zcard(`keel:waiting:{k:${key}}`), 1))
   assert.equal((await inspect.pubsub('CHANNELS', 'keel:wake:*')).length, 1)
   const released = Date.now()
   const result = await runChild(env, 'release', serialized)
   assert.equal(result.released, true)
   assert.equal(await waiting, true)
   assert.ok(Date.now() - released < 2_000, `woken ${Date.now() - released} ms after the release`)
-  assert.equal(await inspect.zcard(`keel:line:{k:${key}}`), 0, 'out of line once it has the lock')
+  assert.equal(await inspect.zcard(`keel:waiting:{k:${key}}`), 0, 'out of line once it has the lock')
 })
 
 test("RedisLockStore: a release nobody announces (the docs' ioredis store) is found by the poll", async () => {

@@ -2,7 +2,7 @@
 // server runs is seen by MONITOR: the line's acquire script is the one that
 // waits in line with its own owner, and a hand-over is told by a PUBLISH to
 // `keel:wake:<id>` (any other PUBLISH would reach every listener). The line's
-// data: the sorted set `keel:line:{k:<key>}` and its hash `...:entries`.
+// data: the sorted set `keel:waiting:{k:<key>}` and its hash `...:places`.
 import { before, after, test } from 'node:test'
 import assert from 'node:assert/strict'
 import Redis from 'ioredis'
@@ -28,7 +28,7 @@ after(async () => {
   await server?.close()
 })
 
-const lineOf = (key) => `keel:line:{k:${key}}`
+const lineOf = (key) => `keel:waiting:{k:${key}}`
 
 /** Every command the server runs from now on, until `stop()`. */
 async function observe() {

@@ -53,7 +53,8 @@ pub struct Asked(u64);
 
 impl Asked {
     /// `ms`, as `performance.now()` read it (anything but a finite
-    /// non-negative number is 0: asked long ago, which no hand-over trusts).
+    /// non-negative number is 0, the thread's start: never later than the
+    /// moment).
     pub fn at(ms: f64) -> Self {
         if ms.is_finite() && ms > 0.0 {
             // Below 2^53 a float holds every whole number: the cast is exact.

@@ -11,9 +11,12 @@
 //! are reserved, as the counter's name is. A release is announced on
 //! `keel:released:<the key's full name>`. On a single server a plain lock's
 //! waiters wait in line (`store::line`): the processes in line are the
-//! sorted set `keel:line:{k:<key>}`, their entries the hash
-//! `keel:line:{k:<key>}:entries`, and the process whose id is `<id>` is told
-//! of a lock handed to it on `keel:wake:<id>`.
+//! sorted set `keel:waiting:{k:<key>}`, their places the hash
+//! `keel:waiting:{k:<key>}:places`, and the process whose id is `<id>` is
+//! told of a lock handed to it on `keel:wake:<id>`. (Named apart from the
+//! line's first form, `keel:line:{k:<key>}`, whose places did not keep when
+//! they were asked for: a store of that version on the same server waits in
+//! a line of its own, and neither misreads the other's places.)
 
 use super::fencing;
 use crate::store::follow::Released;
@@ -21,7 +24,7 @@ use crate::store::Hold;
 
 const SEMAPHORE: &str = "keel:semaphore:{k:";
 const READ_WRITE: &str = "keel:rw:{k:";
-const LINE: &str = "keel:line:{k:";
+const LINE: &str = "keel:waiting:{k:";
 /// Where a process is told of a lock handed to it: this, then its id.
 pub const WAKE: &str = "keel:wake:";
 
@@ -67,8 +70,8 @@ impl Layout {
         let full_key = self.lock(key);
         let counter = self.counter(&full_key);
         let line = self.lock(&format!("{LINE}{key}}}"));
-        let entries = format!("{line}:entries");
-        vec![full_key, counter, line, entries]
+        let places = format!("{line}:places");
+        vec![full_key, counter, line, places]
     }
 
     /// The fencing counter the tokens of `full_key` come from.
@@ -140,8 +143,8 @@ mod tests {
             [
                 "app:k",
                 "app:keel:fencing-counter",
-                "app:keel:line:{k:k}",
-                "app:keel:line:{k:k}:entries"
+                "app:keel:waiting:{k:k}",
+                "app:keel:waiting:{k:k}:places"
             ]
         );
     }

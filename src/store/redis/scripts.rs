@@ -41,7 +41,7 @@ return 0
 /// share the lock's hash slot, and the scripts above serve). KEYS: [1] the
 /// lock, [2] the fencing counter, [3] the line (a sorted set of waiting
 /// processes, by arrival, in µs on the server's clock), [4] each waiting
-/// process's entry: `<place lapses at, ms> <asked> <owner>`, when the
+/// process's place: `<place lapses at, ms> <asked> <owner>`, when the
 /// process asked for it (`line::Asked`) and the owner token a hand-over
 /// makes the lock, or, once the lock went to it, `handed <token> <owner>`
 /// until it claims it. ARGV: [1] an owner token, [2] a TTL in ms,
@@ -175,15 +175,13 @@ return redis.call("pexpire", KEYS[1], ttl)
 );
 
 /// Every waiter of this process gave up: it leaves the line. A lock handed
-/// to it meanwhile stays its own, with its mark, until it is given back,
-/// claimed (by a waiter of this process, told late or asking again) or its
+/// to it meanwhile stays its own until it is given back, claimed or its
 /// claim window ends: the message telling it may be on its way to a waiter
-/// that came since, which takes it as its own.
+/// that came since, which takes it as its own. (Its mark goes: nothing of a
+/// process that left is kept past its lock.)
 pub const LINE_LEAVE: &str = concat!(
     line_prelude!(),
-    r#"local handed = handed_mark(me)
-if handed and redis.call("get", KEYS[1]) == handed then return 1 end
-leave_line(me)
+    r#"leave_line(me)
 if redis.call("exists", KEYS[1]) == 0 then hand_over() end
 return 1
 "#
