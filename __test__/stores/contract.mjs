@@ -269,13 +269,14 @@ export function storeContract(
 
     test("a run()'s callback lock acts on its own acquisition, not on a later one through the same handle", async () => {
       const key = uniqueKey('job')
-      const h = lock(key, 100)
+      // (A TTL B's autoExtend keeps through an event-loop stall of a busy machine.)
+      const h = lock(key, 300)
       let bInside = false
       const a = h.run(async (l) => {
         const token = l.fencingToken
         const signal = l.signal
         assert.notEqual(l, h, 'the callback gets a handle of its own')
-        await sleep(250) // A's hold lapses; B takes the lock through the same handle
+        await sleep(750) // A's hold lapses; B takes the lock through the same handle
         assert.ok(bInside)
         assert.equal(l.fencingToken, null, "A's hold is gone: no token, and never B's")
         await assert.rejects(l.extend(), LockNotHeldError)
@@ -292,12 +293,12 @@ export function storeContract(
           bInside = true
           const token = l.fencingToken
           assert.equal(h.fencingToken, token, 'the shared handle speaks for its latest acquisition')
-          await sleep(400)
+          await sleep(1_000)
           assert.equal(l.signal.aborted, false, "B's autoExtend kept B's hold")
           assert.equal(l.fencingToken, token)
           return token
         },
-        { timeout: 1_000, autoExtend: true },
+        { timeout: 3_000, autoExtend: true },
       )
       const [[ranA, tokenA], [ranB, tokenB]] = await Promise.all([a, b])
       assert.equal(ranA, true)
