@@ -409,15 +409,30 @@ export declare class RedisLockStore implements LockStore {
    * A server's URL, a Redis Cluster's node URLs, or options. With no
    * argument, the default `redis://127.0.0.1:6379`; an argument given as
    * `undefined` (`new RedisLockStore(process.env.REDIS_URL)` with the variable
-   * unset) is a `TypeError` naming `url`, never the default. Throws
-   * `TypeError` for a malformed URL or option.
+   * unset) is a `TypeError` naming `url`, never the default, and a type error
+   * before that: a `string | undefined` matches none of these signatures
+   * (`process.env.REDIS_URL ?? "redis://..."`, or a check, makes it a
+   * `string`). Throws `TypeError` for a malformed URL or option.
    */
-  constructor(urlOrOptions?: string | string[] | RedisLockStoreOptions)
+  constructor()
+  constructor(url: string)
+  constructor(nodeUrls: string[])
+  constructor(options: RedisLockStoreOptions)
+  constructor(urlOrOptions: string | string[] | RedisLockStoreOptions)
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
   release(key: string, owner: string): Promise<boolean>
   extend(key: string, owner: string, ttlMs: number): Promise<boolean>
   isLocked(key: string): Promise<boolean>
   remainingTime(key: string): Promise<number | null>
+  /**
+   * One round trip (`PING`) to the server (of a Cluster: one of its nodes), opening a connection
+   * if none is open: resolves once it answered, rejects with the
+   * {@link LockStoreError} an operation would get (`ERR_LOCK_STORE_CONNECTION`,
+   * `ERR_LOCK_STORE_AUTH`, `ERR_LOCK_STORE_TIMEOUT`, ...), within `connectTimeout` when
+   * the server cannot be reached. For start-up: fail fast on a wrong URL
+   * instead of at the first lock's timeout.
+   */
+  ping(): Promise<void>
   /**
    * Close the connection; later operations, and acquires waiting on this
    * store, reject with `ERR_LOCK_STORE_CLOSED` at once.
@@ -478,15 +493,28 @@ export declare class PostgresLockStore implements LockStore {
    * A `postgres://` URL or options. With no argument, the local server
    * (`postgres://postgres@127.0.0.1:5432/postgres`); an argument, or a `url`
    * option, given as `undefined` (an environment variable that is not set) is
-   * a `TypeError` naming `url`, never the default. Throws `TypeError` (or
-   * `RangeError`) naming a malformed URL or option.
+   * a `TypeError` naming `url`, never the default; an argument typed
+   * `string | undefined` matches none of these signatures. Throws `TypeError`
+   * (or `RangeError`) naming a malformed URL or option.
    */
-  constructor(urlOrOptions?: string | PostgresLockStoreOptions)
+  constructor()
+  constructor(url: string)
+  constructor(options: PostgresLockStoreOptions)
+  constructor(urlOrOptions: string | PostgresLockStoreOptions)
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
   release(key: string, owner: string): Promise<boolean>
   extend(key: string, owner: string, ttlMs: number): Promise<boolean>
   isLocked(key: string): Promise<boolean>
   remainingTime(key: string): Promise<number | null>
+  /**
+   * One round trip (a read of the lock table) to the server, opening a connection
+   * if none is open: resolves once it answered, rejects with the
+   * {@link LockStoreError} an operation would get (`ERR_LOCK_STORE_CONNECTION`,
+   * `ERR_LOCK_STORE_AUTH`, `ERR_LOCK_STORE_TIMEOUT`, ...), within `connectTimeout` when
+   * the server cannot be reached. For start-up: fail fast on a wrong URL
+   * instead of at the first lock's timeout.
+   */
+  ping(): Promise<void>
   /**
    * Close the connections; later operations, and acquires waiting on this
    * store, reject with `ERR_LOCK_STORE_CLOSED` at once.
@@ -560,16 +588,29 @@ export declare class MySqlLockStore implements LockStore {
    * A `mysql://` URL or options. With no argument, the local server
    * (`mysql://root@127.0.0.1:3306/test`); an argument, or a `url` option,
    * given as `undefined` (an environment variable that is not set) is a
-   * `TypeError` naming `url`, never the default. Throws `TypeError` (or
-   * `RangeError`) naming a malformed URL or option; a password in the URL
+   * `TypeError` naming `url`, never the default; an argument typed
+   * `string | undefined` matches none of these signatures. Throws `TypeError`
+   * (or `RangeError`) naming a malformed URL or option; a password in the URL
    * is not repeated in the message.
    */
-  constructor(urlOrOptions?: string | MySqlLockStoreOptions)
+  constructor()
+  constructor(url: string)
+  constructor(options: MySqlLockStoreOptions)
+  constructor(urlOrOptions: string | MySqlLockStoreOptions)
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
   release(key: string, owner: string): Promise<boolean>
   extend(key: string, owner: string, ttlMs: number): Promise<boolean>
   isLocked(key: string): Promise<boolean>
   remainingTime(key: string): Promise<number | null>
+  /**
+   * One round trip (a read of the lock table) to the server, opening a connection
+   * if none is open: resolves once it answered, rejects with the
+   * {@link LockStoreError} an operation would get (`ERR_LOCK_STORE_CONNECTION`,
+   * `ERR_LOCK_STORE_AUTH`, `ERR_LOCK_STORE_TIMEOUT`, ...), within `connectTimeout` when
+   * the server cannot be reached. For start-up: fail fast on a wrong URL
+   * instead of at the first lock's timeout.
+   */
+  ping(): Promise<void>
   /**
    * Close the connections; later operations, and acquires waiting on this
    * store, reject with `ERR_LOCK_STORE_CLOSED` at once.

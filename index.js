@@ -18,6 +18,7 @@ const { Lock, newLock } = require('./lib/lock.js')
 const { semaphoreKind, READ, WRITE, kindFields } = require('./lib/kinds.js')
 const { verifyLockStore } = require('./lib/verify.js')
 const { CHANNELS } = require('./lib/tracing.js')
+const { warnOfDefaultStore } = require('./lib/default-store.js')
 
 /**
  * The store lock() uses now, with what a Lock needs of it.
@@ -29,6 +30,17 @@ function use(store) {
   return { store, handle, capabilities: capabilitiesOf(handle), ops: opsOf(handle) }
 }
 let current = use(new MemoryLockStore())
+/** Whether `current` is still the default no one chose (lib/default-store.js). */
+let implicitDefault = true
+
+/** The store in use, for a lock about to be made on it. */
+function inUse() {
+  if (implicitDefault) {
+    implicitDefault = false
+    warnOfDefaultStore()
+  }
+  return current
+}
 
 /**
  * @param {string} key
@@ -37,7 +49,7 @@ let current = use(new MemoryLockStore())
 function lock(key, ttlMs) {
   checkKey('lock', key)
   const ttl = ttlMs === undefined ? DEFAULT_TTL_MS : checkMs('lock', ttlMs, 'ttlMs', false)
-  const { store, handle, capabilities, ops } = current
+  const { store, handle, capabilities, ops } = inUse()
   return newLock({ key, lane: key, ttlMs: ttl, store, handle, capabilities, ops }, null)
 }
 
@@ -49,8 +61,9 @@ function lock(key, ttlMs) {
  * @param {import('./lib/kinds.js').Kind} holdKind
  */
 function kindTarget(key, ttlMs, holdKind) {
-  const { store, handle, capabilities } = current
-  return { key, ttlMs, store, handle, capabilities, ...kindFields(holdKind, key, current) }
+  const used = inUse()
+  const { store, handle, capabilities } = used
+  return { key, ttlMs, store, handle, capabilities, ...kindFields(holdKind, key, used) }
 }
 
 /**
@@ -118,7 +131,7 @@ function restoreLock(serialized) {
   if (owner != null) checkKey('restoreLock', owner, 'serialized owner')
   if (holdKind === 'semaphore') return newLock(kindTarget(key, ttlMs, semaphoreKind(/** @type {number} */ (limit))), owner ?? null)
   if (holdKind === 'read' || holdKind === 'write') return newLock(kindTarget(key, ttlMs, holdKind === 'read' ? READ : WRITE), owner ?? null)
-  const { store, handle, capabilities, ops } = current
+  const { store, handle, capabilities, ops } = inUse()
   const target = { key, lane: key, ttlMs, store, handle, capabilities, ops }
   return newLock(target, owner ?? null)
 }
@@ -149,6 +162,7 @@ function checkLoneSurrogates(serialized) {
 function setLockStore(store) {
   checkStore('setLockStore', store)
   current = use(store)
+  implicitDefault = false
   return store
 }
 

@@ -9,8 +9,8 @@
 // process on the machine; performance.timeOrigin is each process's own
 // reading of the wall clock). Two uncounted hand-overs first, then
 // `samples` for each retryDelay in [50, 1000, 5000]. keel's MySqlLockStore
-// (its doorbell: GET_LOCK, taken with the lock and let go with it) against
-// the plain-JS baseline over mysql2, which polls. Writes
+// (its line: the release hands the lock to B's process and ends the wait of
+// its ear) against the plain-JS baseline over mysql2, which polls. Writes
 // bench/mysql-handoff.json and prints a table.
 
 import { spawn } from 'node:child_process'

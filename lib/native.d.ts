@@ -27,7 +27,7 @@ export declare function createMemoryStore(): object
 /**
  * A handle over a MySQL or MariaDB server. The URL is read now;
  * connections open on the first operation. `on_released` as for Redis
- * (plain locks' releases in other processes, heard by their doorbells).
+ * (locks handed to this process from the line, heard by its ear).
  */
 export declare function createMysqlStore(config: MysqlConfig, onReleased: (tagged: string) => void): object
 
@@ -174,6 +174,9 @@ export declare function mysqlSchema(table: string): string
 
 /** The fields of a serialized lock, or the reason it is malformed. */
 export declare function parseSerialized(text: string): Restored | string
+
+/** One round trip to a server store's server, connecting if need be. */
+export declare function ping(handle: object): void | Promise<void>
 
 /** PostgresLockStore's options, already checked by the JS layer (times in ms). */
 export interface PostgresConfig {

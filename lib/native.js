@@ -2,8 +2,8 @@
 /**
  * The native addon, as the rest of lib/ calls it: the platform binary (a
  * local build first, then the per-platform package npm installed beside this
- * one, else an error that says which package to get), wrapped when this file
- * runs in another realm than the one that loaded the binary.
+ * one, else an error that says what to do), wrapped when this file runs in
+ * another realm than the one that loaded the binary.
  *
  * Every function is typed in lib/native.d.ts, which napi-rs generates from
  * src/napi/ when the addon is built: `npm test` type-checks lib/
@@ -13,73 +13,52 @@
 const { existsSync } = require('node:fs')
 const { join } = require('node:path')
 const { types: { isPromise, isNativeError } } = require('node:util')
-
-/** The platform as napi-rs names its binaries: linux-x64-gnu, darwin-arm64, ... */
-function platformTriple() {
-  const { platform, arch } = process
-  if (platform === 'linux') {
-    const report = /** @type {any} */ (process.report?.getReport?.())
-    const glibc = report?.header?.glibcVersionRuntime
-    return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`
-  }
-  if (platform === 'win32') return `win32-${arch}-msvc`
-  return `${platform}-${arch}`
-}
-
-/** The platforms a binary package is built for, from package.json's napi.targets (Rust triples). */
-function publishedPlatforms() {
-  /** @type {Record<string, string>} */
-  const arch = { x86_64: 'x64', aarch64: 'arm64', i686: 'ia32', armv7: 'arm' }
-  /** @type {Record<string, string>} */
-  const os = { linux: 'linux', darwin: 'darwin', windows: 'win32' }
-  /** @type {string[]} */
-  const targets = require('../package.json').napi?.targets ?? []
-  return targets.map((target) => {
-    const [cpu, , system, abi] = target.split('-')
-    return [os[system] ?? system, arch[cpu] ?? cpu, abi?.replace(/eabihf$/, '')].filter(Boolean).join('-')
-  })
-}
+const { declaredPlatforms, hostPlatform } = require('./platforms.js')
 
 /**
- * What to run when the platform package is missing: the install commands of
- * the README (neither package is on the npm registry).
+ * Where else the addon comes from: a checkout of the repository, built there
+ * (the README's Install, whose commands the error gives as written).
  *
  * @param {string} pkg the platform package's name
  */
-function installHint(pkg) {
+function fromACheckout(pkg) {
   const { name, version } = require('../package.json')
   const tarball = (/** @type {string} */ n) => `"$KEEL/pack/${n.replace(/^@/, '').replace('/', '-')}-${version}.tgz"`
   return (
-    `It comes in a second package, ${pkg}, which is not on the npm registry. Install the ` +
-    'checkout of the repository where the addon was built (`npm run demo` or `npm run build` ' +
-    'there; KEEL=<that folder>), which holds both:\n' +
+    'Or install a checkout of the repository where the addon was built (`npm run demo` or ' +
+    '`npm run build` there; KEEL=<that folder>):\n' +
     '  npm install "$KEEL"\n' +
-    "or both tarballs its scripts/pack.js makes, in one command:\n" +
+    'or both tarballs its scripts/pack.js makes, in one command:\n' +
     '  node "$KEEL/scripts/pack.js" "$KEEL/pack"\n' +
-    `  npm install ${tarball(name)} ${tarball(pkg)}\n` +
-    'If you did install both, the platform package was left out: --omit=optional, or a lockfile ' +
-    'made on another platform.'
+    `  npm install ${tarball(name)} ${tarball(pkg)}\n`
   )
 }
 
 /** @returns {import('./native')} */
 function load() {
-  const triple = platformTriple()
-  const local = join(__dirname, '..', `keel.${triple}.node`)
+  const platform = hostPlatform()
+  const local = join(__dirname, '..', `keel.${platform}.node`)
   if (existsSync(local)) return require(local)
-  const pkg = `@shaferllc/keel-${triple}`
+  const pkg = `@shaferllc/keel-${platform}`
   try {
     return require(pkg)
   } catch (cause) {
-    if (/** @type {any} */ (cause)?.code !== 'MODULE_NOT_FOUND' || !String(/** @type {any} */ (cause).message).includes(pkg)) {
-      throw cause
+    const error = /** @type {any} */ (cause)
+    if (error?.code !== 'MODULE_NOT_FOUND' || !String(error.message).includes(pkg)) {
+      // There, but not loadable here (another C library, an older glibc than it needs, ...).
+      throw new Error(`@shaferllc/keel could not load its binary for this platform (${platform}, from ${pkg}): ${error?.message}`, { cause })
     }
-    const built = publishedPlatforms()
-    const hint = built.includes(triple)
-      ? installHint(pkg)
-      : `Binaries are built for ${built.join(', ')} only; ` +
-        'elsewhere, build the addon from a checkout of the repository (needs Rust).'
-    throw new Error(`@shaferllc/keel has no native binary for this platform (${triple}). ${hint}`, { cause })
+    const built = declaredPlatforms().map((p) => p.name)
+    const hint = built.includes(platform)
+      ? `npm installs it with @shaferllc/keel, as the optional dependency ${pkg}, and it is not ` +
+        'here: it was left out by --omit=optional, or by a lockfile made on another platform ' +
+        '(remove node_modules and package-lock.json, then npm install again). ' +
+        fromACheckout(pkg)
+      : `Binaries are built for ${built.join(', ')} only; elsewhere, build the addon from a ` +
+        'checkout of the repository (it needs Rust: https://rustup.rs) and install that checkout:\n' +
+        '  git clone https://github.com/shaferllc/keel.git && cd keel && npm run demo   (builds it, then runs a demo)\n' +
+        '  npm install <that folder>   (in your project)\n'
+    throw new Error(`@shaferllc/keel has no native binary for this platform (${platform}). ${hint}`, { cause })
   }
 }
 

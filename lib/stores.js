@@ -260,20 +260,25 @@ async function closeStore(store) {
   closed(handle)
 }
 
-/**
- * A store on a Redis server, spoken to from Rust over one multiplexed
- * connection. Wire-compatible with the docs' ioredis store: the key (after
- * `prefix`) holds the owner token, with the lock's TTL as its Redis expiry.
- */
-class RedisLockStore extends NativeLockStore {
-  /** @param {unknown[]} urlOrOptions */
-  constructor(...urlOrOptions) {
-    const handle = native.createRedisStore(readRedisOptions(urlOrOptions), (tagged) => heard(handle, tagged))
-    super('RedisLockStore', handle)
+/** What the stores on a server have beside the operations. */
+class ServerLockStore extends NativeLockStore {
+  /**
+   * Resolves once the server answered one round trip (opening a connection
+   * if none is open); rejects as an operation would, with a LockStoreError
+   * (ERR_LOCK_STORE_CONNECTION, _AUTH, _TIMEOUT, ...) within the store's
+   * connectTimeout when the server cannot be reached: a check at start-up.
+   */
+  async ping() {
+    try {
+      const answered = native.ping(/** @type {object} */ (handleOf(this)))
+      if (isThenable(answered)) await answered
+    } catch (error) {
+      throw fromStore(error)
+    }
   }
 
   /**
-   * Close the connection, once what the locks sent without waiting (run()'s
+   * Close the connections, once what the locks sent without waiting (run()'s
    * releases, locks given back, places left in line) is answered. Later
    * operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED.
    */
@@ -283,11 +288,24 @@ class RedisLockStore extends NativeLockStore {
 }
 
 /**
+ * A store on a Redis server, spoken to from Rust over one multiplexed
+ * connection. Wire-compatible with the docs' ioredis store: the key (after
+ * `prefix`) holds the owner token, with the lock's TTL as its Redis expiry.
+ */
+class RedisLockStore extends ServerLockStore {
+  /** @param {unknown[]} urlOrOptions */
+  constructor(...urlOrOptions) {
+    const handle = native.createRedisStore(readRedisOptions(urlOrOptions), (tagged) => heard(handle, tagged))
+    super('RedisLockStore', handle)
+  }
+}
+
+/**
  * A store on a PostgreSQL server, spoken to from Rust over a small pool of
  * connections. Its table is the docs' database store's, so processes using
  * either exclude each other; expiry is decided by the server's clock.
  */
-class PostgresLockStore extends NativeLockStore {
+class PostgresLockStore extends ServerLockStore {
   /** @param {unknown[]} urlOrOptions */
   constructor(...urlOrOptions) {
     // Tagged `w`: a warning from the store's listener (notifications that
@@ -298,15 +316,6 @@ class PostgresLockStore extends NativeLockStore {
         : heard(handle, tagged),
     )
     super('PostgresLockStore', handle)
-  }
-
-  /**
-   * Close the connections, once what the locks sent without waiting (run()'s
-   * releases, locks given back, places left in line) is answered. Later
-   * operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED.
-   */
-  async close() {
-    await closeStore(this)
   }
 
   /**
@@ -325,20 +334,11 @@ class PostgresLockStore extends NativeLockStore {
  * A store on a MySQL (or MariaDB) server, spoken to from Rust over a small
  * pool of connections.
  */
-class MySqlLockStore extends NativeLockStore {
+class MySqlLockStore extends ServerLockStore {
   /** @param {unknown[]} urlOrOptions */
   constructor(...urlOrOptions) {
     const handle = native.createMysqlStore(readMysqlOptions(urlOrOptions), (tagged) => heard(handle, tagged))
     super('MySqlLockStore', handle)
-  }
-
-  /**
-   * Close the connections, once what the locks sent without waiting (run()'s
-   * releases, locks given back, places left in line) is answered. Later
-   * operations, and acquires waiting, reject with code ERR_LOCK_STORE_CLOSED.
-   */
-  async close() {
-    await closeStore(this)
   }
 
   /**

@@ -1,60 +1,111 @@
 #!/usr/bin/env node
 'use strict'
-// Packs what npm would publish: each platform package (npm/<platform> with
-// the built binary copied in) and the main package, whose manifest gains an
-// optionalDependency on each platform package (so npm installs the one that
-// fits), as tarballs in the folder given (default: ./pack). The checkout's own
-// package.json has none: those packages are not on the registry while
-// developing, and `npm ci` would want them in the lockfile. Prints the
-// tarballs' paths as JSON. Build first (`npm run build`; scripts/setup.js
-// does it when the binary is missing).
+// `node scripts/pack.js [dir]`: the tarballs npm would publish, in the folder
+// given (default: ./pack); prints their paths as JSON.
+//
+// - One platform package for each platform of package.json's napi.targets whose
+//   binary is built here (keel.<platform>.node in the checkout: `npm run build`,
+//   with `-- --target <triple>` for another platform, or the binary taken from
+//   the GitHub workflow's artifacts); the others are listed as `missing`.
+// - The main package, whose manifest gains an optionalDependency on every
+//   declared platform package at its version, so npm installs the one that
+//   fits and skips the rest. The checkout's own package.json has none: those
+//   packages are not on the registry while developing, and `npm ci` would want
+//   them in the lockfile.
+// Every package gets the LICENSE, and its README's links are made absolute
+// (to the repository on GitHub), so they resolve from the registry's page.
 
 const { spawnSync } = require('node:child_process')
-const { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } = require('node:fs')
+const { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs')
 const { tmpdir } = require('node:os')
-const { join, resolve } = require('node:path')
+const { join, posix, resolve } = require('node:path')
+const { declaredPlatforms } = require('../lib/platforms.js')
 
 const root = join(__dirname, '..')
-const out = resolve(process.argv[2] ?? join(root, 'pack'))
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+/** Where a README's relative links point once the README is on the registry. */
+const REPOSITORY = 'https://github.com/shaferllc/keel/blob/main/'
 
-/** Copies `from` (or the files listed) into a fresh folder, calls `fill` on it, packs it. */
-function packStaged(name, fill) {
+/**
+ * The README at `from` (a path in the checkout) with each relative link made
+ * absolute: to the file on GitHub; a link to a heading of the same README stays.
+ *
+ * @param {string} from
+ */
+function readmeForRegistry(from) {
+  const base = posix.dirname(from)
+  return readFileSync(join(root, from), 'utf8').replace(/\]\((?!#|[a-z]+:)([^)\s]+)\)/g, (_, link) => {
+    return `](${REPOSITORY}${posix.normalize(posix.join(base, link))})`
+  })
+}
+
+/**
+ * Fills a fresh folder with `fill` and packs it into `out`.
+ *
+ * @param {string} out
+ * @param {string} name
+ * @param {(staging: string) => void} fill
+ */
+function packStaged(out, name, fill) {
   const staging = mkdtempSync(join(tmpdir(), `keel-${name}-`))
   try {
     fill(staging)
-    return pack(staging)
+    cpSync(join(root, 'LICENSE'), join(staging, 'LICENSE'))
+    const r = spawnSync(npm, ['pack', '--json', '--pack-destination', out], { cwd: staging, encoding: 'utf8' })
+    if (r.status !== 0) throw new Error(`npm pack of ${name} failed:\n${r.stderr}`)
+    return join(out, JSON.parse(r.stdout)[0].filename)
   } finally {
     rmSync(staging, { recursive: true, force: true })
   }
 }
 
-function pack(dir) {
-  const r = spawnSync(npm, ['pack', '--json', '--pack-destination', out], { cwd: dir, encoding: 'utf8' })
-  if (r.status !== 0) throw new Error(`npm pack in ${dir} failed:\n${r.stderr}`)
-  return join(out, JSON.parse(r.stdout)[0].filename)
+/**
+ * Packs every package there is a binary for, and the main package, into `out`.
+ *
+ * @param {string} out
+ * @returns {{ platforms: Record<string, string>, main: string, missing: string[] }}
+ */
+function packAll(out) {
+  mkdirSync(out, { recursive: true })
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+  /** @type {Record<string, string>} */
+  const platforms = {}
+  /** @type {string[]} */
+  const missing = []
+  for (const { name } of declaredPlatforms()) {
+    const binary = join(root, `keel.${name}.node`)
+    if (!existsSync(binary)) {
+      missing.push(name)
+      continue
+    }
+    platforms[name] = packStaged(out, name, (staging) => {
+      cpSync(join(root, 'npm', name, 'package.json'), join(staging, 'package.json'))
+      writeFileSync(join(staging, 'README.md'), readmeForRegistry(`npm/${name}/README.md`))
+      cpSync(binary, join(staging, `keel.${name}.node`))
+    })
+  }
+  const main = packStaged(out, 'main', (staging) => {
+    // What `files` names, copied whole by its first path part (`lib/*.js`: lib/);
+    // npm pack then keeps only what the patterns match.
+    for (const top of new Set(manifest.files.map((/** @type {string} */ entry) => entry.split('/')[0]))) {
+      cpSync(join(root, top), join(staging, top), { recursive: true })
+    }
+    writeFileSync(join(staging, 'README.md'), readmeForRegistry('README.md'))
+    const optionalDependencies = Object.fromEntries(
+      declaredPlatforms().map(({ name }) => [`${manifest.name}-${name}`, manifest.version]),
+    )
+    writeFileSync(join(staging, 'package.json'), `${JSON.stringify({ ...manifest, optionalDependencies }, null, 2)}\n`)
+  })
+  return { platforms, main, missing }
 }
 
-mkdirSync(out, { recursive: true })
-const platforms = readdirSync(join(root, 'npm'))
-const tarballs = { platforms: {}, main: null }
-const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
-for (const platform of platforms) {
-  const binary = join(root, `keel.${platform}.node`)
-  if (!existsSync(binary)) throw new Error(`${binary} is missing: run \`npm run build\` on ${platform} first`)
-  tarballs.platforms[platform] = packStaged(platform, (staging) => {
-    cpSync(join(root, 'npm', platform), staging, { recursive: true })
-    cpSync(binary, join(staging, `keel.${platform}.node`))
-  })
+module.exports = { packAll, readmeForRegistry }
+
+if (require.main === module) {
+  const packed = packAll(resolve(process.argv[2] ?? join(root, 'pack')))
+  if (Object.keys(packed.platforms).length === 0) {
+    console.error('pack: no platform has a binary here: run `npm run build` (scripts/setup.js does it) first')
+    process.exit(1)
+  }
+  console.log(JSON.stringify(packed, null, 2))
 }
-tarballs.main = packStaged('main', (staging) => {
-  // What `files` names, copied whole by its first path part (`lib/*.js`: lib/);
-  // npm pack then keeps only what the patterns match.
-  const tops = new Set([...manifest.files, 'README.md'].map((entry) => entry.split('/')[0]))
-  for (const top of tops) cpSync(join(root, top), join(staging, top), { recursive: true })
-  const optionalDependencies = Object.fromEntries(
-    platforms.map((platform) => [`${manifest.name}-${platform}`, manifest.version]),
-  )
-  writeFileSync(join(staging, 'package.json'), `${JSON.stringify({ ...manifest, optionalDependencies }, null, 2)}\n`)
-})
-console.log(JSON.stringify(tarballs, null, 2))

@@ -3,7 +3,8 @@
 // The tables of docs/performance.md, made from what the benchmarks last wrote:
 // bench/results.json (`npm run bench`), bench/kinds-results.json
 // (bench/kinds.mjs), bench/features.json (`npm run bench:features`) and
-// bench/features-against.json (`npm run bench:features -- --against <commit>`). Each
+// bench/features-against.json (`npm run bench:features -- --against <commit>`) and
+// bench/slices.json (`npm run bench:slices`). Each
 // table sits between `<!-- perf-table:NAME -->` and `<!-- /perf-table:NAME -->`.
 //   node scripts/perf-table.js           rewrites the tables in the page
 //   node scripts/perf-table.js --check   exits 1 if the page differs from the files
@@ -186,6 +187,22 @@ function featuresTable(features) {
   return lines.join('\n')
 }
 
+/** @param {any} slices bench/slices.json (`npm run bench:slices`) */
+function slicesTable(slices) {
+  const { repetitions, ms, sliceMs } = slices.settings
+  const lines = [
+    `Results of ${day(slices.date)}; ${repetitions} repetitions of ${ms / 1000} s in ${sliceMs} ms slices, medians of the ratios.`,
+    '',
+    row(['ours, against the baseline', '(2) 64 keys', '(6) sequential, 1,024 keys']),
+    row(['---', '---', '---']),
+  ]
+  for (const { ours, baseline, scenarios } of Object.values(slices.pairs)) {
+    const cell = (/** @type {any} */ s) => `**${s.ratio.toFixed(2)}x** (${rate(s.ours)} vs ${rate(s.baseline)} cycles/s)`
+    lines.push(row([`${name(ours)} against ${name(baseline)}`, ...Object.values(scenarios).map(cell)]))
+  }
+  return lines.join('\n')
+}
+
 /** Every generated table, by its marker name. */
 function tables() {
   return {
@@ -193,6 +210,7 @@ function tables() {
     kinds: kindsTable(read('kinds-results.json')),
     features: featuresTable(read('features.json')),
     against: featuresTable(read('features-against.json')),
+    slices: slicesTable(read('slices.json')),
   }
 }
 

@@ -6,7 +6,8 @@
 //   node scripts/setup.js        the npm dependencies, and the addon (bench, soak)
 //   node scripts/setup.js test   first the programs the tests use (support/tools.mjs,
 //                                one line: what is missing and what that skips),
-//                                then those, the Jest and Vitest suites' dependencies,
+//                                then those, the Jest and Vitest suites', the
+//                                local registry's (verdaccio) and @types/node 22's,
 //                                the addon built by napi-rs (which regenerates
 //                                lib/native.d.ts, the types lib/ is checked
 //                                against), and the test build with test-only
@@ -21,6 +22,8 @@
 const { spawnSync } = require('node:child_process')
 const { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } = require('node:fs')
 const { join } = require('node:path')
+const { hostPlatform } = require('../lib/platforms.js')
+const { hostTriple } = require('./rust-host.js')
 
 const mode = process.argv[2] ?? 'default'
 if (!['demo', 'default', 'test'].includes(mode)) {
@@ -54,33 +57,20 @@ function newest(dir) {
   return latest
 }
 
-/** The host's target triple (rustc -vV), as napi-rs passes it to cargo. */
-function hostTriple() {
-  const r = spawnSync('rustc', ['-vV'], { cwd: root, encoding: 'utf8' })
-  if (r.error || r.status !== 0) {
-    console.error(`setup: could not run rustc: ${r.error?.message ?? r.stderr}`)
-    console.error('setup: building the addon needs Rust (https://rustup.rs) on the PATH')
-    process.exit(1)
-  }
-  const host = /^host: (\S+)$/m.exec(r.stdout)
-  if (!host) {
-    console.error(`setup: rustc -vV named no host:\n${r.stdout}`)
-    process.exit(1)
-  }
-  return host[1]
-}
+/** The file cargo makes of a cdylib, named as the host's OS names a shared library. */
+const LIBRARY = { darwin: 'libkeel_lock.dylib', win32: 'keel_lock.dll' }[process.platform] ?? 'libkeel_lock.so'
 
 /** `cargo build --release --lib --target <host>` with `args`; returns the built library's path. */
 function cargoBuild(args) {
-  const triple = hostTriple()
+  const triple = hostTriple('setup')
   sh('cargo', ['build', '--release', '--lib', '--target', triple, ...args])
-  return join(root, 'target', triple, 'release', 'libkeel_lock.so')
+  return join(root, 'target', triple, 'release', LIBRARY)
 }
 
 const sources = () =>
   Math.max(newest(join(root, 'src')), ...['Cargo.toml', 'Cargo.lock', 'build.rs'].map((f) => statSync(join(root, f)).mtimeMs))
 const fresh = (/** @type {string} */ file) => existsSync(file) && statSync(file).mtimeMs >= sources()
-const binary = join(root, `keel.${process.platform}-${process.arch}-gnu.node`)
+const binary = join(root, `keel.${hostPlatform()}.node`)
 
 if (mode === 'demo') {
   if (!fresh(binary)) {
@@ -109,11 +99,13 @@ if (mode === 'default') {
   process.exit(0)
 }
 
-// The Jest and Vitest suites (__test__/frameworks/*) have their own dependencies.
-for (const name of ['jest', 'vitest']) {
-  const dir = join(root, '__test__', 'frameworks', name)
+// The Jest and Vitest suites (__test__/frameworks/*), the local registry the
+// release test publishes to (__test__/registry: verdaccio) and @types/node 22 for
+// the docs' TypeScript blocks (__test__/types/node22) have their own dependencies.
+for (const suite of ['frameworks/jest', 'frameworks/vitest', 'registry', 'types/node22']) {
+  const dir = join(root, '__test__', suite)
   if (!existsSync(join(dir, 'node_modules', '.package-lock.json'))) {
-    console.error(`setup: installing the ${name} suite's dependencies (npm ci in __test__/frameworks/${name})`)
+    console.error(`setup: installing the dependencies of __test__/${suite} (npm ci there)`)
     sh(npm, ['ci', '--no-audit', '--no-fund', '--prefix', dir])
   }
 }

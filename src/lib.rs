@@ -60,11 +60,11 @@
 //! - `src/store/postgres/wire/`: `mod.rs` (PostgreSQL's protocol on the event
 //!   loop), `connect.rs` (TCP and TLS), `session.rs` (logging in, preparing).
 //! - `src/store/mysql/`: `mod.rs` (the store, one dispatch on the kind of
-//!   hold), `ops.rs` (each operation once: statement, key and answer
-//!   reader), `sql.rs`, `sweep.rs` (old rows found, then deleted by key),
-//!   `holds_sql.rs` (the procedure of semaphores and
-//!   read-write locks), `wire/`, `doorbell.rs` (waiters in other processes
-//!   woken by a plain lock's `GET_LOCK` doorbell), `errors.rs`, `options.rs`.
+//!   hold), `ops.rs` (each operation once: statements, key and answer
+//!   reader), `answer.rs` (the readers), `sql.rs`, `sweep.rs` (old rows found, then deleted by key),
+//!   `holds_sql.rs` (the procedure of semaphores and read-write locks),
+//!   `line_sql.rs` (the line's table and procedures), `wire/`, `ear.rs`
+//!   (hearing of a lock handed to this process), `errors.rs`, `options.rs`.
 //! - `src/store/mysql/wire/`: `mod.rs` (MySQL's protocol on the event loop),
 //!   `packet.rs` (framing, OK and ERR), `prepared.rs` (the binary protocol:
 //!   statements run by number with typed values), `response.rs` (reading an
@@ -86,8 +86,10 @@
 //!   tests), `mod.rs` (a line protocol and its server), `connection.rs` (the
 //!   connection's behaviour), `sent.rs` (telling when a request is written).
 //! - `src/napi/`: `mod.rs` (the `#[napi]` functions alone), `create.rs` (the
-//!   stores made from JS), `handle.rs`, `convert.rs`, `errors.rs`, `pump.rs`
-//!   (promises settled from other threads), `test_hooks.rs`.
+//!   stores made from JS), `direct.rs` (`acquire` and `release` registered
+//!   without napi-rs's per-call bookkeeping), `handle.rs`, `convert.rs`,
+//!   `errors.rs`, `pump.rs` (promises settled from other threads),
+//!   `test_hooks.rs`.
 //!
 //! A store written in JS never reaches this crate: `lib/js-store.js` calls it.
 

@@ -51,11 +51,12 @@ export async function startMariaDb({ password, durable = false, maxConnections, 
   const dir = mkdtempSync(join(tmpdir(), 'keel-mariadb-'))
   const data = join(dir, 'data')
   const socket = join(dir, 'sock')
-  // The server's temporary files in its own folder, not the shared /tmp: a
-  // mariadbd deletes every `#sql*` file in its tmpdir as it starts, so one
-  // started by a test file running alongside would take the internal
-  // temporary tables of a server in use ("Error on delete of
-  // '/tmp/#sql-temptable-...'").
+  // The server's temporary files in its own folder, not the shared /tmp, and
+  // the install's too: a mariadbd deletes every `#sql*` file in its tmpdir
+  // as it starts, so one started by a test file running alongside would take
+  // the internal temporary tables of a server in use ("Error on delete of
+  // '/tmp/#sql-temptable-...'") or of an install under way ("Could not
+  // remove temporary table", then "Unknown table 'mysql.tmp_proxies_priv'").
   const temp = join(dir, 'tmp')
   // With its extension: mariadbd adds `.err` to a log file name without one.
   const logFile = join(dir, 'log.err')
@@ -94,7 +95,7 @@ export async function startMariaDb({ password, durable = false, maxConnections, 
 
   const install = spawnSync(
     programs.installDb,
-    ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...sizes],
+    ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db', `--tmpdir=${temp}`, ...sizes],
     { ...owner, cwd: dir, encoding: 'utf8' },
   )
   if (install.error || install.status !== 0) {

@@ -10,6 +10,7 @@
 //                            line; exits 1 if the suite cannot run at all (or,
 //                            with KEEL_TEST_REQUIRE_ALL=1, if anything is missing)
 
+import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -126,6 +127,40 @@ export function checkLine() {
       ? 'KEEL_TEST_REQUIRE_ALL=1 makes those skips failures'
       : 'those tests are skipped'
   return { line: `tools: missing ${what.join(', ')}; ${verdict}. Install: ${install}`, ok: required.length === 0 && !requireAll() }
+}
+
+/**
+ * What building for the Rust `targets` through zig (scripts/build.js) needs and
+ * this machine lacks, with `extra` checks of the caller's own: each as
+ * "what (the command that installs it)". Empty when everything is there.
+ *
+ * @param {string[]} targets
+ * @param {Array<[string, () => unknown, string]>} extra [what, found?, install command]
+ */
+export function missingToCross(targets, extra = []) {
+  const runs = (cmd, args) => spawnSync(cmd, args, { encoding: 'utf8' }).status === 0
+  const installed = spawnSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' }).stdout ?? ''
+  return [
+    ['zig', () => which('zig') || runs('python3', ['-m', 'ziglang', 'version']), 'pip install ziglang'],
+    ['cargo-zigbuild', () => which('cargo-zigbuild', [join(process.env.HOME ?? '', '.cargo', 'bin')]), 'cargo install --locked cargo-zigbuild'],
+    ...targets.map((target) => [`Rust's ${target} standard library`, () => installed.includes(target), `rustup target add ${target}`]),
+    ...extra,
+  ]
+    .filter(([, found]) => !found())
+    .map(([what, , install]) => `${what} (${install})`)
+}
+
+/**
+ * Ends a script that cannot run for want of `absent` (missingToCross), saying
+ * so: a skip, or a failure under CI=true or KEEL_TEST_REQUIRE_ALL=1.
+ *
+ * @param {string} label
+ * @param {string[]} absent
+ */
+export function stopIfMissing(label, absent) {
+  if (absent.length === 0) return
+  console.error(`${label}: skipped: missing ${absent.join(', ')}`)
+  process.exit(requireAll() || process.env.CI === 'true' ? 1 : 0)
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -330,9 +330,21 @@ test('a handle reused by two run() calls: the first call never releases the seco
 })
 
 test('a sub-millisecond TTL still excludes (TTLs round up to whole milliseconds)', async () => {
-  const a = lock('tiny', 1e-7)
-  assert.equal(await a.acquire(), true)
-  assert.equal(await lock('tiny', 1e-7).acquire(), false)
+  assert.equal(await lock('tiny', 1e-7).acquire(), true)
+  // The hold lasts 1 ms: asked for back to back, the second is refused. A machine slow enough
+  // (an emulator, a busy core) to let that millisecond pass between the two calls tries again.
+  const store = setLockStore(new MemoryLockStore())
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const key = `tiny-${attempt}`
+    const started = performance.now()
+    const first = store.acquire(key, 'a', 1e-7)
+    const second = store.acquire(key, 'b', 1e-7)
+    const gap = performance.now() - started
+    const [a, b] = await Promise.all([first, second])
+    assert.equal(a, true)
+    if (gap < 0.5) return assert.equal(b, false, `refused ${gap.toFixed(3)} ms into a 1 ms hold`)
+  }
+  assert.fail('never two calls within half a millisecond in 50 tries')
 })
 
 test('a TTL far beyond any clock is honoured, not clamped', async () => {

@@ -8,12 +8,14 @@
 //   hold <key> <ttlMs> [kind]      acquire, print serialize(), stay until killed
 //                                  (kind: semaphore:<limit>, read or write; default a plain lock)
 //   wait <key> <ttlMs> <kind>      start waiting for a held key (a minute at most), print when, stay until killed
-//   crowd <dir> <ms> <key> <kind>  sections under a semaphore:<limit>, read or write hold for <ms>,
-//                                  each with a marker file in <dir> while inside: prints how many
-//                                  it saw inside at once and any overlap a writer should not have
+//   crowd <dir> <ms> <key> <kind> [together]  sections under a semaphore:<limit>, read or write hold
+//                                  for <ms>, each with a marker file in <dir> while inside: prints how
+//                                  many it saw inside at once and any overlap a writer should not have;
+//                                  with <together>, starts once that many crowd processes are ready
 //   run-exit <key> <ttlMs> <ending> one run(), its callback ending sync, after a timer, or by a
 //                                  throw; print whether it ran, then process.exit(0) at once
-//   queue <key> <timeoutMs>        one waiter: waits up to <timeoutMs> (polling every 50 ms), prints
+//   queue <key> <timeoutMs> [<retryDelay>]  one waiter: waits up to <timeoutMs> (polling every
+//                                  <retryDelay> ms, 50 if not given), prints
 //                                  {acquired, at} once it got in (or gave up), holds 20 ms, releases
 //   burst <dir> <key> <waiters> <startAt>  <waiters> waiters start together at <startAt> (epoch ms) and
 //                                  each runs once for 1 ms (retryDelay 50), with an exclusive marker
@@ -25,7 +27,7 @@
 // With KEEL_TEST_LEAVE_OPEN set, the store is not closed at the end: the
 // process must still exit by itself.
 
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { lock, semaphore, readLock, writeLock, restoreLock, setLockStore } from '@shaferllc/keel/core'
@@ -35,6 +37,20 @@ const [command, ...args] = process.argv.slice(2)
 const { store, close } = await openStore()
 setLockStore(store)
 const print = (value) => process.stdout.write(`${JSON.stringify(value)}\n`)
+
+/**
+ * Waits until `count` processes have checked in at `dir`: a slow start (a
+ * loaded machine, an emulator) must not leave one process crowding alone.
+ */
+async function allReady(dir, count) {
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, String(process.pid)), '')
+  const giveUp = Date.now() + 120_000
+  while (readdirSync(dir).length < count) {
+    if (Date.now() > giveUp) throw new Error(`only ${readdirSync(dir).length} of ${count} processes ready after 2 minutes`)
+    await sleep(10)
+  }
+}
 
 /** A handle of the kind named: `semaphore:<limit>`, `read`, `write`, or (undefined) a plain lock. */
 function handleOf(key, ttlMs, kind) {
@@ -104,9 +120,10 @@ switch (command) {
     break
   }
   case 'crowd': {
-    const [dir, ms, key, kind] = args
+    const [dir, ms, key, kind, together] = args
     const figures = { sections: 0, timeouts: 0, most: 0, overlaps: 0 }
     const writing = kind === 'write'
+    if (together !== undefined) await allReady(`${dir}.ready`, Number(together))
     const end = Date.now() + Number(ms)
     let n = 0
     while (Date.now() < end) {
@@ -170,9 +187,9 @@ switch (command) {
     process.exit(0)
   }
   case 'queue': {
-    const [key, timeoutMs] = args
+    const [key, timeoutMs, retryDelay = '50'] = args
     const l = lock(key, 10_000)
-    const acquired = await l.acquire({ timeout: Number(timeoutMs), retryDelay: 50 })
+    const acquired = await l.acquire({ timeout: Number(timeoutMs), retryDelay: Number(retryDelay) })
     print({ acquired, at: Date.now() })
     if (acquired) {
       await sleep(20)

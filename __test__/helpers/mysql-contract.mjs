@@ -39,12 +39,14 @@ export function mysqlContract(name, server, urlOf, tools = ['mariadb']) {
         },
       }
     },
+    pings: true,
     fencing: true,
     semaphores: 'native',
     readWrite: true,
     processes: true,
     anyKey: true,
-    // A plain lock's doorbell; semaphores and read-write keys are polled.
+    // A plain lock's waiters hear of a lock handed to their process (the
+    // line's ear); semaphores and read-write keys are polled.
     announcesReleases: true,
     announcesKinds: false,
   })

@@ -3,11 +3,12 @@
 
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { node } from './node.mjs'
 
 const CHILD = fileURLToPath(new URL('./child.mjs', import.meta.url))
 
 function start(env, args) {
-  return spawn(process.execPath, [CHILD, ...args], {
+  return spawn(...node([CHILD, ...args]), {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

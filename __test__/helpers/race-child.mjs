@@ -8,7 +8,8 @@
 // it killed mid-section.
 //   race-child.mjs <log> <ms> <keys, comma-separated> <workers> [seed]
 // Log lines: `S <ns> <key> <id> <fencing token or ->` and `E <ns> <key> <id>`.
-// Prints, if it lives to the end: { sections, aborted, timedOut, errors }.
+// Prints, if it lives to the end: { sections, aborted, timedOut, errors, failures } (the
+// first few store errors' codes and messages).
 
 import { openSync, writeSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -20,7 +21,12 @@ const keys = keyList.split(',')
 const log = openSync(file, 'a')
 const now = () => process.hrtime.bigint()
 const pick = (list) => list[Math.floor(Math.random() * list.length)]
-const figures = { sections: 0, aborted: 0, timedOut: 0, errors: 0 }
+const figures = { sections: 0, aborted: 0, timedOut: 0, errors: 0, failures: [] }
+/** A store error: counted, and the first few kept to be shown. */
+const failed = (error) => {
+  figures.errors++
+  if (figures.failures.length < 3) figures.failures.push(`${error?.code ?? ''} ${error?.message ?? error}`)
+}
 const { store, close } = await openStore()
 setLockStore(store)
 // Another client of the same server, outside lock(): what a second service would use.
@@ -48,7 +54,7 @@ async function worker() {
       if (!ran) figures.timedOut++
     } catch (error) {
       if (error?.name === 'AbortError') figures.aborted++
-      else figures.errors++
+      else failed(error)
     } finally {
       clearTimeout(timer)
     }
@@ -66,8 +72,8 @@ async function outsider() {
       } else {
         await sleep(Math.random() * 5)
       }
-    } catch {
-      figures.errors++
+    } catch (error) {
+      failed(error)
     }
   }
 }

@@ -38,6 +38,7 @@ export function redisContract(name, server, tools = [], { store = 'redis', capab
 
 /** What RedisLockStore does, as the contract names it. */
 const NATIVE = {
+  pings: true,
   fencing: true,
   processes: true,
   announcesReleases: true,

@@ -191,28 +191,37 @@ test('every ts block type-checks, and the ones that are tests pass under Vitest'
   symlinkSync(root, join(snippets, 'node_modules', '@shaferllc', 'keel'))
   writeFileSync(join(snippets, 'package.json'), JSON.stringify({ name: 'doc-snippets', private: true, type: 'module' }))
   for (const { name, source } of tsFiles) writeFileSync(join(snippets, name), source)
-  writeFileSync(
-    join(snippets, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022',
-        lib: ['ES2022', 'ESNext.Disposable'],
-        module: 'nodenext',
-        moduleResolution: 'nodenext',
-        strict: true,
-        noEmit: true,
-        skipLibCheck: true,
-        types: ['node'],
-        typeRoots: [join(root, 'node_modules', '@types')],
-      },
-      files: tsFiles.map((f) => f.name),
-    }),
-  )
+  // Under @types/node 20 (the devDependencies') and 22 (__test__/types/node22, which
+  // scripts/setup.js test installs): a reader may have either.
+  const typesOfNode = {
+    20: join(root, 'node_modules', '@types'),
+    22: join(root, '__test__', 'types', 'node22', 'node_modules', '@types'),
+  }
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
-  await run(process.execPath, [tsc, '-p', snippets]).catch((error) => {
-    const where = tsFiles.map((f) => `${f.name}: ${f.file}:${f.line}`).join('\n')
-    assert.fail(`tsc on the docs' ts blocks:\n${error.stdout}${error.stderr}\n${where}`)
-  })
+  for (const [version, typeRoot] of Object.entries(typesOfNode)) {
+    assert.ok(existsSync(join(typeRoot, 'node')), `@types/node ${version} is missing: node scripts/setup.js test installs it`)
+    writeFileSync(
+      join(snippets, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          lib: ['ES2022', 'ESNext.Disposable'],
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: ['node'],
+          typeRoots: [typeRoot],
+        },
+        files: tsFiles.map((f) => f.name),
+      }),
+    )
+    await run(process.execPath, [tsc, '-p', snippets]).catch((error) => {
+      const where = tsFiles.map((f) => `${f.name}: ${f.file}:${f.line}`).join('\n')
+      assert.fail(`tsc on the docs' ts blocks with @types/node ${version}:\n${error.stdout}${error.stderr}\n${where}`)
+    })
+  }
   const specs = tsFiles.filter((f) => f.name.endsWith('.spec.ts'))
   assert.ok(specs.length >= 2, 'the README and docs/testing.md have Vitest examples')
   await t.test('the Vitest examples pass', async () => {

@@ -5,11 +5,12 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile, execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
+import { declaredPlatforms } from '../../lib/platforms.js'
 
 const exec = promisify(execFile)
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -48,26 +49,78 @@ test('package.json has what npm and users need', () => {
     assert.equal(Object.keys(conditions)[0], 'types', `exports["${entry}"]: "types" comes first`)
     assert.deepEqual(conditions, { types: './index.d.ts', import: './index.mjs', require: './index.js' })
   }
+  assert.deepEqual(manifest.typesVersions, { '*': { core: ['./index.d.ts'] } })
   assert.equal(manifest.napi.binaryName, 'keel')
-  assert.deepEqual(manifest.napi.targets, ['x86_64-unknown-linux-gnu'])
-  // The published manifest names the platform package; the checkout's does not
-  // (it is not on the registry while developing, and npm ci would want it locked).
+  assert.deepEqual(manifest.napi.targets, [
+    'x86_64-unknown-linux-gnu',
+    'x86_64-unknown-linux-musl',
+    'aarch64-unknown-linux-gnu',
+    'aarch64-unknown-linux-musl',
+    'armv7-unknown-linux-gnueabihf',
+    'x86_64-apple-darwin',
+    'aarch64-apple-darwin',
+    'x86_64-pc-windows-msvc',
+    'aarch64-pc-windows-msvc',
+  ])
+  // The published manifest names every platform package; the checkout's does not
+  // (they are not on the registry while developing, and npm ci would want them locked).
   assert.equal(manifest.optionalDependencies, undefined)
   const packed = JSON.parse(execFileSync('tar', ['-xzOf', tarballs.main, 'package/package.json'], { encoding: 'utf8' }))
-  assert.deepEqual(packed.optionalDependencies, { '@shaferllc/keel-linux-x64-gnu': manifest.version })
+  assert.deepEqual(packed.optionalDependencies, Object.fromEntries(declaredPlatforms().map((p) => [`@shaferllc/keel-${p.name}`, manifest.version])))
   assert.deepEqual({ ...packed, optionalDependencies: undefined }, { ...manifest, optionalDependencies: undefined })
-  const platform = JSON.parse(readFileSync(join(root, 'npm', 'linux-x64-gnu', 'package.json'), 'utf8'))
-  assert.equal(platform.name, '@shaferllc/keel-linux-x64-gnu')
-  assert.equal(platform.version, manifest.version)
-  assert.equal(platform.main, 'keel.linux-x64-gnu.node')
-  assert.deepEqual([platform.os, platform.cpu, platform.libc], [['linux'], ['x64'], ['glibc']])
+})
+
+test('each declared platform has its package in npm/, matched by os, cpu and libc, at the main version', () => {
+  const expected = {
+    'linux-x64-gnu': ['linux', 'x64', 'glibc'],
+    'linux-x64-musl': ['linux', 'x64', 'musl'],
+    'linux-arm64-gnu': ['linux', 'arm64', 'glibc'],
+    'linux-arm64-musl': ['linux', 'arm64', 'musl'],
+    'linux-arm-gnueabihf': ['linux', 'arm', 'glibc'],
+    'darwin-x64': ['darwin', 'x64', undefined],
+    'darwin-arm64': ['darwin', 'arm64', undefined],
+    'win32-x64-msvc': ['win32', 'x64', undefined],
+    'win32-arm64-msvc': ['win32', 'arm64', undefined],
+  }
+  assert.deepEqual(declaredPlatforms().map((p) => p.name), Object.keys(expected))
+  assert.deepEqual(readdirSync(join(root, 'npm')).sort(), Object.keys(expected).sort(), 'npm/ holds the declared platforms, no others')
+  for (const [name, [os, cpu, libc]] of Object.entries(expected)) {
+    const platform = JSON.parse(readFileSync(join(root, 'npm', name, 'package.json'), 'utf8'))
+    assert.equal(platform.name, `@shaferllc/keel-${name}`)
+    assert.equal(platform.version, manifest.version, `${name}: the main package's version`)
+    assert.deepEqual([platform.os, platform.cpu, platform.libc], [[os], [cpu], libc && [libc]], name)
+    assert.equal(platform.main, `keel.${name}.node`)
+    assert.deepEqual(platform.files, [`keel.${name}.node`])
+    assert.equal(platform.license, 'MIT')
+    assert.deepEqual(platform.engines, manifest.engines)
+    assert.deepEqual(platform.repository, { ...manifest.repository, directory: `npm/${name}` })
+  }
+})
+
+test('every link in a packed README resolves from the registry: absolute, and to a file this repository has', () => {
+  for (const tarball of [tarballs.main, ...Object.values(tarballs.platforms)]) {
+    const readme = execFileSync('tar', ['-xzOf', tarball, 'package/README.md'], { encoding: 'utf8' })
+    const headings = new Set([...readme.matchAll(/^#+ (.+)$/gm)].map((m) => m[1].toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')))
+    const links = [...readme.matchAll(/\]\(([^)\s]+)\)|<(https?:[^>]+)>/g)].map((m) => m[1] ?? m[2])
+    assert.ok(links.length > 0, tarball)
+    for (const link of links) {
+      if (link.startsWith('#')) {
+        assert.ok(headings.has(link.slice(1)), `${tarball}: ${link} is a heading of the README`)
+        continue
+      }
+      assert.match(link, /^https:\/\//, `${tarball}: ${link} is absolute`)
+      const own = /^https:\/\/github\.com\/shaferllc\/keel\/blob\/main\/([^#]+)/.exec(link)
+      if (own) assert.ok(existsSync(join(root, own[1])), `${tarball}: ${link} names ${own[1]}, which the repository has`)
+    }
+  }
 })
 
 test('the tarballs hold only what a user needs: no target/, no tests, no sources', () => {
-  const lib = ['abort', 'acquire', 'check', 'errors', 'handed', 'hold', 'js-read-write', 'js-store', 'kinds', 'lock', 'marks', 'mysql-options', 'native', 'postgres-options', 'protocol', 'redis-options', 'stores', 'timers', 'tls-options', 'tracing', 'verify', 'verify-read-write', 'waiter', 'waiting']
+  const lib = ['abort', 'acquire', 'check', 'default-store', 'errors', 'handed', 'hold', 'js-read-write', 'js-store', 'kinds', 'lock', 'marks', 'mysql-options', 'native', 'platforms', 'postgres-options', 'protocol', 'redis-options', 'stores', 'timers', 'tls-options', 'tracing', 'verify', 'verify-read-write', 'waiter', 'waiting']
   assert.deepEqual(
     filesIn(tarballs.main),
     [
+      'package/LICENSE',
       'package/README.md',
       'package/index.d.ts',
       'package/index.js',
@@ -77,6 +130,7 @@ test('the tarballs hold only what a user needs: no target/, no tests, no sources
     ].sort(),
   )
   assert.deepEqual(filesIn(tarballs.platforms['linux-x64-gnu']), [
+    'package/LICENSE',
     'package/README.md',
     'package/keel.linux-x64-gnu.node',
     'package/package.json',
@@ -105,6 +159,8 @@ test('a fresh project installs both tarballs offline; import, require and TypeSc
   writeFileSync(
     join(app, 'app.ts'),
     'import { lock, type Lock, type LockStore } from "@shaferllc/keel/core";\n' +
+      'import { lock as sameLock } from "@shaferllc/keel";\n' +
+      'export const same: typeof lock = sameLock;\n' +
       'export async function charge(): Promise<string | undefined> {\n' +
       '  const [ran, result] = await lock("invoice:42").run(async (l: Lock) => l.key);\n' +
       '  const store: LockStore | undefined = undefined;\n' +
@@ -114,7 +170,9 @@ test('a fresh project installs both tarballs offline; import, require and TypeSc
       '// @ts-expect-error the types are resolved: a number is not a key\n' +
       'lock(42);\n',
   )
-  for (const [module, resolution] of [['node16', 'node16'], ['nodenext', 'nodenext'], ['esnext', 'bundler']]) {
+  // node10 (`moduleResolution: "node"`, still many projects' default) knows no `exports`: it finds
+  // `@shaferllc/keel/core` through `typesVersions`.
+  for (const [module, resolution] of [['commonjs', 'node10'], ['node16', 'node16'], ['nodenext', 'nodenext'], ['esnext', 'bundler']]) {
     writeFileSync(
       join(app, 'tsconfig.json'),
       JSON.stringify({
@@ -128,7 +186,7 @@ test('a fresh project installs both tarballs offline; import, require and TypeSc
   }
 })
 
-test('without the platform package the loader says what to run (the README\'s install commands), not a dlopen error', async () => {
+test('without the platform package the loader says what to do (the README\'s install commands), not a dlopen error', async () => {
   const bare = await project('bare', tarballs.main)
   const load = (prelude = '') =>
     exec(process.execPath, ['-e', `${prelude}require("@shaferllc/keel/core")`], { cwd: bare }).then(
@@ -137,15 +195,30 @@ test('without the platform package the loader says what to run (the README\'s in
     )
   const missing = await load()
   assert.match(missing, /no native binary for this platform \(linux-x64-gnu\)/)
-  assert.match(missing, /@shaferllc\/keel-linux-x64-gnu, which is not on the npm registry/)
-  // Every command of the README's Install section, as written there.
+  assert.match(missing, /as the optional dependency @shaferllc\/keel-linux-x64-gnu, and it is not here/)
+  assert.match(missing, /--omit=optional/)
+  // Every command of the README's Install section that installs from a checkout, as written there.
   const readme = readFileSync(join(root, 'README.md'), 'utf8')
-  const commands = [...readme.matchAll(/<!-- install: \w+ -->\n```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1].trim().split('\n'))
+  const commands = [...readme.matchAll(/<!-- install: (checkout|tarballs) -->\n```sh\n([\s\S]*?)```/g)].flatMap((m) => m[2].trim().split('\n'))
   assert.equal(commands.length, 3, 'the README has its install commands')
   for (const command of commands) assert.ok(missing.includes(`  ${command}\n`), `the error gives "${command}":\n${missing}`)
-  assert.match(missing, /--omit=optional/)
-  // A platform nothing is built for says what is.
-  const elsewhere = await load('Object.defineProperty(process, "platform", { value: "darwin" });')
-  assert.match(elsewhere, /no native binary for this platform \(darwin-x64\)/)
-  assert.match(elsewhere, /built for linux-x64-gnu only/)
+  // A platform nothing is built for says which are, and how to build from source.
+  const elsewhere = await load('Object.defineProperty(process, "platform", { value: "freebsd" });')
+  assert.match(elsewhere, /no native binary for this platform \(freebsd-x64\)/)
+  assert.match(elsewhere, new RegExp(`built for ${declaredPlatforms().map((p) => p.name).join(', ')} only`))
+  assert.match(elsewhere, /needs Rust/)
+  // Linux without glibc is musl (Alpine): its own package.
+  const alpine = await load('const getReport = process.report.getReport.bind(process.report); process.report.getReport = () => { const r = getReport(); delete r.header.glibcVersionRuntime; return r };')
+  assert.match(alpine, /\(linux-x64-musl\)[^]*@shaferllc\/keel-linux-x64-musl/)
+})
+
+test('a platform package that is there but cannot load says which binary failed, and why', async () => {
+  const broken = await project('broken', tarballs.main, tarballs.platforms['linux-x64-gnu'])
+  writeFileSync(join(broken, 'node_modules', '@shaferllc', 'keel-linux-x64-gnu', 'keel.linux-x64-gnu.node'), 'not an ELF file')
+  const { stderr } = await exec(process.execPath, ['-e', 'require("@shaferllc/keel/core")'], { cwd: broken }).then(
+    () => assert.fail('loaded a broken binary'),
+    (error) => error,
+  )
+  assert.match(stderr, /could not load its binary for this platform \(linux-x64-gnu, from @shaferllc\/keel-linux-x64-gnu\)/)
+  assert.match(stderr, /invalid ELF header|file too short/)
 })

@@ -19,7 +19,7 @@ import { postgresForTests } from '../../support/postgres.mjs'
 import { mariadbForTests } from '../../support/mariadb.mjs'
 import { openStore } from '../helpers/stores.mjs'
 import { runChild } from '../helpers/processes.mjs'
-import { raceWithAborts } from '../helpers/race.mjs'
+import { raceWithAborts, MYSQL_PER_SECOND } from '../helpers/race.mjs'
 
 const scale = Number(process.env.KEEL_SOAK_SECONDS ?? 60) / 60
 const dir = mkdtempSync(join(tmpdir(), 'keel-soak-'))
@@ -82,14 +82,14 @@ test(`MySqlLockStore: 8 processes for ${Math.round(30 * scale)} s`, { timeout: 6
   await soak('mysql-store', 30 * scale, { KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url })
 })
 
-for (const [name, env] of [
+for (const [name, env, perSecond] of [
   ['RedisLockStore', () => ({ KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url })],
   ['PostgresLockStore', () => ({ KEEL_TEST_STORE: 'postgres-store', KEEL_TEST_DATABASE: postgres.url })],
-  ['MySqlLockStore', () => ({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url })],
+  ['MySqlLockStore', () => ({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url }), MYSQL_PER_SECOND],
 ]) {
   const seconds = 40 * scale
   test(`${name}: waits aborted at random across 4 processes, some killed, for ${Math.round(seconds)} s: never two holders`, { timeout: 600_000 }, async () => {
-    const seen = await raceWithAborts(env(), seconds)
+    const seen = await raceWithAborts(env(), seconds, { perSecond })
     console.log(
       `${name} abort race: ${seen.sections} critical sections in ${seconds} s, ${seen.aborted} waits aborted, ` +
         `${seen.timedOut} timed out, ${seen.killed} processes killed; overlaps ${seen.overlaps}, tokens back ${seen.backwards}`,

@@ -13,7 +13,7 @@ import { test, after } from 'node:test'
 import { redisForTests } from '../../support/servers.mjs'
 import { postgresForTests } from '../../support/postgres.mjs'
 import { mariadbForTests } from '../../support/mariadb.mjs'
-import { raceWithAborts } from '../helpers/race.mjs'
+import { raceWithAborts, MYSQL_PER_SECOND } from '../helpers/race.mjs'
 
 const SECONDS = 6
 const tell = (t, seen) =>
@@ -36,5 +36,5 @@ test(`PostgresLockStore: waits aborted at random across 4 processes, some killed
 })
 
 test(`MySqlLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async (t) => {
-  tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url }, SECONDS))
+  tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url }, SECONDS, { perSecond: MYSQL_PER_SECOND }))
 })

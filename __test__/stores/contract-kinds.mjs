@@ -160,7 +160,7 @@ export function kindsContract(current, { semaphores, readWrite, fencing, process
     const key = uniqueKey('crowd')
     const dir = markers()
     const results = await Promise.all(
-      Array.from({ length: PROCESSES }, () => runChild(current().opened.env, 'crowd', dir, String(CROWD_MS), key, 'semaphore:3')),
+      Array.from({ length: PROCESSES }, () => runChild(current().opened.env, 'crowd', dir, String(CROWD_MS), key, 'semaphore:3', String(PROCESSES))),
     )
     assert.deepEqual(results.map((r) => r.timeouts), Array(PROCESSES).fill(0))
     const most = Math.max(...results.map((r) => r.most))
@@ -214,7 +214,7 @@ export function kindsContract(current, { semaphores, readWrite, fencing, process
     const key = uniqueKey('rw-crowd')
     const dir = markers()
     const roles = ['read', 'read', 'read', 'write', 'write']
-    const results = await Promise.all(roles.map((role) => runChild(current().opened.env, 'crowd', dir, String(CROWD_MS), key, role)))
+    const results = await Promise.all(roles.map((role) => runChild(current().opened.env, 'crowd', dir, String(CROWD_MS), key, role, String(roles.length))))
     const seen = JSON.stringify(results.map((r, i) => ({ role: roles[i], ...r })))
     assert.deepEqual(results.map((r) => r.overlaps), Array(roles.length).fill(0), seen)
     assert.deepEqual(results.map((r) => r.timeouts), Array(roles.length).fill(0), seen)

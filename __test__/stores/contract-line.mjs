@@ -29,6 +29,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { lock } from '@shaferllc/keel/core'
 import { uniqueKey } from '../../support/servers.mjs'
+import { node } from '../helpers/node.mjs'
 import { runChild } from '../helpers/processes.mjs'
 import { eventually } from '../helpers/eventually.mjs'
 import { openStore } from '../helpers/stores.mjs'
@@ -48,7 +49,7 @@ export function lineContract(current) {
 
   /** A child waiting for `key` (up to `timeoutMs`); resolves to what it printed, and can be killed. */
   function waiter(key, timeoutMs) {
-    const child = spawn(process.execPath, [CHILD, 'queue', key, String(timeoutMs)], {
+    const child = spawn(...node([CHILD, 'queue', key, String(timeoutMs)]), {
       env: { ...process.env, ...current().env },
       stdio: ['ignore', 'pipe', 'pipe'],
     })

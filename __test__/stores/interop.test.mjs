@@ -142,7 +142,7 @@ test('readers and writers across processes mixing both stores: writers alone, re
     ['ioredis-read-write', 'write'],
     ['ioredis-read-write', 'read'],
   ]
-  const results = await Promise.all(roles.map(([kind, role]) => runChild(env(kind), 'crowd', crowd, '1500', key, role)))
+  const results = await Promise.all(roles.map(([kind, role]) => runChild(env(kind), 'crowd', crowd, '1500', key, role, String(roles.length))))
   const seen = JSON.stringify(results.map((r, i) => ({ role: roles[i], ...r })))
   assert.deepEqual(results.map((r) => r.overlaps), [0, 0, 0, 0, 0], seen)
   assert.deepEqual(results.map((r) => r.timeouts), [0, 0, 0, 0, 0], seen)

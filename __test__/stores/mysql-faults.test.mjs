@@ -191,16 +191,16 @@ describeWith(['mariadb'], 'MySqlLockStore faults, on MariaDB servers of its own'
     await fillers.pop().end()
     await eventually(async () => assert.equal(await s.acquire(key, 'first', 1_000), true))
     // Full again (that store has the connection). A waiter in another store
-    // tries again at its retryDelay until connections free: two, its store's
-    // and the one that waits for the key's doorbell (one freed connection
-    // goes to the doorbell, which keeps it, and the waiter's acquires are
-    // still refused until its timeout).
+    // tries again at its retryDelay until connections free: three, its
+    // store's and the two of its process's ear, which hears of a lock handed
+    // to it (a freed connection the ear takes, it keeps, and the waiter's
+    // acquires would still be refused until its timeout).
     const other = store({ poolSize: 1, connectTimeout: 2_000, commandTimeout: 2_000 }, full.url)
     await assert.rejects(other.isLocked(key), (e) => e.code === 'ERR_LOCK_STORE_UNAVAILABLE')
     await withStore(other, async () => {
       const waiting = lock(key, 10_000).acquire({ timeout: 15_000, retryDelay: 100 })
       await sleep(500)
-      await Promise.all([fillers.pop().end(), fillers.pop().end()])
+      await Promise.all([fillers.pop().end(), fillers.pop().end(), fillers.pop().end()])
       assert.equal(await waiting, true, 'the waiter tried again until connections were free')
     })
   })

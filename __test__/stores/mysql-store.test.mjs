@@ -366,17 +366,26 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
     assert.equal(MySqlLockStore.schema(table), script.replaceAll('test.', ''), 'the same objects, only the database named')
     await server.source(script)
     await server.source(script)
-    const procedure = /CREATE PROCEDURE .*?test\.(\w+)\(/.exec(script)[1]
+    const procedures = [...script.matchAll(/CREATE PROCEDURE .*?test\.(\w+)\(/g)].map((m) => m[1])
+    assert.deepEqual(
+      procedures.map((p) => p.replace(/_[0-9a-f]{8}$/, '')),
+      [`${table}_hold`, `${table}_line`, `${table}_ear`],
+    )
+    const tables = [table, `${table}_holds`, `${table}_keys`, `${table}_line`]
     assert.deepEqual(
       (await rows(`SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'test' AND table_name LIKE '${table}%' ORDER BY 1`)).map((r) => r.t),
-      [table, `${table}_holds`, `${table}_keys`],
+      tables,
     )
-    assert.equal((await rows(`SELECT COUNT(*) AS n FROM information_schema.routines WHERE routine_schema = 'test' AND routine_name = '${procedure}'`))[0].n, 1)
+    for (const procedure of procedures) {
+      assert.equal((await rows(`SELECT COUNT(*) AS n FROM information_schema.routines WHERE routine_schema = 'test' AND routine_name = '${procedure}'`))[0].n, 1)
+    }
     await inspect.query("CREATE USER locker@localhost IDENTIFIED BY 'locker-pw'")
-    for (const t of [table, `${table}_holds`, `${table}_keys`]) {
+    for (const t of tables) {
       await inspect.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON test.${t} TO locker@localhost`)
     }
-    await inspect.query(`GRANT EXECUTE ON PROCEDURE test.${procedure} TO locker@localhost`)
+    for (const procedure of procedures) {
+      await inspect.query(`GRANT EXECUTE ON PROCEDURE test.${procedure} TO locker@localhost`)
+    }
     const url = server.url.replace('root@', 'locker:locker-pw@')
     const locker = store({ url, table })
     await withStore(locker, async () => {
@@ -396,7 +405,7 @@ describeWith(['mariadb'], 'MySqlLockStore on a MariaDB server of its own', () =>
       assert.equal(e.code, 'ERR_LOCK_STORE_MYSQL', e.message)
       assert.match(e.message, /^MySqlLockStore\.isLocked: /)
       assert.match(e.message, /never_made/)
-      assert.match(e.message, /the procedure never_made_hold_[0-9a-f]{8} /, 'which procedure it looked for')
+      assert.match(e.message, /the procedures never_made_hold_[0-9a-f]{8}, never_made_line_[0-9a-f]{8} and never_made_ear_[0-9a-f]{8} /, 'which procedures it looked for')
       assert.match(e.message, /MySqlLockStore\.schema\("never_made"\)/)
       assert.ok(!e.message.includes('locker-pw'), e.message)
       return true

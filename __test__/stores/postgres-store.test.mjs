@@ -231,6 +231,15 @@ test('a statement stuck behind another session is bounded by commandTimeout, and
     await assert.rejects(s.release(key, 'a'), (e) => e.code === 'ERR_LOCK_STORE_TIMEOUT' && /PostgresLockStore\.release/.test(e.message))
     const took = performance.now() - started
     assert.ok(took < 2_000, `failed after ${took} ms`)
+    // The server cancels it too (statement_timeout is the command timeout,
+    // counted from when the server got it, a moment after the store's timer
+    // started): it no longer waits on the lock, so it will never run.
+    await eventually(async () => {
+      const { rows } = await blocker.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'keel-lock' AND wait_event_type = 'Lock'",
+      )
+      assert.equal(rows[0].n, 0)
+    })
   } finally {
     await blocker.query('ROLLBACK')
     await blocker.end()

@@ -48,6 +48,7 @@ describeWith(['redis-cli'], 'RedisLockStore on a Redis Cluster of its own', () =
         },
       }
     },
+    pings: true,
     fencing: true,
     processes: true,
     semaphores: 'native',

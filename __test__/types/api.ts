@@ -118,6 +118,8 @@ export async function everyApi(invoice: { id: number }): Promise<void> {
   await l.acquire(options)
 
   const memory = setLockStore(new MemoryLockStore())
+  // @ts-expect-error a memory store has no server to ping
+  void memory.ping
   assertType<Equal<typeof memory, MemoryLockStore>>(true)
   const size: number = memory.size
   void size
@@ -196,11 +198,16 @@ export const missingOne: ReadWriteLockStore = { ...readWriteStore, withdrawWrite
 // @ts-expect-error holders answers a number
 export const wrongAnswer: LockStore = { ...readWriteStore, holders: () => 'two' }
 
+/** What `process.env.X` is typed as. */
+declare const maybeUrl: string | undefined
+
 export async function redisStore(): Promise<void> {
   const byUrl = new RedisLockStore('redis://app:secret@127.0.0.1:6379/1')
   const options: RedisLockStoreOptions = { prefix: 'locks:', commandTimeout: 2_000 }
   const store = setLockStore(new RedisLockStore(options))
   assertType<Equal<typeof store, RedisLockStore>>(true)
+  assertType<Equal<ReturnType<RedisLockStore['ping']>, Promise<void>>>(true)
+  await byUrl.ping()
   const asStore: LockStore = byUrl
   await asStore.acquire('k', 'owner', 1000)
   const closed: Promise<void> = store.close()
@@ -213,6 +220,10 @@ export async function redisStore(): Promise<void> {
   new RedisLockStore()
   // @ts-expect-error a port is not a URL
   new RedisLockStore(6379)
+  // @ts-expect-error a URL that may be undefined (an unset environment variable) is not a URL
+  new RedisLockStore(maybeUrl)
+  new RedisLockStore(maybeUrl ?? 'redis://127.0.0.1:6379')
+  new RedisLockStore(Math.random() > 0.5 ? 'redis://h:6379' : { prefix: 'locks:' })
   // @ts-expect-error misspelt option
   new RedisLockStore({ urll: 'redis://x' })
   // @ts-expect-error timeouts are numbers of milliseconds
@@ -232,6 +243,8 @@ export async function postgresStore(): Promise<void> {
   const options: PostgresLockStoreOptions = { table: 'app.locks', poolSize: 2, commandTimeout: 2_000, sweepInterval: 30_000 }
   const store = setLockStore(new PostgresLockStore(options))
   assertType<Equal<typeof store, PostgresLockStore>>(true)
+  assertType<Equal<ReturnType<PostgresLockStore['ping']>, Promise<void>>>(true)
+  await byUrl.ping()
   const asStore: LockStore = byUrl
   await asStore.acquire('k', 'owner', 1000)
   const closed: Promise<void> = store.close()
@@ -267,6 +280,9 @@ export async function postgresStore(): Promise<void> {
   // @ts-expect-error a table is a name
   PostgresLockStore.schema(42)
   new PostgresLockStore()
+  // @ts-expect-error a URL that may be undefined (an unset environment variable) is not a URL
+  new PostgresLockStore(maybeUrl)
+  new PostgresLockStore(Math.random() > 0.5 ? 'postgres://db/app' : { table: 'locks' })
   new PostgresLockStore({ url: 'postgres://db/app', tls: { ca: '-----BEGIN CERTIFICATE-----' } })
   // @ts-expect-error a port is not a URL
   new PostgresLockStore(5432)
@@ -283,6 +299,8 @@ export async function mysqlStore(): Promise<void> {
   const options: MySqlLockStoreOptions = { table: 'app.keel_locks', poolSize: 2, commandTimeout: 2_000, sweepInterval: 30_000 }
   const store = setLockStore(new MySqlLockStore(options))
   assertType<Equal<typeof store, MySqlLockStore>>(true)
+  assertType<Equal<ReturnType<MySqlLockStore['ping']>, Promise<void>>>(true)
+  await byUrl.ping()
   const asStore: LockStore = byUrl
   await asStore.acquire('k', 'owner', 1000)
   const left: number | null = await store.remainingTime('k')
@@ -295,6 +313,9 @@ export async function mysqlStore(): Promise<void> {
   // @ts-expect-error a table is a name
   MySqlLockStore.schema(42)
   new MySqlLockStore()
+  // @ts-expect-error a URL that may be undefined (an unset environment variable) is not a URL
+  new MySqlLockStore(maybeUrl)
+  new MySqlLockStore(Math.random() > 0.5 ? 'mysql://root@db/app' : { table: 'locks' })
   new MySqlLockStore({ url: 'mysql://app@localhost/app?socket=/run/mysqld/mysqld.sock', connectTimeout: 1_000 })
   new MySqlLockStore({ url: 'mysql://db/app?ssl-mode=VERIFY_CA', tls: { ca: '-----BEGIN CERTIFICATE-----', cert: new Uint8Array(), key: Buffer.from('') } })
   // @ts-expect-error a port is not a URL

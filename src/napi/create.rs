@@ -145,7 +145,7 @@ pub struct MysqlConfig {
 
 /// A handle over a MySQL or MariaDB server. The URL is read now;
 /// connections open on the first operation. `on_released` as for Redis
-/// (plain locks' releases in other processes, heard by their doorbells).
+/// (locks handed to this process from the line, heard by its ear).
 #[napi(
     catch_unwind,
     ts_args_type = "config: MysqlConfig, onReleased: (tagged: string) => void",

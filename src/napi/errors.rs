@@ -21,7 +21,7 @@ pub async fn contain_panics<T>(future: StoreFuture<T>) -> std::result::Result<T,
     }
 }
 
-fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())

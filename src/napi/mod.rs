@@ -9,12 +9,15 @@
 //! reader, a writer): it names the hold ([`HoldKind`]) beside the key, and
 //! the store's one method for it answers. Beside this file: the functions
 //! that make stores ([`create`]), the handle ([`handle`]), the conversions
-//! ([`convert`]), errors and panics ([`errors`]) and the promise pump ([`pump`]). The TypeScript signatures
+//! ([`convert`]), errors and panics ([`errors`]), the promise pump ([`pump`]) and
+//! `acquire` and `release` registered again without napi-rs's per-call
+//! bookkeeping ([`direct`]). The TypeScript signatures
 //! written here are what `lib/native.d.ts` is generated from, and the JS
 //! layer is type-checked against it.
 
 mod convert;
 mod create;
+mod direct;
 mod errors;
 mod handle;
 mod pump;
@@ -299,6 +302,16 @@ pub fn leave_line<'env>(
     key: SmallStr,
 ) -> Result<Settled<'env, ()>> {
     to_js(env, &handle, handle.store.leave_line(&key))
+}
+
+/// One round trip to a server store's server, connecting if need be.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object",
+    ts_return_type = "void | Promise<void>"
+)]
+pub fn ping<'env>(env: &'env Env, handle: Handle) -> Result<Settled<'env, ()>> {
+    to_js(env, &handle, handle.store.ping())
 }
 
 /// Close a server store's connections; later operations fail as closed.

@@ -22,3 +22,10 @@ pub fn panic_for_test<'env>(env: &'env Env, in_future: bool) -> Result<Settled<'
     )
     .map(Either::B)
 }
+
+/// How many calls JS made through the directly registered `acquire` and
+/// `release` (`direct.rs`) so far.
+#[napi(catch_unwind)]
+pub fn direct_calls() -> f64 {
+    super::direct::DIRECT_CALLS.load(std::sync::atomic::Ordering::Relaxed) as f64
+}

@@ -8,7 +8,7 @@
 //! nobody back for longer). Each kind's data lives apart: a plain lock, a
 //! semaphore and a read-write key of the same name never see each other.
 
-use super::line::Asked;
+use super::line::{read_handed, Asked};
 use crate::text::SmallStr;
 
 /// Which kind of hold an operation is about. Every store operation names one.
@@ -82,6 +82,21 @@ impl Acquired {
     /// A server's reply to a fenced acquire: the token when taken.
     pub fn from_token(token: Option<u64>) -> Self {
         token.map_or(Acquired::Refused, Acquired::Fenced)
+    }
+
+    /// A store's line answering an acquire, as text: a fencing token, or
+    /// `h <token> <owner>` (a lock handed to this process, claimed).
+    pub fn from_line(text: &str) -> Result<Self, &'static str> {
+        match text.strip_prefix("h ") {
+            Some(handed) => {
+                let (token, owner) = read_handed(handed)?;
+                Ok(Acquired::Handed { owner, token })
+            }
+            None => text
+                .parse()
+                .map(Acquired::Fenced)
+                .map_err(|_| "something other than a fencing token"),
+        }
     }
 
     /// Taken by the owner the acquire was asked for (a lock handed over

@@ -103,6 +103,53 @@ pub fn parse(text: &str) -> Option<(u64, u64, &str, &str)> {
     Some((token.parse().ok()?, asked.parse().ok()?, owner, key))
 }
 
+/// `<number> <owner>`, as a line's answers write a lock handed to this
+/// process: its fencing token (or, in a release's answer, when its place
+/// was asked for) and the owner it now has.
+pub fn read_handed(text: &str) -> Result<(u64, SmallStr), &'static str> {
+    let (number, owner) = text
+        .split_once(' ')
+        .ok_or("a hand-over without its owner")?;
+    let number = number
+        .parse()
+        .map_err(|_| "a hand-over without its number")?;
+    Ok((number, SmallStr::from(owner)))
+}
+
+/// A line's answer to a release, as text: `1` or `0` (whether it held the
+/// lock), then ` <token> <asked> <owner>` when the lock went on to this
+/// process.
+pub fn read_release(text: &str) -> Result<Release, &'static str> {
+    let (held, handed) = match text.split_once(' ') {
+        Some((held, handed)) => (held, Some(handed)),
+        None => (text, None),
+    };
+    let held = match held {
+        "1" => true,
+        "0" => false,
+        _ => return Err("something other than a release's answer"),
+    };
+    Ok(match handed {
+        Some(handed) => {
+            let (token, asked_and_owner) = handed
+                .split_once(' ')
+                .ok_or("a hand-over without its owner")?;
+            let token = token.parse().map_err(|_| "a hand-over without its token")?;
+            let (asked, owner) = read_handed(asked_and_owner)?;
+            Release::HandedHere(
+                held,
+                Handed {
+                    token,
+                    asked,
+                    owner,
+                },
+            )
+        }
+        None if held => Release::Released,
+        None => Release::NotHeld,
+    })
+}
+
 /// What a plain lock's release did, where its waiters wait in line.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Release {

@@ -200,6 +200,13 @@ pub trait LockStore: Send + Sync + 'static {
     fn leave_line(&self, _key: &str) -> Op<()> {
         Op::Ready(Ok(()))
     }
+    /// One round trip to the store's server, opening a connection first if
+    /// none is open: settles once the server answered, or fails as an
+    /// operation would (within the connect timeout when it cannot be
+    /// reached). A store with no server has nothing to reach.
+    fn ping(&self) -> Op<()> {
+        Op::Ready(Ok(()))
+    }
     /// Close the store's connections; later operations fail as closed.
     fn close(&self) {}
     /// Entries the store keeps in this process, counting expired ones not

@@ -120,6 +120,17 @@ pub fn decoded_part(part: &str, text: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// Why a URL that asks for a unix-domain socket (`given`, as the URL gave
+/// it: `host=/run/postgresql`) cannot be used, where it cannot: off unix
+/// (on Windows, of the targets built), where the stores reach servers over
+/// TCP only. Said when the store is made, not as a failed connection on
+/// the first operation.
+pub fn unix_socket_refused(given: &str) -> Option<String> {
+    cfg!(not(unix)).then(|| {
+        format!("asks for a unix-domain socket ({given}), which is not supported on Windows")
+    })
+}
+
 /// Stores keep whole milliseconds; a fractional TTL rounds up, as in memory.
 pub fn whole_ms(ttl_ms: f64) -> u64 {
     // `ttl_ms` is positive and at most 2^53 - 1, so the cast is exact.
@@ -151,6 +162,17 @@ mod tests {
             redacted("redis+unix:///tmp/r.sock?db=1&pass=s3cret"),
             "redis+unix:///tmp/r.sock?db=1&pass=***"
         );
+    }
+
+    #[test]
+    fn unix_sockets_are_refused_only_off_unix() {
+        let refused = unix_socket_refused("socket=/tmp/m.sock");
+        if cfg!(unix) {
+            assert_eq!(refused, None);
+        } else {
+            let why = refused.unwrap_or_default();
+            assert!(why.contains("(socket=/tmp/m.sock), which is not supported on Windows"));
+        }
     }
 
     #[test]

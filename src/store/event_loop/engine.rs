@@ -6,7 +6,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
-use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
@@ -334,12 +333,10 @@ impl<W: Wire> Engine<W> {
                 server_process,
                 prepared,
             }) => {
-                // SAFETY: on the loop's thread; the descriptor is open, and is
+                // SAFETY: on the loop's thread; the socket is open, and is
                 // closed only after the poll handle (field order in `Socket`);
                 // the engine outlives its handles (`keep`).
-                match unsafe {
-                    uv::Poll::new(self.loop_, tcp.as_raw_fd(), self.data(), self.on_socket)
-                } {
+                match unsafe { uv::Poll::new(self.loop_, &tcp, self.data(), self.on_socket) } {
                     Ok(poll) => {
                         let session =
                             server_process.zip(tcp.local_addr().ok().map(|address| address.port()));

@@ -38,6 +38,9 @@ impl NapiHost {
     /// # Safety
     /// Called on the JS thread of `env`, from a napi call.
     unsafe fn new(env: sys::napi_env, resource: &std::ffi::CStr) -> Result<NapiHost, String> {
+        // libuv's functions, found before the loop is first used (a no-op
+        // where the linker found them).
+        uv::load()?;
         let mut loop_ = ptr::null_mut();
         // SAFETY: on the JS thread of `env`, as the caller promises.
         let status = unsafe { sys::napi_get_uv_event_loop(env, &mut loop_) };

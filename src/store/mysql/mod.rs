@@ -5,17 +5,21 @@
 //! the server's.
 //!
 //! Read in this order: this file (the store, and its one dispatch on the
-//! kind of hold), `ops` (every operation once, as data: its statement, its
-//! key, and the reader of its answer), `sql` (the statements and the
+//! kind of hold), `ops` (every operation once, as data: its statements, its
+//! key, and the reader of its answer, from `answer`), `sql` (the statements and the
 //! tables), `holds_sql` (the procedure of semaphores and read-write locks),
+//! `line_sql` (the line plain locks' waiters wait in, and `ear`, how this
+//! process hears of a lock handed to it),
 //! `wire` (the protocol on the event loop, and `wire::connect`, how a
 //! connection is opened and logged in), `errors` (what becomes which error
 //! code; a statement that finds its connection dead is sent again, which
 //! each allows), `options` (the URL).
 
-mod doorbell;
+mod answer;
+mod ear;
 mod errors;
 mod holds_sql;
+mod line_sql;
 mod ops;
 pub mod options;
 mod sql;
@@ -28,8 +32,9 @@ use std::time::Instant;
 
 use rustls::pki_types::ServerName;
 
-use self::doorbell::Watch;
-use self::ops::{Reader, Request};
+use self::answer::{Freed, Reader};
+use self::ear::Watch;
+use self::ops::Request;
 pub use self::options::MySqlOptions;
 use self::options::{Place, TlsMode};
 use self::sql::Sql;
@@ -37,10 +42,11 @@ use self::wire::connect::Target;
 use self::wire::{Direct, Local, ServerAnswer};
 use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased};
+use super::line::Release;
 use super::tls::client_config;
 use super::{
-    Acquired, BackendError, Capabilities, Code, Done, Hold, HoldOp, LocalOp, LockStore, Op,
-    StoreError, Task, Wait,
+    Acquired, Asked, BackendError, Capabilities, Code, Done, Hold, HoldOp, LocalOp, LockStore, Op,
+    StoreError, StoreResult, Task, Wait,
 };
 
 /// The SQL that makes every object a store on `table` uses (what it runs
@@ -52,8 +58,10 @@ pub fn schema(table: &str) -> String {
 
 struct Shared {
     options: MySqlOptions,
-    /// The doorbells of keys waited for here (`doorbell`), once anyone waits.
+    /// The ear hearing of locks handed to this process (`ear`), once anyone waits.
     follower: Follower<Watch>,
+    /// This store's id in the lines of plain locks (`line_sql`).
+    me: String,
     /// When old rows were last swept (None: not yet).
     swept: Mutex<Option<Instant>>,
 }
@@ -99,7 +107,7 @@ impl MySqlStore {
         };
         let command_timeout =
             u64::try_from(options.command_timeout.as_millis()).unwrap_or(u64::MAX);
-        let sql = Sql::in_database(&options.table, &address.database);
+        let sql = Sql::new(&options.table);
         let target = Target {
             place: address.place,
             tls,
@@ -121,51 +129,114 @@ impl MySqlStore {
                 options,
                 swept: Mutex::new(None),
                 follower: Follower::new(on_released),
+                me: crate::owner::mint().as_str().to_owned(),
             }),
             direct,
         })
     }
 
-    fn sql(&self) -> Option<(Local, Arc<Sql>)> {
-        let local = self.direct.local()?;
-        let sql = Arc::clone(&local.target().sql);
-        Some((local, sql))
+    /// The event loop's side of the store, on the thread that made it.
+    fn local(&self) -> StoreResult<Local> {
+        self.direct.local().ok_or_else(|| {
+            StoreError::Backend(BackendError {
+                code: Code::StoreMysql,
+                message: "MySqlLockStore: used from a thread other than the one it was made on"
+                    .to_owned(),
+            })
+        })
     }
 
     /// Send the operation `plan` makes of the store's statements, on its
     /// key's connection; its answer becomes the operation's on this thread.
-    fn run<T: 'static>(&self, plan: impl FnOnce(&Sql) -> (Request, Reader<T>)) -> Op<T> {
-        let Some((local, sql)) = self.sql() else {
-            return Op::Ready(Err(StoreError::Backend(BackendError {
-                code: Code::StoreMysql,
-                message: "MySqlLockStore: used from a thread other than the one it was made on"
-                    .to_owned(),
-            })));
+    fn run<T: 'static>(&self, plan: impl FnOnce() -> (Request, Reader<T>)) -> Op<T> {
+        let local = match self.local() {
+            Ok(local) => local,
+            Err(error) => return Op::Ready(Err(error)),
         };
-        let (request, read) = plan(&sql);
+        let planned = plan();
         let shared = Arc::clone(&self.shared);
         Op::Local(LocalOp::new(move |done: Done<T>| {
-            let connections = local.clone();
-            let (name, starts_sweep) = (request.name, request.starts_sweep);
-            let reply = Box::new(move |outcome: Result<ServerAnswer, StoreError>| {
-                done(outcome.and_then(|answer| {
-                    let display = connections.display();
-                    let answer = answer.map_err(|e| errors::server_error(name, display, &e))?;
-                    let value =
-                        read(answer).map_err(|what| errors::unreadable(name, display, what))?;
-                    if starts_sweep && shared.sweep_due() {
-                        sweep(&connections);
-                    }
-                    Ok(value)
-                }))
-            });
-            let on_wire = wire::Request {
-                name: request.name,
-                command: wire::Command::Prepared(request.runs),
-            };
-            local.submit_keyed(&request.route, on_wire, reply);
+            send(&local, &shared, planned, done)
         }))
     }
+
+    /// A plain acquire; refused, the same attempt through the line.
+    fn acquire_lock(&self, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired> {
+        let local = match self.local() {
+            Ok(local) => local,
+            Err(error) => return Op::Ready(Err(error)),
+        };
+        let first = ops::acquire_lock(key, owner, ttl_ms);
+        let (shared, key, owner) = (Arc::clone(&self.shared), key.to_owned(), owner.to_owned());
+        Op::Local(LocalOp::new(move |done: Done<Acquired>| {
+            let (again, then) = (local.clone(), Arc::clone(&shared));
+            let refused = Box::new(move |outcome: StoreResult<Acquired>| match outcome {
+                Ok(Acquired::Refused) => {
+                    let plan = ops::acquire_in_line(&key, &owner, ttl_ms, &then.me, wait);
+                    send(&again, &then, plan, done)
+                }
+                outcome => done(outcome),
+            });
+            send(&local, &shared, first, refused)
+        }))
+    }
+
+    /// A plain release; where someone waits, the lock goes on to the first
+    /// in line (a hand-on that fails leaves it free, for the line to find).
+    fn release_lock(&self, key: &str, owner: &str) -> Op<bool> {
+        let local = match self.local() {
+            Ok(local) => local,
+            Err(error) => return Op::Ready(Err(error)),
+        };
+        let first = ops::release_lock(key, owner);
+        let (shared, key, owner) = (Arc::clone(&self.shared), key.to_owned(), owner.to_owned());
+        Op::Local(LocalOp::new(move |done: Done<bool>| {
+            let (again, then) = (local.clone(), Arc::clone(&shared));
+            let marked = Box::new(move |outcome: StoreResult<Freed>| match outcome {
+                Ok(Freed::Marked) => {
+                    let plan = ops::hand_on(&key, &owner, &then.me);
+                    let told = Arc::clone(&then);
+                    let handed = Box::new(move |outcome: StoreResult<Release>| {
+                        if let Ok(release) = outcome {
+                            release.tell(&key, &told.follower);
+                        }
+                        done(Ok(true))
+                    });
+                    send(&again, &then, plan, handed)
+                }
+                outcome => done(outcome.map(|freed| freed == Freed::Released)),
+            });
+            send(&local, &shared, first, marked)
+        }))
+    }
+}
+
+/// Send `request` on its key's connection; `read` makes its answer the
+/// operation's, given to `done` on this thread.
+fn send<T: 'static>(
+    local: &Local,
+    shared: &Arc<Shared>,
+    (request, read): (Request, Reader<T>),
+    done: Done<T>,
+) {
+    let (connections, shared) = (local.clone(), Arc::clone(shared));
+    let (name, starts_sweep) = (request.name, request.starts_sweep);
+    let reply = Box::new(move |outcome: Result<ServerAnswer, StoreError>| {
+        done(outcome.and_then(|answer| {
+            let display = connections.display();
+            let answer = answer.map_err(|e| errors::server_error(name, display, &e))?;
+            let value = read(answer).map_err(|what| errors::unreadable(name, display, what))?;
+            if starts_sweep && shared.sweep_due() {
+                sweep(&connections);
+            }
+            Ok(value)
+        }))
+    });
+    let on_wire = wire::Request {
+        name: request.name,
+        command: wire::Command::Prepared(request.runs),
+    };
+    local.submit_keyed(&request.route, on_wire, reply);
 }
 
 /// Delete a batch of old rows of each table: found first, then deleted by
@@ -195,8 +266,9 @@ fn sweep(local: &Local) {
 }
 
 /// One dispatch on the kind of hold: a plain lock is a row of the table and
-/// one statement per operation; the other kinds are one CALL each of the
-/// hold procedure (both in `ops`).
+/// one statement per operation (and a step of the line after an acquire
+/// refused, or a release that freed a lock someone waits for); the other
+/// kinds are one CALL each of the hold procedure (all in `ops`).
 impl LockStore for MySqlStore {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -204,80 +276,83 @@ impl LockStore for MySqlStore {
             // A key's commands all go on its connection, which the server
             // answers in order: a waiter's attempt can follow a release.
             answers_in_order: true,
-            // Plain locks' releases ring their doorbells; the other kinds
-            // are polled (a watch of one does nothing).
+            // Locks handed to this process are heard (a watch of a plain
+            // lock starts the ear); the other kinds are polled.
             announces_releases: true,
+            waits_in_line: true,
             ..Capabilities::default()
         }
     }
 
-    fn acquire(
-        &self,
-        hold: Hold,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
-        _wait: Wait,
-    ) -> Op<Acquired> {
-        self.run(|sql| match hold {
-            Hold::Lock => ops::acquire_lock(sql, key, owner, ttl_ms),
-            _ => ops::hold(HoldOp::Acquire, hold, key, owner, ttl_ms, ops::hold_token),
-        })
+    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired> {
+        match hold {
+            Hold::Lock => self.acquire_lock(key, owner, ttl_ms, wait),
+            _ => self.run(|| {
+                ops::hold(
+                    HoldOp::Acquire,
+                    hold,
+                    key,
+                    owner,
+                    ttl_ms,
+                    answer::hold_token,
+                )
+            }),
+        }
     }
 
     fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
-        self.run(|sql| match hold {
-            Hold::Lock => ops::release_lock(sql, key, owner),
-            _ => ops::hold(HoldOp::Release, hold, key, owner, 1.0, ops::hold_done),
-        })
+        match hold {
+            Hold::Lock => self.release_lock(key, owner),
+            _ => self.run(|| ops::hold(HoldOp::Release, hold, key, owner, 1.0, answer::hold_done)),
+        }
     }
 
     fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        self.run(|sql| match hold {
-            Hold::Lock => ops::extend_lock(sql, key, owner, ttl_ms),
-            _ => ops::hold(HoldOp::Extend, hold, key, owner, ttl_ms, ops::hold_done),
+        self.run(|| match hold {
+            Hold::Lock => ops::extend_lock(key, owner, ttl_ms),
+            _ => ops::hold(HoldOp::Extend, hold, key, owner, ttl_ms, answer::hold_done),
         })
     }
 
     fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.run(|_| ops::lock_held_by(key, owner)),
+            Hold::Lock => self.run(|| ops::lock_held_by(key, owner)),
             _ => self
-                .run(|_| ops::hold(HoldOp::Left, hold, key, owner, 1.0, ops::hold_left))
+                .run(|| ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_left))
                 .map(|left| left.is_some()),
         }
     }
 
     fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         match (hold, owner) {
-            (Hold::Lock, _) => self.run(|_| ops::lock_remaining(key)),
+            (Hold::Lock, _) => self.run(|| ops::lock_remaining(key)),
             (_, Some(owner)) => {
-                self.run(|_| ops::hold(HoldOp::Left, hold, key, owner, 1.0, ops::hold_left))
+                self.run(|| ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_left))
             }
             (_, None) => Op::Ready(Ok(None)),
         }
     }
 
     fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
-        self.run(|_| match hold {
+        self.run(|| match hold {
             Hold::Lock => ops::is_locked(key),
-            _ => ops::hold(HoldOp::Waits, hold, key, "", 1.0, ops::hold_done),
+            _ => ops::hold(HoldOp::Waits, hold, key, "", 1.0, answer::hold_done),
         })
     }
 
     fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
         match hold {
             Hold::Lock => self
-                .run(|_| ops::is_locked(key))
+                .run(|| ops::is_locked(key))
                 .map(|locked| f64::from(u8::from(locked))),
-            _ => self.run(|_| ops::hold(HoldOp::Count, hold, key, "", 1.0, ops::hold_count)),
+            _ => self.run(|| ops::hold(HoldOp::Count, hold, key, "", 1.0, answer::hold_count)),
         }
     }
 
     fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
         match hold {
             Hold::Write => {
-                self.run(|_| ops::hold(HoldOp::Withdraw, hold, key, "", 1.0, ops::hold_nothing))
+                self.run(|| ops::hold(HoldOp::Withdraw, hold, key, "", 1.0, answer::hold_nothing))
             }
             _ => Op::Ready(Ok(())),
         }
@@ -292,11 +367,24 @@ impl LockStore for MySqlStore {
             return None;
         }
         let target = self.direct.local()?.shared_target();
+        let me = self.shared.me.clone();
         self.shared
             .follower
             .follow((key.to_owned(), on), |inbox, on_released| -> Task {
-                Box::pin(doorbell::doorbells(target, inbox, on_released))
+                Box::pin(ear::ear(target, me, inbox, on_released))
             })
+    }
+
+    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {
+        self.run(|| ops::claim_lock(key, owner, ttl_ms, &self.shared.me, more))
+    }
+
+    fn leave_line(&self, key: &str) -> Op<()> {
+        self.run(|| ops::leave_line(key, &self.shared.me))
+    }
+
+    fn ping(&self) -> Op<()> {
+        self.run(ops::ping)
     }
 
     fn close(&self) {

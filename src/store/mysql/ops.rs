@@ -2,24 +2,29 @@
 //! key whose connection it goes on, and one reader of the answer.
 //!
 //! A plain lock is a row of the table (key hash, key, owner, expiry on the
-//! server's clock, last token), one statement per operation. Semaphores and
-//! read-write locks are rows of `<table>_holds`, each operation one CALL of
-//! the hold procedure (`holds_sql`).
+//! server's clock, last token), one statement per operation where nobody
+//! waits; an acquire refused goes on to the line's procedure (`line_sql`),
+//! as does a release that finds someone waiting, and claiming a lock handed
+//! over or leaving the line is one CALL of it. Semaphores and read-write locks are
+//! rows of `<table>_holds`, each operation one CALL of the hold procedure
+//! (`holds_sql`).
 
-use super::sql::{hash, Sql, Statement};
+use super::answer::{
+    freed, hold_nothing, is_yes, left_ms, line_done, line_release, line_token, one_matched, token,
+    Freed, Reader,
+};
+use super::sql::{hash, Statement};
 use super::wire::prepared::{Execute, Param};
-use super::wire::Answer;
+use crate::owner;
+use crate::store::line::{Asked, Release};
 use crate::store::options::whole_ms;
-use crate::store::{Acquired, Hold, HoldOp};
-
-/// What an operation reads of its answer, or what it found unreadable.
-pub(super) type Reader<T> = fn(Answer) -> Result<T, &'static str>;
+use crate::store::{Acquired, Hold, HoldOp, Wait};
 
 /// Prepared statements to run.
 pub(super) struct Request {
     /// The store operation it serves (`MySqlLockStore.<name>` in errors).
     pub name: &'static str,
-    /// The operation's statement, then what it does with the doorbell.
+    /// The operation's statement, then the line's step that finishes it.
     pub runs: Vec<Execute>,
     /// The key whose connection it goes on, so one key's operations reach
     /// the server in the order they were made.
@@ -59,65 +64,172 @@ fn ttl(ttl_ms: f64) -> Param {
     Param::Int(i64::try_from(whole_ms(ttl_ms)).unwrap_or(i64::MAX))
 }
 
-/// Take `key`'s doorbell after `statement`, if it took or kept the lock.
-fn ring(sql: &Sql, statement: Statement, key: &str) -> Execute {
-    let bell = sql.doorbell(key);
-    run(
-        statement,
-        vec![Param::Text(bell.clone()), Param::Text(bell)],
-    )
+/// A step of the line (`op`) for `key`. `me`: this process's id ("" for an
+/// attempt that does not wait); `code`: how it waits (`Wait` as 0, 1, 2),
+/// with a spare owner token for 2; `asked`: when a request that may take a
+/// place asked.
+struct Step<'a> {
+    op: &'static str,
+    key: &'a str,
+    owner: &'a str,
+    ttl_ms: f64,
+    me: &'a str,
+    code: i64,
+    asked: Option<Asked>,
 }
 
-/// Take `key` for `owner` (or find it already theirs); fenced when taken.
-pub(super) fn acquire_lock(
-    sql: &Sql,
-    key: &str,
-    owner: &str,
-    ttl_ms: f64,
-) -> (Request, Reader<Acquired>) {
+impl Step<'_> {
+    fn run(self) -> Execute {
+        let spare = if self.code == 2 {
+            owner::mint()
+        } else {
+            "".into()
+        };
+        // `Asked` is at most 2^53 - 1, which fits.
+        let asked = self
+            .asked
+            .map_or(0, |asked| i64::try_from(asked.ms()).unwrap_or(i64::MAX));
+        run(
+            Statement::Line,
+            vec![
+                Param::Text(self.op.to_owned()),
+                id(self.key),
+                bytes(self.key),
+                bytes(self.owner),
+                ttl(self.ttl_ms),
+                bytes(self.me),
+                Param::Int(self.code),
+                bytes(spare.as_str()),
+                Param::Int(asked),
+            ],
+        )
+    }
+}
+
+/// Take `key` for `owner` (or find it already theirs) if nobody waits for
+/// it; fenced when taken. Refused, an attempt goes on to the line
+/// ([`acquire_in_line`]).
+pub(super) fn acquire_lock(key: &str, owner: &str, ttl_ms: f64) -> (Request, Reader<Acquired>) {
     let take = run(
         Statement::Acquire,
         vec![id(key), bytes(key), bytes(owner), ttl(ttl_ms)],
     );
-    let mut request = keyed(
-        "acquire",
-        key,
-        vec![take, ring(sql, Statement::RingTaken, key)],
-    );
+    let mut request = keyed("acquire", key, vec![take]);
     request.starts_sweep = true;
     (request, token)
 }
 
-pub(super) fn release_lock(sql: &Sql, key: &str, owner: &str) -> (Request, Reader<bool>) {
-    let give_back = run(Statement::Release, vec![id(key), bytes(owner)]);
-    let let_go = run(Statement::LetGo, vec![Param::Text(sql.doorbell(key))]);
-    (keyed("release", key, vec![give_back, let_go]), one_matched)
-}
-
-pub(super) fn extend_lock(
-    sql: &Sql,
+/// An acquire the plain one refused, through the line's procedure: it takes
+/// the lock if it is free and nobody else's turn (or claims one handed to
+/// this process, `me`), and waits in line as `wait` says.
+pub(super) fn acquire_in_line(
     key: &str,
     owner: &str,
     ttl_ms: f64,
-) -> (Request, Reader<bool>) {
+    me: &str,
+    wait: Wait,
+) -> (Request, Reader<Acquired>) {
+    // An attempt that does not wait asks as nobody in line: it takes the
+    // lock only if it is free and nobody's turn.
+    let (me, code, asked) = match wait {
+        Wait::Not | Wait::Now => ("", 0, None),
+        Wait::InLine(asked) => (me, 1, Some(asked)),
+        Wait::InLineWithMore(asked) => (me, 2, Some(asked)),
+    };
+    let step = Step {
+        op: "acquire",
+        key,
+        owner,
+        ttl_ms,
+        me,
+        code,
+        asked,
+    };
+    (keyed("acquire", key, vec![step.run()]), line_token)
+}
+
+/// Give back `owner`'s lock: freed, and whether someone waits for it (then
+/// [`hand_on`]).
+pub(super) fn release_lock(key: &str, owner: &str) -> (Request, Reader<Freed>) {
+    let give_back = run(Statement::Release, vec![id(key), bytes(owner)]);
+    (keyed("release", key, vec![give_back]), freed)
+}
+
+/// `owner`'s lock, freed while someone waits, goes on to the first in line.
+pub(super) fn hand_on(key: &str, owner: &str, me: &str) -> (Request, Reader<Release>) {
+    let step = Step {
+        op: "release",
+        key,
+        owner,
+        ttl_ms: 1.0,
+        me,
+        code: 0,
+        asked: None,
+    };
+    (keyed("release", key, vec![step.run()]), line_release)
+}
+
+pub(super) fn extend_lock(key: &str, owner: &str, ttl_ms: f64) -> (Request, Reader<bool>) {
     let extend = run(Statement::Extend, vec![ttl(ttl_ms), id(key), bytes(owner)]);
-    let runs = vec![extend, ring(sql, Statement::RingKept, key)];
-    (keyed("extend", key, runs), one_matched)
+    (keyed("extend", key, vec![extend]), one_matched)
+}
+
+/// Claim the lock handed to this process (`me`) for `owner`, for its TTL;
+/// with `more` of it waiting (asked for then), keep a place at the back.
+pub(super) fn claim_lock(
+    key: &str,
+    owner: &str,
+    ttl_ms: f64,
+    me: &str,
+    more: Option<Asked>,
+) -> (Request, Reader<bool>) {
+    let code = if more.is_some() { 2 } else { 1 };
+    let step = Step {
+        op: "claim",
+        key,
+        owner,
+        ttl_ms,
+        me,
+        code,
+        asked: more,
+    };
+    (keyed("extend", key, vec![step.run()]), line_done)
+}
+
+/// This process (`me`) leaves `key`'s line.
+pub(super) fn leave_line(key: &str, me: &str) -> (Request, Reader<()>) {
+    let step = Step {
+        op: "leave",
+        key,
+        owner: "",
+        ttl_ms: 1.0,
+        me,
+        code: 0,
+        asked: None,
+    };
+    (keyed("leaveLine", key, vec![step.run()]), hold_nothing)
 }
 
 pub(super) fn lock_held_by(key: &str, owner: &str) -> (Request, Reader<bool>) {
     let runs = vec![run(Statement::HeldBy, vec![id(key), bytes(owner)])];
-    (keyed("isExpired", key, runs), yes_or_no)
+    (keyed("isExpired", key, runs), is_yes)
 }
 
 pub(super) fn lock_remaining(key: &str) -> (Request, Reader<Option<f64>>) {
     let runs = vec![run(Statement::Remaining, vec![id(key)])];
-    (keyed("getRemainingTime", key, runs), remaining)
+    (keyed("getRemainingTime", key, runs), left_ms)
+}
+
+/// A round trip: the cheapest prepared statement (is the empty key
+/// locked?), whose answer is not read.
+pub(super) fn ping() -> (Request, Reader<()>) {
+    let runs = vec![run(Statement::IsLocked, vec![id("")])];
+    (keyed("ping", "", runs), hold_nothing)
 }
 
 pub(super) fn is_locked(key: &str) -> (Request, Reader<bool>) {
     let runs = vec![run(Statement::IsLocked, vec![id(key)])];
-    (keyed("isLocked", key, runs), yes_or_no)
+    (keyed("isLocked", key, runs), is_yes)
 }
 
 /// One operation on a semaphore or read-write key: a CALL of the hold
@@ -146,69 +258,4 @@ pub(super) fn hold<T>(
     // A store used only for semaphores or read-write locks sweeps too.
     request.starts_sweep = matches!(op, HoldOp::Acquire);
     (request, read)
-}
-
-// Readers.
-
-/// The first column of the first row, as text (None: no row, or NULL).
-fn first(answer: &Answer) -> Option<&[u8]> {
-    answer.rows.first()?.first()?.as_deref()
-}
-
-fn number(answer: &Answer) -> Result<Option<i64>, &'static str> {
-    match first(answer) {
-        None => Ok(None),
-        Some(text) => std::str::from_utf8(text)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .map(Some)
-            .ok_or("a value that is not a number"),
-    }
-}
-
-/// An acquire: the token its statement set, or 0 when it was refused.
-fn token(answer: Answer) -> Result<Acquired, &'static str> {
-    Ok(match answer.insert_id {
-        0 => Acquired::Refused,
-        token => Acquired::Fenced(token),
-    })
-}
-
-fn one_matched(answer: Answer) -> Result<bool, &'static str> {
-    Ok(answer.affected > 0)
-}
-
-fn yes_or_no(answer: Answer) -> Result<bool, &'static str> {
-    Ok(number(&answer)?.is_some_and(|n| n != 0))
-}
-
-fn remaining(answer: Answer) -> Result<Option<f64>, &'static str> {
-    Ok(number(&answer)?.map(|ms| ms as f64))
-}
-
-/// The hold procedure's answer to an acquire: a token, or NULL (refused).
-pub(super) fn hold_token(answer: Answer) -> Result<Acquired, &'static str> {
-    Ok(match number(&answer)? {
-        Some(token) => Acquired::Fenced(u64::try_from(token).map_err(|_| "a negative token")?),
-        None => Acquired::Refused,
-    })
-}
-
-/// 1 or 0.
-pub(super) fn hold_done(answer: Answer) -> Result<bool, &'static str> {
-    Ok(number(&answer)?.ok_or("no answer")? > 0)
-}
-
-/// Milliseconds left, or -1 (none).
-pub(super) fn hold_left(answer: Answer) -> Result<Option<f64>, &'static str> {
-    let left = number(&answer)?.ok_or("no answer")?;
-    Ok((left > 0).then_some(left as f64))
-}
-
-pub(super) fn hold_count(answer: Answer) -> Result<f64, &'static str> {
-    Ok(number(&answer)?.ok_or("no answer")?.max(0) as f64)
-}
-
-pub(super) fn hold_nothing(_: Answer) -> Result<(), &'static str> {
-    Ok(())
 }

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::super::options::{decoded_part, redacted, unclean_text, TlsOptions};
+use super::super::options::{
+    decoded_part, redacted, unclean_text, unix_socket_refused, TlsOptions,
+};
 
 /// What the store is given (already checked by the JS layer, but for the URL).
 #[derive(Clone, Debug)]
@@ -127,6 +129,9 @@ pub fn address(options: &MySqlOptions) -> Result<Address, String> {
     }
     let place = match socket {
         Some(path) => {
+            if let Some(why) = unix_socket_refused(&format!("socket={path}")) {
+                return Err(bad(&why));
+            }
             if tls == TlsMode::Required {
                 return Err(bad(
                     "asks for TLS over a unix socket, which MySQL does not speak",

@@ -21,8 +21,12 @@
 //! and their tokens in `<table>_keys`, whose row for the key every operation
 //! locks first, so one key's operations run one at a time; each operation
 //! is one CALL of the procedure `<table>_hold_<hash>` (`holds_sql`).
+//!
+//! A plain lock's waiters wait in `<table>_line` (`line_sql`): a held row's
+//! expiry is kept even, and made odd while anyone waits.
 
 use super::holds_sql::HOLD_PROCEDURE;
+use super::line_sql::{even, LineSql};
 use super::sweep::Sweep;
 
 /// The server's clock, epoch milliseconds, when the statement started.
@@ -32,9 +36,6 @@ pub(super) const NOW_US: &str = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED
 /// How long a row outlives its hold, so its key's next token still grows
 /// from it (see the module doc).
 pub(super) const TOKEN_MEMORY_MS: i64 = 3_600_000;
-/// How long the connection that took a lock waits for its doorbell, when
-/// waiters elsewhere are passing it on (see `Sql::ring_when`).
-const BELL_WAIT_S: &str = "0.05";
 
 /// The statements for one table, made once per store.
 pub struct Sql {
@@ -44,6 +45,8 @@ pub struct Sql {
     pub create_tables: [String; 3],
     /// The procedure it uses ([`Sql::procedure`]).
     pub create_procedure: String,
+    /// The line's table and procedures.
+    pub line: LineSql,
     /// Counts the store's objects in the database.
     pub exists: String,
     /// The procedure's name (`<table>_hold_<hash of its body>`).
@@ -52,22 +55,9 @@ pub struct Sql {
     pub prepared: Vec<String>,
     pub holds: String,
     pub keys: String,
-    /// What names a key's doorbell apart from other tables' and databases'
-    /// (user locks are server-wide): `database.table`.
-    scope: String,
 }
 
 impl Sql {
-    /// The statements for `table` in `database` (the URL's, unless the
-    /// table names its own).
-    pub fn in_database(table: &str, database: &str) -> Sql {
-        let mut sql = Sql::new(table);
-        if !table.contains('.') {
-            sql.scope = format!("{database}.{table}");
-        }
-        sql
-    }
-
     /// `table` is `name` or `db.name`, lower case (checked by the JS layer),
     /// so it is safe unquoted.
     pub fn new(table: &str) -> Sql {
@@ -136,37 +126,50 @@ impl Sql {
                o BINARY(32), who BLOB, ttl BIGINT, lim BIGINT
              ) MODIFIES SQL DATA SQL SECURITY INVOKER{body}"
         );
+        let line = LineSql::new(table, name);
+        let routine_names = [procedure.as_str(), &line.names[0], &line.names[1]]
+            .map(|named| format!("'{}'", named.rsplit('.').next().unwrap_or(named)))
+            .join(", ");
         let exists = format!(
             "SELECT (SELECT COUNT(*) FROM information_schema.tables
-                     WHERE table_schema = {schema} AND table_name IN ('{name}', '{name}_holds', '{name}_keys'))
+                     WHERE table_schema = {schema}
+                       AND table_name IN ('{name}', '{name}_holds', '{name}_keys', '{name}_line'))
                   + (SELECT COUNT(*) FROM information_schema.routines
-                     WHERE routine_schema = {schema} AND routine_name = '{procedure_name}'
+                     WHERE routine_schema = {schema} AND routine_name IN ({routine_names})
                        AND routine_type = 'PROCEDURE')"
         );
         let mut sql = Sql {
             table: table.to_owned(),
             create_tables,
             create_procedure,
+            line,
             exists,
             procedure,
             prepared: Vec::new(),
             holds,
             keys,
-            scope: table.to_owned(),
         };
         sql.prepared = Statement::ALL.map(|s| sql.prepared_text(s)).to_vec();
         sql
     }
 
     /// How many objects [`Sql::exists`] counts when all are there.
-    pub const OBJECTS: usize = 4;
+    pub const OBJECTS: usize = 7;
 
-    /// Every object's statement, the procedure last.
+    /// Every object's statement, the procedures last.
     pub fn creates(&self) -> impl Iterator<Item = &str> {
         self.create_tables
             .iter()
+            .chain([&self.line.create_table])
             .map(String::as_str)
-            .chain([self.create_procedure.as_str()])
+            .chain(self.procedures())
+    }
+
+    fn procedures(&self) -> impl Iterator<Item = &str> {
+        [&self.create_procedure]
+            .into_iter()
+            .chain(&self.line.create_procedures)
+            .map(String::as_str)
     }
 
     /// What `schema()` prints: every object's statement, for the `mysql` or
@@ -174,26 +177,17 @@ impl Sql {
     /// procedure's body holds `;`), safe to run again.
     pub fn script(&self) -> String {
         let mut script = String::new();
-        for table in &self.create_tables {
+        for table in self.create_tables.iter().chain([&self.line.create_table]) {
             script.push_str(table);
             script.push_str(";\n\n");
         }
         script.push_str("DELIMITER //\n");
-        script.push_str(&self.create_procedure);
-        script.push_str(" //\nDELIMITER ;\n");
+        for procedure in self.procedures() {
+            script.push_str(procedure);
+            script.push_str(" //\n");
+        }
+        script.push_str("DELIMITER ;\n");
         script
-    }
-
-    /// The name of `key`'s doorbell: a user-level lock (`GET_LOCK`) the
-    /// connection that took the key holds while it does, so waiters in other
-    /// processes, blocked taking it, wake the moment it is let go (`doorbell`).
-    /// At most 64 characters, as the server wants.
-    pub fn doorbell(&self, key: &str) -> String {
-        let mut named = Vec::with_capacity(self.scope.len() + 1 + key.len());
-        named.extend_from_slice(self.scope.as_bytes());
-        named.push(0);
-        named.extend_from_slice(key.as_bytes());
-        format!("keel:{}", &hash_hex(&named)[..40])
     }
 
     /// What each new connection sets first: UTC (see the module doc), the
@@ -216,43 +210,41 @@ impl Sql {
         ]
     }
 
-    /// Whether `bell` is free now; then wait up to `wait_s` for it and let
-    /// it go at once (1 if it was free or let go meanwhile, 0 if the wait
-    /// ran out).
-    pub fn wait_for_bell(bell: &str, wait_s: u64) -> String {
-        format!(
-            "SELECT IS_FREE_LOCK('{bell}'), GET_LOCK('{bell}', {wait_s}), RELEASE_LOCK('{bell}')"
-        )
-    }
-
     /// The text of `statement`, as each connection prepares it: keys,
     /// owners and TTLs are its parameters (`?`), bytes and numbers.
     fn prepared_text(&self, statement: Statement) -> String {
         let (table, procedure) = (&self.table, &self.procedure);
+        let even_ttl = even(&format!("{NOW_MS} + ?"));
         match statement {
-            // Take a plain lock: insert its row, or take over a row that
-            // lapsed (or that already names this owner: an acquire sent again
-            // after its answer was lost). Every branch sets `LAST_INSERT_ID`:
-            // the new token when the lock was taken, 0 when it was not, which
-            // the OK tells (assignments run left to right, so `owner` and
-            // `expires_at` follow the token's).
+            // Take a plain lock nobody waits for (its row's expiry even):
+            // insert its row, or take over a row that lapsed (or that already
+            // names this owner: an acquire sent again after its answer was
+            // lost). Where anyone waits, the line's procedure decides. Every
+            // branch sets `LAST_INSERT_ID`: the new token when the lock was
+            // taken, 0 when it was not, which the OK tells (assignments run
+            // left to right, so `owner` and `expires_at` follow the token's).
             Statement::Acquire => format!(
                 "INSERT INTO {table} (id, k, owner, expires_at, token)
-                 VALUES (?, ?, ?, {NOW_MS} + ?, LAST_INSERT_ID({NOW_US}))
+                 VALUES (?, ?, ?, {even_ttl}, LAST_INSERT_ID({NOW_US}))
                  ON DUPLICATE KEY UPDATE
-                   token = IF(expires_at <= {NOW_MS} OR owner = VALUES(owner),
+                   token = IF(expires_at & 1 = 0 AND (expires_at <= {NOW_MS} OR owner = VALUES(owner)),
                               LAST_INSERT_ID(GREATEST(token + 1, {NOW_US})),
                               token + LAST_INSERT_ID(0)),
                    owner = IF(LAST_INSERT_ID() > 0, VALUES(owner), owner),
                    expires_at = IF(LAST_INSERT_ID() > 0, VALUES(expires_at), expires_at)"
             ),
-            // Give a live lock back: its row stays, free, keeping its token.
+            // Give back a live lock: its row stays, free (its expiry in the
+            // past, even or odd as it was), keeping its token and its mark,
+            // which the OK tells (`LAST_INSERT_ID`, 1 when marked: the line's
+            // procedure then hands the lock on).
             Statement::Release => format!(
-                "UPDATE {table} SET owner = '', expires_at = {NOW_MS}
+                "UPDATE {table} SET owner = '',
+                   expires_at = {NOW_MS} - ({NOW_MS} & 1) - 2 + LAST_INSERT_ID(expires_at & 1)
                  WHERE id = ? AND owner = ? AND expires_at > {NOW_MS}"
             ),
+            // (Its mark kept.)
             Statement::Extend => format!(
-                "UPDATE {table} SET expires_at = {NOW_MS} + ?
+                "UPDATE {table} SET expires_at = {even_ttl} + (expires_at & 1)
                  WHERE id = ? AND owner = ? AND expires_at > {NOW_MS}"
             ),
             Statement::HeldBy => format!(
@@ -267,25 +259,22 @@ impl Sql {
             ),
             // One operation on a semaphore or read-write key.
             Statement::Hold => format!("CALL {procedure}(?, ?, ?, ?, ?, ?, ?, ?)"),
-            // After an acquire: the statement before it ran (ROW_COUNT() is
-            // -1 after an error, which leaves LAST_INSERT_ID() as it was) and
-            // took the lock.
-            Statement::RingTaken => ring_when("ROW_COUNT() >= 0 AND LAST_INSERT_ID() > 0"),
-            // After an extension that found the lock held.
-            Statement::RingKept => ring_when("ROW_COUNT() > 0"),
-            // After a release that ran, whatever it found (a lock that
-            // lapsed here and was taken elsewhere has its doorbell still
-            // here); not after one that failed, and left the lock held.
-            Statement::LetGo => "DO IF(ROW_COUNT() >= 0, RELEASE_LOCK(?), 0)".to_owned(),
+            // A step of the line (`line_sql`).
+            Statement::Line => self.line.call.clone(),
         }
     }
 
     /// The sweep, one part per table: a batch of plain rows an hour past
-    /// their expiry, of lapsed holds, and of key rows no hold uses whose last
-    /// token is an hour old.
-    pub fn sweep(&self) -> [Sweep; 3] {
+    /// their expiry, of lapsed places in line, of lapsed holds, and of key
+    /// rows no hold uses whose last token is an hour old.
+    pub fn sweep(&self) -> [Sweep; 4] {
         let (table, holds, keys) = (&self.table, &self.holds, &self.keys);
         [
+            Sweep::new(
+                &format!("{table}_line"),
+                &["id", "process"],
+                format!("lapses_at <= {NOW_MS}"),
+            ),
             Sweep::new(
                 table,
                 &["id"],
@@ -319,17 +308,12 @@ pub enum Statement {
     Remaining,
     IsLocked,
     Hold,
-    /// Take the key's doorbell after an acquire, if it took the lock.
-    RingTaken,
-    /// Take it after an extension, if the lock is still held (restored in
-    /// another process, or a connection opened again since it was taken).
-    RingKept,
-    /// Let the doorbell go.
-    LetGo,
+    /// A step of the line.
+    Line,
 }
 
 impl Statement {
-    pub const ALL: [Statement; 10] = [
+    pub const ALL: [Statement; 8] = [
         Statement::Acquire,
         Statement::Release,
         Statement::Extend,
@@ -337,23 +321,8 @@ impl Statement {
         Statement::Remaining,
         Statement::IsLocked,
         Statement::Hold,
-        Statement::RingTaken,
-        Statement::RingKept,
-        Statement::LetGo,
+        Statement::Line,
     ];
-}
-
-/// Take a doorbell (its name twice, as parameters) after a statement that
-/// took or kept a key, if it did (`taken`: a condition on what that
-/// statement left), unless this session has it already (taking it twice
-/// would need two lets-go). Waiters in other processes take a doorbell for
-/// an instant as it is let go, one after another: the holder waits up to
-/// `BELL_WAIT_S` for them to pass it on (MariaDB waits fractions of a
-/// second; MySQL counts whole ones, so there it is not waited for).
-fn ring_when(taken: &str) -> String {
-    format!(
-        "DO IF({taken} AND NOT (IS_USED_LOCK(?) <=> CONNECTION_ID()), GET_LOCK(?, {BELL_WAIT_S}), 0)"
-    )
 }
 
 /// SHA-256 of `bytes`: a key's row id, an owner's in the holds.
@@ -389,7 +358,7 @@ mod tests {
         let sql = Sql::new("app.keel_locks");
         assert!(sql.prepared[Statement::Acquire as usize]
             .starts_with("INSERT INTO app.keel_locks (id, k, owner, expires_at, token)"));
-        assert!(sql.prepared[Statement::LetGo as usize].contains("RELEASE_LOCK(?)"));
+        assert!(sql.prepared[Statement::Line as usize].starts_with("CALL app.keel_locks_line_"));
         assert!(sql.prepared[Statement::Hold as usize].starts_with("CALL app.keel_locks_hold_"));
         assert!(sql.exists.contains("table_schema = 'app'"));
         assert!(sql.exists.contains("'keel_locks_holds'"));

@@ -63,7 +63,7 @@ mod tests {
     #[test]
     fn a_sweep_reads_then_deletes_by_key() {
         let sql = Sql::new("app.keel_locks");
-        let [_, holds, _] = sql.sweep();
+        let [_, _, holds, _] = sql.sweep();
         assert!(holds
             .select
             .starts_with("SELECT id, kind, oid FROM app.keel_locks_holds WHERE"));

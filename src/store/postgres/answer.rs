@@ -3,9 +3,8 @@
 //! instead when the answer is not one it takes.
 
 use super::ops::SWEEP_BATCH;
-use crate::store::line::{Handed, Release};
+use crate::store::line::{read_release, Release};
 use crate::store::Acquired;
-use crate::text::SmallStr;
 
 /// What an operation reads of the server's answer, from either transport:
 /// the first column of the first row in PostgreSQL's text form (`None`: no
@@ -63,16 +62,7 @@ pub(super) fn token(answer: Answer) -> Result<Acquired, &'static str> {
 pub(super) fn line_token(answer: Answer) -> Result<Acquired, &'static str> {
     match answer.first {
         None | Some(None) => Ok(Acquired::Refused),
-        Some(Some(text)) => match text.strip_prefix("h ") {
-            Some(handed) => {
-                let (token, owner) = handed_to_us(handed)?;
-                Ok(Acquired::Handed { owner, token })
-            }
-            None => text
-                .parse()
-                .map(Acquired::Fenced)
-                .map_err(|_| "something other than a fencing token"),
-        },
+        Some(Some(text)) => Acquired::from_line(&text),
     }
 }
 
@@ -84,44 +74,7 @@ pub(super) fn line_release(answer: Answer) -> Result<Release, &'static str> {
         Some(Some(text)) if text != "t" && text != "f" => text,
         _ => return released(answer),
     };
-    let (held, handed) = match text.split_once(' ') {
-        Some((held, handed)) => (held, Some(handed)),
-        None => (text.as_str(), None),
-    };
-    let held = match held {
-        "1" => true,
-        "0" => false,
-        _ => return Err("something other than a release's answer"),
-    };
-    Ok(match handed {
-        Some(handed) => {
-            let (token, asked_and_owner) = handed
-                .split_once(' ')
-                .ok_or("a hand-over without its owner")?;
-            let (asked, owner) = handed_to_us(asked_and_owner)?;
-            let token = token.parse().map_err(|_| "a hand-over without its token")?;
-            Release::HandedHere(
-                held,
-                Handed {
-                    token,
-                    asked,
-                    owner,
-                },
-            )
-        }
-        None if held => Release::Released,
-        None => Release::NotHeld,
-    })
-}
-
-/// `<number> <owner>`: a lock handed to this process (the number its
-/// fencing token, or in a release's answer when its place was asked for).
-fn handed_to_us(text: &str) -> Result<(u64, SmallStr), &'static str> {
-    let (token, owner) = text
-        .split_once(' ')
-        .ok_or("a hand-over without its owner")?;
-    let token = token.parse().map_err(|_| "a hand-over without its token")?;
-    Ok((token, SmallStr::from(owner)))
+    read_release(&text)
 }
 
 /// The line's claim: `1` done, `0` not. (Sent as the plain extend: the
@@ -208,6 +161,8 @@ pub(super) fn hold_nothing(answer: Answer) -> Result<(), &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::line::Handed;
+    use crate::text::SmallStr;
 
     fn row(text: &str) -> Answer {
         Answer {

@@ -282,6 +282,10 @@ impl LockStore for PostgresStore {
         }
     }
 
+    fn ping(&self) -> Op<()> {
+        self.run(ops::ping())
+    }
+
     fn close(&self) {
         self.shut();
     }

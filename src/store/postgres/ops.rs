@@ -227,6 +227,19 @@ pub(super) fn lock_remaining(key: &str) -> Plan<Option<f64>> {
     )
 }
 
+/// A round trip on any connection: the cheapest prepared statement (is
+/// the empty key locked?), whose answer is not read.
+pub(super) fn ping() -> Plan<()> {
+    let request = Request {
+        name: "ping",
+        statement: Statement::IsLocked,
+        params: vec![text("")],
+        route: None,
+        starts_sweep: false,
+    };
+    Plan::Send(request, line_left)
+}
+
 /// Whether anyone holds the lock `key`.
 pub(super) fn is_locked(key: &str) -> Plan<bool> {
     if !storable(&[key]) {

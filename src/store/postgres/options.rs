@@ -9,7 +9,9 @@ use std::time::Duration;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::Config;
 
-use crate::store::options::{decoded_part, redacted, unclean_text, TlsOptions};
+use crate::store::options::{
+    decoded_part, redacted, unclean_text, unix_socket_refused, TlsOptions,
+};
 
 /// How a store connects; every field but the URL already checked by the JS layer.
 #[derive(Debug, Clone)]
@@ -98,6 +100,14 @@ fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target,
         .map_err(|e| format!("{name} {shown:?} is not a PostgreSQL URL this store can use: {e}"))?;
     if config.get_hosts().is_empty() {
         config.host("localhost");
+    }
+    // Off unix, tokio-postgres would look a socket folder up as a host name.
+    let folder = config.get_hosts().iter().find_map(|host| match host {
+        Host::Tcp(host) if host.starts_with('/') => Some(host),
+        _ => None,
+    });
+    if let Some(why) = folder.and_then(|folder| unix_socket_refused(&format!("host={folder}"))) {
+        return Err(format!("{name} {shown:?} {why}"));
     }
     if config.get_user().is_none() {
         config.user("postgres");

@@ -297,6 +297,10 @@ impl LockStore for RedisStore {
         }
     }
 
+    fn ping(&self) -> Op<()> {
+        self.run(ops::ping(), ops::answered)
+    }
+
     fn close(&self) {
         self.shut();
     }

@@ -10,7 +10,7 @@ use redis::Value;
 
 use super::fencing;
 use super::layout::{channel, Layout, WAKE};
-use super::request::{scripts, Lua, Request};
+use super::request::{scripts, Body, Lua, Request};
 use crate::owner;
 use crate::store::line::{Asked, Handed, Release, CLAIM_MS, LEASE_MS};
 use crate::store::options::whole_ms;
@@ -134,6 +134,20 @@ pub fn lock_owner(layout: &Layout, key: &str) -> Request {
 /// Milliseconds until `key` expires, whoever holds it (read by [`pttl`]).
 pub fn lock_remaining(layout: &Layout, key: &str) -> Request {
     Request::plain("remainingTime", "PTTL", layout.lock(key))
+}
+
+/// `PING`, on the connection any request without a key goes on (read by
+/// [`answered`]).
+pub fn ping() -> Request {
+    Request {
+        name: "ping",
+        body: Body::Plain(redis::cmd("PING")),
+    }
+}
+
+/// Any reply but an error (which the transport reads first) is an answer.
+pub fn answered(_: Value) -> Result<(), Misread> {
+    Ok(())
 }
 
 /// Whether anyone holds `key` (read by [`one`]).

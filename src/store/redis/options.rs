@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use redis::{Client, ClientTlsConfig, TlsCertificates};
 
-use crate::store::options::{decoded_part, redacted, unclean_text, TlsOptions};
+use crate::store::options::{
+    decoded_part, redacted, unclean_text, unix_socket_refused, TlsOptions,
+};
 
 /// How a store connects; every field already checked by the JS layer.
 #[derive(Debug, Clone)]
@@ -51,8 +53,14 @@ pub(super) fn checked_url(raw: &str) -> Result<String, String> {
         return Ok(raw.to_owned());
     };
     strict_parts(&url).map_err(|why| format!("url {shown:?}: {why}"))?;
-    // A unix socket, whose `?db=` the crate reads itself: left to it.
+    // A unix socket, whose `?db=` the crate reads itself: left to it, where
+    // there are unix sockets.
     if !tcp_scheme(&url) {
+        if unix_scheme(&url) {
+            if let Some(why) = unix_socket_refused(url.path()) {
+                return Err(format!("url {shown:?} {why}"));
+            }
+        }
         return Ok(raw.to_owned());
     }
     if url.fragment().is_some() {
@@ -121,6 +129,11 @@ fn strict_parts(url: &url::Url) -> Result<(), String> {
 /// the redis crate reads).
 fn tcp_scheme(url: &url::Url) -> bool {
     matches!(url.scheme(), "redis" | "rediss" | "valkey" | "valkeys")
+}
+
+/// Whether `url` names a server through a unix socket.
+fn unix_scheme(url: &url::Url) -> bool {
+    matches!(url.scheme(), "unix" | "redis+unix" | "valkey+unix")
 }
 
 /// A client for one URL, with the TLS certificates if given (a URL that is

@@ -9,8 +9,9 @@
 //! handle belongs to (the JS thread of one Node environment), except
 //! [`AsyncSlot::send`], which libuv allows from any thread.
 //!
-//! In the addon the symbols are Node's own, found when Node loads it; the
-//! crate's tests link the system's libuv instead and run a loop of their own.
+//! In the addon the symbols are Node's own, found when Node loads it (on
+//! Windows, by [`load`], before a loop is first used); the crate's tests
+//! link the system's libuv instead and run a loop of their own.
 
 use std::ffi::c_void;
 
@@ -24,7 +25,7 @@ mod timer;
 mod turn;
 mod wake;
 
-pub use self::ffi::{Cb, PollCb};
+pub use self::ffi::{load, Cb, PollCb};
 pub use self::handle::{CloseGroup, UvError};
 pub use self::poll::{Poll, READABLE, WRITABLE};
 pub use self::timer::Timer;

@@ -21,6 +21,8 @@ use super::session::{handshake_head, login, prepare, refusal};
 use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Prepared, Refusals};
 use crate::store::mysql::options::Place;
 use crate::store::mysql::sql::Sql;
+#[cfg(not(unix))]
+use crate::store::options::unix_socket_refused;
 use crate::store::{peer, Code};
 
 // Capability flags (the client's side of the greeting).
@@ -34,9 +36,7 @@ const PROTOCOL_41: u32 = 0x200;
 pub(super) const SSL: u32 = 0x800;
 const TRANSACTIONS: u32 = 0x2000;
 const SECURE_CONNECTION: u32 = 0x8000;
-/// A text command may hold several statements: the fence, and, where the
-/// server would not prepare them, an operation's statement and what it
-/// does with its key's doorbell.
+/// A text command may hold several statements (the fence does).
 const MULTI_STATEMENTS: u32 = 0x1_0000;
 const MULTI_RESULTS: u32 = 0x2_0000;
 /// A prepared CALL may answer several results.
@@ -96,6 +96,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
         let ids = match &mut connected {
             Connected::Tcp(tcp) => prepare(tcp, &target).await?,
             Connected::Tls(tls) => prepare(tls, &target).await?,
+            #[cfg(unix)]
             Connected::Unix(unix) => prepare(unix, &target).await?,
         };
         Ok((connected, connection_id, ids))
@@ -114,6 +115,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
                 Some(session),
             )
         }
+        #[cfg(unix)]
         Connected::Unix(unix) => {
             let unix = unix.into_std().map_err(|e| lost(&target, &e))?;
             // The event loop reads and writes a socket descriptor, whatever
@@ -140,7 +142,10 @@ pub enum Connected {
     Tcp(tokio::net::TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>),
     /// A server on this machine, through its unix socket (where MySQL
-    /// speaks no TLS, and counts the connection as secure).
+    /// speaks no TLS, and counts the connection as secure). None on
+    /// Windows, where the URL that asks for one is refused when the store
+    /// is made.
+    #[cfg(unix)]
     Unix(tokio::net::UnixStream),
 }
 
@@ -164,6 +169,7 @@ pub(super) struct Greeting {
 async fn connect(target: &Target) -> Result<(Connected, u32), Failure> {
     let (host, port) = match &target.place {
         Place::Tcp { host, port } => (host, *port),
+        #[cfg(unix)]
         Place::Socket(path) => {
             let mut unix = tokio::net::UnixStream::connect(path)
                 .await
@@ -174,6 +180,18 @@ async fn connect(target: &Target) -> Result<(Connected, u32), Failure> {
             let greeting = greeting(&mut unix, target).await?;
             login(&mut unix, target, &greeting, 1, true).await?;
             return Ok((Connected::Unix(unix), greeting.connection_id));
+        }
+        // Refused when the store was made (`options::address`); said again
+        // here rather than assumed.
+        #[cfg(not(unix))]
+        Place::Socket(path) => {
+            let why = unix_socket_refused(&format!("socket={path}")).unwrap_or_default();
+            return Err(failure(
+                Code::StoreConnection,
+                "cannot connect to",
+                target,
+                &why,
+            ));
         }
     };
     let mut tcp = connect_tcp(host, port, &target.display).await?;

@@ -1,6 +1,6 @@
 //! MySQL's protocol on the JS thread's event loop ([`crate::store::event_loop`]):
-//! each operation is one or two commands (its statement, then what it does
-//! with its key's doorbell), written at once behind whatever else is in
+//! each operation is one command (or, where someone waits for its key, a
+//! second: the line's procedure), written at once behind whatever else is in
 //! flight on the connection: the server reads the next command when it has
 //! answered the last, so many are on their way at once and the answers
 //! come back in order. The statements are prepared when the connection
@@ -15,7 +15,7 @@ pub mod prepared;
 mod response;
 mod session;
 
-pub(super) use self::session::query;
+pub(super) use self::session::exchange;
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -48,9 +48,8 @@ pub enum Command {
     /// Text, parsed by the server each time: one statement, or several
     /// (`;`-separated) answered together.
     Text(String),
-    /// Prepared statements, run one after the other: the first's answer is
-    /// the request's (what follows only rings its doorbell, and never
-    /// undoes it).
+    /// Prepared statements, run one after the other, answered as one
+    /// ([`MySql::decode`]).
     Prepared(Vec<Execute>),
 }
 
@@ -157,6 +156,9 @@ impl Wire for MySql {
         Ok(())
     }
 
+    /// A request of several statements is answered with the first's counts
+    /// and the rows of the first that has any, or with the first error
+    /// among them.
     fn decode(
         session: &mut Session,
         inbound: &mut BytesMut,
@@ -164,18 +166,27 @@ impl Wire for MySql {
         // Something nobody asked for (an error before the server drops the
         // connection) reads as one text answer.
         let (count, binary) = session.expected.front().copied().unwrap_or((1, false));
-        let mut first = None;
+        let mut whole: Option<ServerAnswer> = None;
         let mut at = 0;
         for _ in 0..count {
             let Some((answer, used)) = response(&inbound[at..], binary)? else {
                 return Ok(None);
             };
             at += used;
-            first.get_or_insert(answer);
+            whole = Some(match (whole, answer) {
+                (None, answer) | (Some(Ok(_)), answer @ Err(_)) => answer,
+                (Some(Ok(mut so_far)), Ok(next)) => {
+                    if so_far.rows.is_empty() {
+                        so_far.rows = next.rows;
+                    }
+                    Ok(so_far)
+                }
+                (Some(error @ Err(_)), _) => error,
+            });
         }
         session.expected.pop_front();
         inbound.advance(at);
-        Ok(first)
+        Ok(whole)
     }
 
     fn verdict(_: &mut Session, _: &Request, answer: &ServerAnswer) -> Verdict {

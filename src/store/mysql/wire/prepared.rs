@@ -40,7 +40,7 @@ pub enum Param {
     Int(i64),
     /// Exact bytes (a key, an owner, a hash).
     Bytes(Vec<u8>),
-    /// ASCII text (an operation's name, a doorbell's).
+    /// ASCII text (the name of a step of the line or of a hold's operation).
     Text(String),
 }
 

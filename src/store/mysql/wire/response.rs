@@ -8,11 +8,9 @@ use super::{Answer, ServerAnswer};
 /// One command's whole answer at the start of `bytes`, and how many bytes
 /// it took; None until all of it has arrived. A CALL answers a result per
 /// SELECT it ran, then an OK; a command of several statements, a result
-/// each: what is kept is the first result's (its rows, or its counts), or
-/// its error. An error after the first result ends the answer without
-/// changing it: what follows an operation's statement in its command (its
-/// doorbell) never undoes what the statement did, so it must not make it
-/// look failed (a server without `GET_LOCK` still takes locks).
+/// each: what is kept is the first result's counts and the
+/// rows of the first result that has any, or the first error, which ends
+/// the answer (the server runs nothing after it).
 /// `binary`: its rows are in the binary form a prepared statement's are.
 pub fn response(bytes: &[u8], binary: bool) -> Result<Option<(ServerAnswer, usize)>, String> {
     let mut answer = Answer::default();
@@ -33,26 +31,17 @@ pub fn response(bytes: &[u8], binary: bool) -> Result<Option<(ServerAnswer, usiz
                 }
                 ok.status
             }
-            Some(0xFF) if first_result => return Ok(Some((Err(read_error(&payload)), at))),
-            Some(0xFF) => return Ok(Some((Ok(answer), at))),
+            Some(0xFF) => return Ok(Some((Err(read_error(&payload)), at))),
             Some(_) => {
-                let was_first = first_result;
-                let Some((status, after)) = result_set(
-                    bytes,
-                    &payload,
-                    at,
-                    binary,
-                    first_result.then_some(&mut answer.rows),
-                )?
-                else {
+                let rows = answer.rows.is_empty().then_some(&mut answer.rows);
+                let Some((status, after)) = result_set(bytes, &payload, at, binary, rows)? else {
                     return Ok(None);
                 };
                 at = after;
                 first_result = false;
                 match status {
                     Ok(status) => status,
-                    Err(error) if was_first => return Ok(Some((Err(error), at))),
-                    Err(_) => return Ok(Some((Ok(answer), at))),
+                    Err(error) => return Ok(Some((Err(error), at))),
                 }
             }
             None => return Err(unreadable("an empty packet")),
@@ -179,17 +168,27 @@ mod tests {
     }
 
     #[test]
-    fn the_first_statement_answers_a_command_of_two() {
-        let mut err = vec![0xFF, 0x6A, 0x04, b'#'];
-        err.extend_from_slice(b"42000GET_LOCK is not supported");
+    fn a_command_of_two_answers_the_first_counts_and_the_second_rows_or_an_error() {
+        let mut err = vec![0xFF, 0xBD, 0x04, b'#'];
+        err.extend_from_slice(b"HY000Lock wait timeout exceeded");
+        // The first statement's OK, with more results to come.
         let first_ok: &[u8] = &[0x00, 1, 0xFC, 0x10, 0x27, 0x0A, 0x00, 0, 0];
-        for second in [&[0x00, 0, 0, 0x02, 0x00, 0, 0][..], &err[..]] {
-            let bytes = packets(&[first_ok, second]);
-            let (answer, used) = response(&bytes, false).unwrap().unwrap();
-            assert_eq!(used, bytes.len());
-            let answer = answer.unwrap();
-            assert_eq!((answer.affected, answer.insert_id), (1, 10_000));
-        }
+        let rows: [&[u8]; 4] = [
+            &[1],                            // one column
+            b"\x03def\0\0\0\x01n\0",         // its definition
+            &[1, b'1'],                      // a row: "1"
+            &[0xFE, 0, 0, 0x02, 0x00, 0, 0], // the end of the rows
+        ];
+        let bytes = packets(&[&[first_ok][..], &rows[..]].concat());
+        let (answer, used) = response(&bytes, false).unwrap().unwrap();
+        assert_eq!(used, bytes.len());
+        let answer = answer.unwrap();
+        assert_eq!((answer.affected, answer.insert_id), (1, 10_000));
+        assert_eq!(answer.rows, vec![vec![Some(b"1".to_vec())]]);
+        let bytes = packets(&[first_ok, &err]);
+        let (answer, used) = response(&bytes, false).unwrap().unwrap();
+        assert_eq!(used, bytes.len());
+        assert_eq!(answer.unwrap_err().number, 1213);
     }
 
     #[test]

@@ -189,11 +189,13 @@ async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
                 // Not the login refused: the objects are missing, which
                 // the database's owner fixes once.
                 failure.code = Code::StoreMysql;
-                let (table, procedure) = (&target.sql.table, &target.sql.procedure);
+                let table = &target.sql.table;
+                let [line, ear] = &target.sql.line.names;
+                let procedure = &target.sql.procedure;
                 failure.text = format!(
-                    "{}; the tables {table}, {table}_holds and {table}_keys or the procedure {procedure} are \
-                     missing and this user could not make them: make them once as a user who may, with the \
-                     SQL MySqlLockStore.schema({table:?}) returns",
+                    "{}; the tables {table}, {table}_holds, {table}_keys and {table}_line or the procedures \
+                     {procedure}, {line} and {ear} are missing and this user could not make them: make them \
+                     once as a user who may, with the SQL MySqlLockStore.schema({table:?}) returns",
                     failure.text
                 );
             }
@@ -271,7 +273,7 @@ fn answered(target: &Target, answer: super::ServerAnswer) -> Result<super::Answe
 }
 
 /// Run `sql`: the server's answer, or what kept it from answering.
-async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+pub(in crate::store::mysql) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
     sql: &str,
