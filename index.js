@@ -4,21 +4,22 @@
  * across async tasks, worker threads, processes and machines.
  *
  * This file is the public entry: the exports, and the store lock() uses.
- * The rest is in lib/, one concern per file, each using only those before
- * it in the order the README's "How it is built" walks them.
+ * The rest is in lib/, in layers (one folder each), one concern per file,
+ * each using only those before it in the order docs/how-it-is-built.md
+ * walks them.
  */
 
 const native = require('./lib/native.js')
-const { DEFAULT_TTL_MS, opsOf, capabilitiesOf } = require('./lib/protocol.js')
-const { describe, checkKey, checkMs, checkStore } = require('./lib/check.js')
-const { LockNotHeldError, LockStoreError } = require('./lib/errors.js')
-const { MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore } = require('./lib/stores.js')
-const { handleFor } = require('./lib/js-store.js')
-const { Lock, newLock } = require('./lib/lock.js')
-const { semaphoreKind, READ, WRITE, kindFields } = require('./lib/kinds.js')
-const { verifyLockStore } = require('./lib/verify.js')
-const { CHANNELS } = require('./lib/tracing.js')
-const { warnOfDefaultStore } = require('./lib/default-store.js')
+const { DEFAULT_TTL_MS, opsOf, capabilitiesOf } = require('./lib/core/protocol.js')
+const { describe, checkKey, checkMs, checkStore } = require('./lib/core/check.js')
+const { LockNotHeldError, LockStoreError } = require('./lib/core/errors.js')
+const { MemoryLockStore } = require('./lib/stores/memory.js')
+const { handleFor } = require('./lib/bridge/js-store.js')
+const { Lock, newLock } = require('./lib/lock/lock.js')
+const { semaphoreKind, READ, WRITE, kindFields } = require('./lib/lock/kinds.js')
+const { verifyLockStore } = require('./lib/verify/verify.js')
+const { CHANNELS } = require('./lib/core/tracing.js')
+const { warnOfDefaultStore } = require('./lib/stores/default-store.js')
 
 /**
  * The store lock() uses now, with what a Lock needs of it.
@@ -30,7 +31,7 @@ function use(store) {
   return { store, handle, capabilities: capabilitiesOf(handle), ops: opsOf(handle) }
 }
 let current = use(new MemoryLockStore())
-/** Whether `current` is still the default no one chose (lib/default-store.js). */
+/** Whether `current` is still the default no one chose (lib/stores/default-store.js). */
 let implicitDefault = true
 
 /** The store in use, for a lock about to be made on it. */
@@ -58,7 +59,7 @@ function lock(key, ttlMs) {
  *
  * @param {string} key
  * @param {number} ttlMs
- * @param {import('./lib/kinds.js').Kind} holdKind
+ * @param {import('./lib/lock/kinds.js').Kind} holdKind
  */
 function kindTarget(key, ttlMs, holdKind) {
   const used = inUse()
@@ -179,10 +180,8 @@ module.exports = {
   setLockStore,
   getLockStore,
   Lock,
-  MemoryLockStore,
-  RedisLockStore,
-  PostgresLockStore,
-  MySqlLockStore,
+  // Every store this package ships (lib/stores/index.js).
+  ...require('./lib/stores/index.js'),
   LockNotHeldError,
   LockStoreError,
   verifyLockStore,

@@ -3,7 +3,7 @@
 //!
 //! [`Code`] is the one list of the codes. JS reads it from the addon (the
 //! `ErrorCode` enum of `lib/native.d.ts`, made from it when the addon is
-//! built): `lib/errors.js` takes its values from there, and the tests check
+//! built): `lib/core/errors.js` takes its values from there, and the tests check
 //! `index.d.ts`'s `LockStoreErrorCode` and `docs/errors.md` against it.
 
 use std::fmt;

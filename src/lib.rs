@@ -91,7 +91,7 @@
 //!   `errors.rs`, `pump.rs` (promises settled from other threads),
 //!   `test_hooks.rs`.
 //!
-//! A store written in JS never reaches this crate: `lib/js-store.js` calls it.
+//! A store written in JS never reaches this crate: `lib/bridge/js-store.js` calls it.
 
 pub mod error;
 pub mod lock;

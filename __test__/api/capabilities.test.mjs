@@ -8,8 +8,8 @@ import { createRequire } from 'node:module'
 import { MemoryLockStore, RedisLockStore, PostgresLockStore } from '../../index.js'
 
 const require = createRequire(import.meta.url)
-const { capabilitiesOf } = require('../../lib/protocol.js')
-const { handleFor } = require('../../lib/js-store.js')
+const { capabilitiesOf } = require('../../lib/core/protocol.js')
+const { handleFor } = require('../../lib/bridge/js-store.js')
 
 const none = {
   saysWhenLapsed: false,

@@ -70,7 +70,7 @@ export function links(file, text) {
 }
 
 const TOP = ['__test__', 'lib', 'src', 'support', 'bench', 'examples', 'scripts', 'npm', 'docs', '.ci']
-/** The repository paths a page names (`lib/verify.js`, `src/store/`, `__test__/stores/contract/*-tls.test.mjs`). */
+/** The repository paths a page names (`lib/verify/verify.js`, `src/store/`, `__test__/stores/contract/*-tls.test.mjs`). */
 export function paths(text) {
   const found = new Set()
   const re = new RegExp(`(?<![\\w./-])((?:${TOP.map((t) => t.replace('.', '\\.')).join('|')})/[\\w./*<>-]*)`, 'g')

@@ -7,12 +7,18 @@ import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import * as esm from '@shaferllc/keel/core'
 import { createRequire } from 'node:module'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const require = createRequire(import.meta.url)
 const JS_STORES = new URL('../helpers/js-stores.mjs', import.meta.url).href
-const EXPORTS = ['Lock', 'LockNotHeldError', 'LockStoreError', 'MemoryLockStore', 'MySqlLockStore', 'PostgresLockStore', 'RedisLockStore', 'channels', 'getLockStore', 'lock', 'readLock', 'restoreLock', 'semaphore', 'setLockStore', 'verifyLockStore', 'writeLock']
+// The documented API: every value index.d.ts declares.
+const EXPORTS = [...readFileSync(join(root, 'index.d.ts'), 'utf8').matchAll(/^export declare (?:class|function|const) (\w+)/gm)]
+  .map((m) => m[1])
+  .filter((name, i, all) => all.indexOf(name) === i)
+  .sort()
 
 test('import and require give the same exports and the same module state', () => {
   const cjs = require('@shaferllc/keel/core')
@@ -22,7 +28,9 @@ test('import and require give the same exports and the same module state', () =>
 })
 
 test('the export list is exactly the documented API', () => {
+  assert.ok(EXPORTS.includes('lock') && EXPORTS.includes('MemoryLockStore'), 'index.d.ts read')
   assert.deepEqual(Object.keys(esm).sort(), EXPORTS)
+  assert.deepEqual(Object.keys(require('@shaferllc/keel/core')).sort(), EXPORTS)
 })
 
 test('a CommonJS script can require the package and take a lock', async () => {

@@ -33,7 +33,7 @@ import { node } from '../helpers/node.mjs'
 import { runChild } from '../helpers/processes.mjs'
 import { eventually } from '../helpers/eventually.mjs'
 import { openStore } from '../helpers/stores.mjs'
-import { holdHandOvers } from '../../lib/stores.js'
+import { holdHandOvers } from '../../lib/core/store-events.js'
 
 const CHILD = fileURLToPath(new URL('../helpers/child.mjs', import.meta.url))
 
@@ -191,7 +191,7 @@ export function lineContract(current) {
     await eventually(async () => assert.equal(await current().leftovers(key), 0), 3_000)
   })
 
-  // The hand-over below is held in flight (lib/stores.js holdHandOvers), as a
+  // The hand-over below is held in flight (lib/core/store-events.js holdHandOvers), as a
   // busy thread or network would: it may reach this process after the waiter
   // it was for aborted, the process left the line and another waiter of it
   // queued. Another client of the same server plays the other process.

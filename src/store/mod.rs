@@ -11,7 +11,7 @@
 //! event loop ([`Op::Local`], a Redis server's connection), or later on Tokio
 //! ([`Op::Pending`], a Redis Cluster). Keeping them apart in the type is what
 //! lets each answer without a thread hop it does not need. (A store written
-//! in JS never reaches Rust: `lib/js-store.js` calls it.)
+//! in JS never reaches Rust: `lib/bridge/js-store.js` calls it.)
 
 pub mod event_loop;
 pub mod follow;

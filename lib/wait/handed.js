@@ -7,7 +7,7 @@
  * one lock, taken by whichever way reached a waiter first.
  */
 
-const { realNow } = require('./timers.js')
+const { realNow } = require('../core/timers.js')
 
 /**
  * Owner tokens of locks handed to this thread, per store handle, once one
@@ -90,7 +90,7 @@ const wasTaken = (handle, owner) => handedTaken.get(handle)?.has(owner) === true
 
 /**
  * A hand-over that was marked taken is not, after all (its lane's first
- * waiter asks the store instead: lib/waiting.js).
+ * waiter asks the store instead: lib/wait/waiting.js).
  *
  * @param {object} handle
  * @param {string} owner

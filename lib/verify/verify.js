@@ -12,7 +12,7 @@
 const { randomUUID } = require('node:crypto')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { STORE_METHODS: METHODS, READ_WRITE_METHODS } = require('./protocol.js')
+const { STORE_METHODS: METHODS, READ_WRITE_METHODS } = require('../core/protocol.js')
 const { readWriteChecks } = require('./verify-read-write.js')
 const DEFAULTS = Object.freeze({ prefix: undefined, ttlMs: 300, racers: 20, rounds: 5, callTimeout: 5_000 })
 
@@ -64,9 +64,9 @@ function readOptions(options) {
 }
 
 /**
- * @param {import('../index').LockStore} store
- * @param {import('../index').VerifyLockStoreOptions} [options]
- * @returns {Promise<import('../index').LockStoreReport>}
+ * @param {import('../../index').LockStore} store
+ * @param {import('../../index').VerifyLockStoreOptions} [options]
+ * @returns {Promise<import('../../index').LockStoreReport>}
  */
 async function verifyLockStore(store, options) {
   const settings = readOptions(options)
@@ -220,7 +220,7 @@ async function verifyLockStore(store, options) {
   const readWrite = READ_WRITE_METHODS.some((m) => typeof methods[m] === 'function')
   if (readWrite) checks.push(...readWriteChecks({ call, expect, key, methods, ttlMs, racers, rounds }))
 
-  /** @type {import('../index').LockStoreReport} */
+  /** @type {import('../../index').LockStoreReport} */
   const report = { ok: true, checks: [] }
   /** The checks the ones after them need (the read-write ones come last). */
   const needed = new Set(['has the five LockStore methods', 'read-write: has all eight read-write methods'])

@@ -13,17 +13,17 @@
 
 const { randomUUID } = require('node:crypto')
 const { types: { isPromise } } = require('node:util')
-const { STORE_METHODS, kOps, opsOf } = require('./protocol.js')
-const { describe, isThenable } = require('./check.js')
-const { NativeLockStore, handleOf } = require('./stores.js')
-const { giveBack } = require('./waiting.js')
+const { STORE_METHODS, kOps, opsOf } = require('../core/protocol.js')
+const { describe, isThenable } = require('../core/check.js')
+const { NativeLockStore, handleOf } = require('../stores/native-store.js')
+const { giveBack } = require('../wait/waiting.js')
 
 /**
  * The handle that runs a store's operations. One of our stores whose methods
  * are its own runs natively; any other object (including a subclass that
  * overrides a method) has its own methods called.
  *
- * @param {import('../index').LockStore} store
+ * @param {import('../../index').LockStore} store
  * @returns {object}
  */
 function handleFor(store) {
@@ -41,7 +41,7 @@ function handleFor(store) {
 /** @type {WeakMap<object, JsHandle>} */
 const jsHandles = new WeakMap()
 
-/** @param {import('../index').LockStore} store */
+/** @param {import('../../index').LockStore} store */
 function jsStoreHandle(store) {
   let handle = jsHandles.get(store)
   if (handle === undefined) {
@@ -158,10 +158,10 @@ function acquireThrough(store, method, key, ttlMs, giveBackOwner) {
 /**
  * The operations of a JS store's handle, by the same names and arguments as
  * the addon's. A store gets whole milliseconds, rounded up, as the native
- * stores count them (`SET ... PX 1.5` is an error in Redis, and a SQL column
- * of integers may refuse or truncate a fraction).
+ * stores count them (a server's expiry in milliseconds may refuse a fraction,
+ * and a column of integers may truncate one).
  *
- * @type {import('./protocol.js').StoreOps}
+ * @type {import('../core/protocol.js').StoreOps}
  */
 const jsOps = {
   acquire: (handle, key, ttlMs, lane = key) =>

@@ -2,24 +2,24 @@
 /**
  * An acquire, whole: its first attempt goes to the store before it queues
  * (with waiters of its lane already queued in this thread, it queues at
- * once, behind them); a first attempt answered at once (always, on the
- * in-memory store) settles without a waiter being made at all; otherwise the
- * caller is a Waiter (lib/waiter.js) until it gets in, its timeout passes or
+ * once, behind them); a first attempt answered at once (always, on a store
+ * that answers in this thread) settles without a waiter being made at all; otherwise the
+ * caller is a Waiter (lib/wait/waiter.js) until it gets in, its timeout passes or
  * its AbortSignal aborts. A signal aborted already stops the acquire before
  * the store is asked.
  */
 
-const { WAIT, inLine } = require('./protocol.js')
-const { isThenable } = require('./check.js')
-const { realNow } = require('./timers.js')
-const { waitersOf, takeTicket, firstTriesOut, enqueue } = require('./waiting.js')
-const { Waiter, refused, kTook } = require('./waiter.js')
+const { WAIT, inLine } = require('../core/protocol.js')
+const { isThenable } = require('../core/check.js')
+const { realNow } = require('../core/timers.js')
+const { waitersOf, takeTicket, firstTriesOut, enqueue } = require('../wait/waiting.js')
+const { Waiter, refused, kTook } = require('../wait/waiter.js')
 
-/** @typedef {import('./waiting.js').Grant} Grant */
+/** @typedef {import('../wait/waiting.js').Grant} Grant */
 /** @typedef {import('./hold.js').Target} Target */
 /** @typedef {import('./hold.js').Hold} Hold */
-/** @typedef {import('./waiter.js').Taker} Taker */
-/** @typedef {import('./waiter.js').Trace} Trace */
+/** @typedef {import('../wait/waiter.js').Taker} Taker */
+/** @typedef {import('../wait/waiter.js').Trace} Trace */
 
 /**
  * Acquire `target` for a fresh owner, for `taker`: its Hold, or null if the

@@ -6,11 +6,11 @@
  * them, never which store it has), the limits and
  * defaults (checked against the same numbers in Rust), and the operations a
  * store handle offers: the addon's functions for a native store's handle,
- * the JS-store bridge's (lib/js-store.js) for a store written in JS, which
+ * the JS-store bridge's (lib/bridge/js-store.js) for a store written in JS, which
  * never crosses into Rust.
  */
 
-const native = require('./native.js')
+const native = require('../native.js')
 
 /** LockStore's methods, in the interface's order. */
 const STORE_METHODS = /** @type {const} */ (['acquire', 'release', 'extend', 'isLocked', 'remainingTime'])
@@ -38,7 +38,7 @@ const { HoldKind } = native
  * carrying the bridge's functions, with the same names and arguments.
  *
  * @typedef {object} StoreOps
- * @property {(handle: object, key: string, ttlMs: number, laneOrWait?: any, asked?: number) => import('./waiting.js').Grant | Promise<import('./waiting.js').Grant>} acquire
+ * @property {(handle: object, key: string, ttlMs: number, laneOrWait?: any, asked?: number) => import('../wait/waiting.js').Grant | Promise<import('../wait/waiting.js').Grant>} acquire
  *   (a JS store's fourth argument is the lane whose waiters a failed acquire's give-back wakes, the
  *   key's by default; a native store's is how a refused attempt waits in its line: one of WAIT, and
  *   its fifth when a waiting attempt was sent, realNow() just before the call, which a hand-over to
@@ -132,21 +132,21 @@ const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
  *
  * @typedef {object} Capabilities
  * @property {boolean} saysWhenLapsed the store answers at once, in this thread, how long a
- *   hold has left (the in-memory store, which so expires exactly): a hold asks it instead of
+ *   hold has left (a store in this thread, which so expires exactly): a hold asks it instead of
  *   counting from when its acquire was sent, and a waiter looks again as the lock lapses
- * @property {boolean} announcesReleases releases in other processes are announced and heard
- *   (Redis, PostgreSQL): a lane's waiters follow them while they wait
+ * @property {boolean} announcesReleases releases in other processes are announced and heard:
+ *   a lane's waiters follow them while they wait
  * @property {boolean} answersInOrder a connection answers its commands in the order they were
- *   sent (Redis, one per server or Cluster node): the next waiter's attempt can go right behind
+ *   sent (one connection per server): the next waiter's attempt can go right behind
  *   a release instead of a round trip after it
  * @property {boolean} tellsWhenSent it says when what it was asked is written to its connection
- *   (`sent`), and a key's later operations reach the server behind it (Redis, PostgreSQL, on
- *   the event loop): run() ends once its release is on its way, not a round trip later
+ *   (`sent`), and a key's later operations reach the server behind it (on the event loop):
+ *   run() ends once its release is on its way, not a round trip later
  * @property {boolean} waitsInLine a plain lock's waiters wait in a line on the server, one place per
- *   process (RedisLockStore on one server, PostgresLockStore): a release hands the lock to the
- *   first in line and tells its process alone; the lock arrives as a hand-over (lib/waiting.js), its holder claims it for
+ *   process: a release hands the lock to the
+ *   first in line and tells its process alone; the lock arrives as a hand-over (lib/wait/waiting.js), its holder claims it for
  *   its TTL, and a process whose waiters all gave up leaves the line (`leaveLine`)
- * @property {boolean} writtenInJs a LockStore written in JS, reached through lib/js-store.js:
+ * @property {boolean} writtenInJs a LockStore written in JS, reached through lib/bridge/js-store.js:
  *   semaphores over permit slots, read-write locks through its own methods
  * @property {boolean} throwsOwnErrors its errors reach the caller as it threw them (not remade
  *   as a LockStoreError whose stack names the caller, as a native store's failures are)

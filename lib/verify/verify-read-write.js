@@ -8,7 +8,7 @@
  */
 
 const { setTimeout: sleep } = require('node:timers/promises')
-const { READ_WRITE_METHODS } = require('./protocol.js')
+const { READ_WRITE_METHODS } = require('../core/protocol.js')
 
 /**
  * @typedef {object} Tools what verify.js lends the checks

@@ -6,8 +6,8 @@
  * one case where a writer of this thread withdraws it while still waiting.
  */
 
-const { isThenable, noop } = require('./check.js')
-const { timer, cancel } = require('./timers.js')
+const { isThenable, noop } = require('../core/check.js')
+const { timer, cancel } = require('../core/timers.js')
 
 /**
  * A writer stopped trying (it gave up, or was refused with no wait): it holds
@@ -18,7 +18,7 @@ const { timer, cancel } = require('./timers.js')
  * `waitAtMost` ms regardless (a native store's is bounded by its command
  * timeout).
  *
- * @param {{ ops: import('./protocol.js').StoreOps, handle: object, key: string, capabilities?: import('./protocol.js').Capabilities }} want
+ * @param {{ ops: import('../core/protocol.js').StoreOps, handle: object, key: string, capabilities?: import('../core/protocol.js').Capabilities }} want
  *   a write hold's target (what only gives a mark back, and waits for no answer, may leave out
  *   its capabilities)
  * @param {number} [waitAtMost]
@@ -47,8 +47,8 @@ function withdraw({ ops, handle, key, capabilities }, waitAtMost = Infinity) {
  * before it marked the key, keeping them out while it waits behind them:
  * its mark goes (one round trip), and it marks again at its turn.
  *
- * @param {{ want: { ops: import('./protocol.js').StoreOps, handle: object, key: string, together?: boolean }, crossed: boolean }[]} queue
- *   a lane's waiters (lib/waiting.js)
+ * @param {{ want: { ops: import('../core/protocol.js').StoreOps, handle: object, key: string, together?: boolean }, crossed: boolean }[]} queue
+ *   a lane's waiters (lib/wait/waiting.js)
  */
 function dropCrossedMarks(queue) {
   let readerAhead = false

@@ -6,52 +6,52 @@
  * order, and only the head asks the store; when a permit or a reader at the
  * head gets in, the next tries at once, and a writer at the head holds back
  * the readers behind it. A release through the same store wakes the head at
- * once (MemoryLockStore hands the lock straight over); so does one another
- * process announces (RedisLockStore, PostgresLockStore). Polling every
+ * once (a store in this thread hands the lock straight over); so does one
+ * another process announces (announcesReleases). Polling every
  * retryDelay is only the fallback, for releases nobody announced and locks
  * that lapse at their TTL. A newcomer never jumps the queue, so a worker
  * looping back to the lock it released queues behind the others instead of
  * starving them. What one attempt does and how an acquire ends is
- * lib/waiter.js's.
+ * lib/wait/waiter.js's.
  *
  * Waiting is timers, promises and wake-ups, which JS has for nanoseconds and
  * napi does not have at all: a hop to Rust per wait step would cost more than
  * the step.
  */
 
-const { laneOf, inLine, opsOf, LINE_RENEW_MS, LINE_CLAIM_MS } = require('./protocol.js')
-const { realNow } = require('./timers.js')
-const { isThenable, noop } = require('./check.js')
-const { onAnnouncedRelease, onClosed, answeredBeforeClose } = require('./stores.js')
-const { timer, cancel } = require('./timers.js')
+const { laneOf, inLine, opsOf, LINE_RENEW_MS, LINE_CLAIM_MS } = require('../core/protocol.js')
+const { realNow } = require('../core/timers.js')
+const { isThenable, noop } = require('../core/check.js')
+const { onAnnouncedRelease, onClosed, answeredBeforeClose } = require('../core/store-events.js')
+const { timer, cancel } = require('../core/timers.js')
 const { dropCrossedMarks } = require('./marks.js')
 const { firstTake, forget } = require('./handed.js')
 
 /**
  * An acquisition attempt's answer: the owner token, `[owner, fencing token]`
- * (RedisLockStore, PostgresLockStore), `[owner, fencing token, true]` for a
+ * (a store that fences as it acquires), `[owner, fencing token, true]` for a
  * lock handed over from a store's line, or null when the lock is held.
  *
  * @typedef {string | [string, number] | [string, number, true] | null} Grant
  */
 
 /**
- * What a waiter waits for: a Target (lib/hold.js), of which waiting needs this.
+ * What a waiter waits for: a Target (lib/lock/hold.js), of which waiting needs this.
  *
  * @typedef {object} Want
  * @property {object} handle
  * @property {string} key the store's key
  * @property {string} lane the queue it waits in
  * @property {number} ttlMs
- * @property {import('./protocol.js').StoreOps} ops
- * @property {Readonly<import('./protocol.js').Capabilities>} capabilities what its store can do
+ * @property {import('../core/protocol.js').StoreOps} ops
+ * @property {Readonly<import('../core/protocol.js').Capabilities>} capabilities what its store can do
  * @property {boolean} [shared] more may hold it at once: the next waiter tries when this one gets in
  * @property {boolean} [together] any number may hold it (a reader): when one gets in, every one
  *   right behind it tries at once, together, not one round trip after another
  */
 
 /**
- * A caller waiting for a hold (lib/waiter.js), as its lane's
+ * A caller waiting for a hold (lib/wait/waiter.js), as its lane's
  * queue sees it.
  *
  * @typedef {object} Waiter
@@ -64,11 +64,11 @@ const { firstTake, forget } = require('./handed.js')
  * @property {boolean} crossed a writer whose refused first attempt (which marked the key) was
  *   sent before this thread's queue formed, and which has not tried since
  * @property {Waiter[] | undefined} queue its lane's queue, once it queued
- * @property {import('./timers.js').Timer | undefined} poll
+ * @property {import('../core/timers.js').Timer | undefined} poll
  * @property {() => void} ended it left: its timeout (and signal) no longer end it
  * @property {() => void} attempt one attempt now (or, while one is in flight, another right after it)
  * @property {(owner: string, token: number, since: number) => void} handed the lock was handed to
- *   it from its store's line, for `owner`, no earlier than `since` (lib/waiter.js)
+ *   it from its store's line, for `owner`, no earlier than `since` (lib/wait/waiter.js)
  */
 
 /** @type {WeakMap<object, Map<string, Waiter[]>>} store handle -> lane -> waiters */
@@ -77,7 +77,7 @@ const queues = new WeakMap()
 /**
  * First attempts in flight, per handle and lane, of callers not queued yet: a
  * release that lands meanwhile may come after the store looked, so they look
- * again (lib/waiter.js).
+ * again (lib/wait/waiter.js).
  *
  * @type {WeakMap<object, Map<string, Set<Waiter>>>}
  */

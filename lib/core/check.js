@@ -76,7 +76,7 @@ function readOptions(where, options) {
       throw new TypeError(`${where}: unknown option ${JSON.stringify(name)} (known: ${KNOWN_OPTIONS})`)
     }
   }
-  const { timeout, retryDelay, autoExtend, signal } = /** @type {import('../index').AcquireOptions} */ (options)
+  const { timeout, retryDelay, autoExtend, signal } = /** @type {import('../../index').AcquireOptions} */ (options)
   if (autoExtend !== undefined && typeof autoExtend !== 'boolean') {
     throw new TypeError(`${where}: options.autoExtend must be true or false, got ${describe(autoExtend)}`)
   }
@@ -168,7 +168,7 @@ function checkUrlGiven(where, given, fallback) {
 }
 
 /**
- * An option that names the server (`url`, `cluster`) present but undefined.
+ * An option that names the server (`url`, or a list of them) present but undefined.
  *
  * @param {string} where
  * @param {Record<string, unknown>} options

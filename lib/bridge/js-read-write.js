@@ -2,16 +2,16 @@
 /**
  * Read-write locks on a store written in JS, through the methods it opts
  * into for them (READ_WRITE_METHODS; documented in LockStore), called as the
- * bridge calls the five (lib/js-store.js): with exactly their arguments, TTLs
+ * bridge calls the five (lib/bridge/js-store.js): with exactly their arguments, TTLs
  * in whole milliseconds, each answer checked. A store that lacks any of them
  * keeps no read-write locks: using one rejects with a TypeError naming what
  * is missing.
  */
 
-const { READ_WRITE_METHODS, LANES } = require('./protocol.js')
+const { READ_WRITE_METHODS, LANES } = require('../core/protocol.js')
 const { call, answer, boolean, milliseconds, wrongAnswer, acquireThrough } = require('./js-store.js')
-const { withdraw } = require('./marks.js')
-const { giveBack } = require('./waiting.js')
+const { withdraw } = require('../wait/marks.js')
+const { giveBack } = require('../wait/waiting.js')
 
 /**
  * The read-write methods `store` does not have.
@@ -38,10 +38,10 @@ const storeOf = (handle) => /** @type {{ store: Record<string, any> }} */ (handl
  * that has every read-write method.
  *
  * @param {boolean} write
- * @returns {import('./protocol.js').StoreOps}
+ * @returns {import('../core/protocol.js').StoreOps}
  */
 function readWriteOps(write) {
-  /** @type {import('./protocol.js').StoreOps} */
+  /** @type {import('../core/protocol.js').StoreOps} */
   const ops = {
     // An acquire that failed gives back what it may have taken: the hold, and a writer's mark.
     acquire: (handle, key, ttlMs) =>

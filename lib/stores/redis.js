@@ -6,7 +6,10 @@
  * addon, which knows what the redis crate would ignore.)
  */
 
-const { describe, checkKey, checkMs, checkOptionsObject, checkUrlGiven, checkUrlOption } = require('./check.js')
+const native = require('../native.js')
+const { describe, checkKey, checkMs, checkOptionsObject, checkUrlGiven, checkUrlOption } = require('../core/check.js')
+const { announced } = require('../core/store-events.js')
+const { ServerLockStore } = require('./server-store.js')
 const { readTls } = require('./tls-options.js')
 
 const REDIS_DEFAULTS = Object.freeze({
@@ -21,7 +24,7 @@ const WHERE = 'new RedisLockStore'
 
 /**
  * @param {unknown[]} args the constructor's arguments: none for the default server
- * @returns {import('./native').RedisConfig}
+ * @returns {import('../native').RedisConfig}
  */
 function readRedisOptions(args) {
   if (args.length === 0) return { ...REDIS_DEFAULTS, tls: undefined, cluster: [] }
@@ -30,7 +33,7 @@ function readRedisOptions(args) {
 
 /**
  * @param {unknown} urlOrOptions
- * @returns {import('./native').RedisConfig}
+ * @returns {import('../native').RedisConfig}
  */
 function readGiven(urlOrOptions) {
   checkUrlGiven(WHERE, urlOrOptions, REDIS_DEFAULTS.url)
@@ -73,4 +76,17 @@ function readGiven(urlOrOptions) {
   }
 }
 
-module.exports = { readRedisOptions }
+/**
+ * A store on a Redis server, spoken to from Rust over one multiplexed
+ * connection. Wire-compatible with the docs' ioredis store: the key (after
+ * `prefix`) holds the owner token, with the lock's TTL as its Redis expiry.
+ */
+class RedisLockStore extends ServerLockStore {
+  /** @param {unknown[]} urlOrOptions */
+  constructor(...urlOrOptions) {
+    const handle = native.createRedisStore(readRedisOptions(urlOrOptions), (tagged) => announced(handle, tagged))
+    super('RedisLockStore', handle)
+  }
+}
+
+module.exports = { RedisLockStore }

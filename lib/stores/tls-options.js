@@ -1,11 +1,10 @@
 'use strict'
 /**
- * `tls: { ca, cert, key }` for the stores that speak TLS themselves
- * (RedisLockStore, PostgresLockStore, MySqlLockStore), read and checked the
- * same way.
+ * `tls: { ca, cert, key }` for the stores that speak TLS themselves, read
+ * and checked the same way.
  */
 
-const { describe } = require('./check.js')
+const { describe } = require('../core/check.js')
 
 const TLS_PARTS = ['ca', 'cert', 'key']
 
@@ -14,7 +13,7 @@ const TLS_PARTS = ['ca', 'cert', 'key']
  *
  * @param {string} where the constructor, for messages
  * @param {unknown} tls
- * @returns {import('./native').TlsPem | undefined}
+ * @returns {import('../native').TlsPem | undefined}
  */
 function readTls(where, tls) {
   if (tls === undefined) return undefined

@@ -10,8 +10,8 @@
  * data they never touch.
  */
 
-const { HoldKind, nativeOps, opsOf, LANES } = require('./protocol.js')
-const { jsReadWriteOps, missingReadWrite } = require('./js-read-write.js')
+const { HoldKind, nativeOps, opsOf, LANES } = require('../core/protocol.js')
+const { jsReadWriteOps, missingReadWrite } = require('../bridge/js-read-write.js')
 
 /**
  * What kind of hold a target takes.
@@ -25,7 +25,7 @@ const { jsReadWriteOps, missingReadWrite } = require('./js-read-write.js')
 /** Each kind's wait lane, before its key (see protocol.js). */
 const LANE = { semaphore: LANES.s, read: LANES.r, write: LANES.r }
 
-/** @type {Map<string, import('./protocol.js').StoreOps>} kind -> its operations on a native store */
+/** @type {Map<string, import('../core/protocol.js').StoreOps>} kind -> its operations on a native store */
 const opsByKind = new Map()
 
 /**
@@ -57,7 +57,7 @@ function slotOf(owner) {
  * the first n slots is free.)
  *
  * @param {number} limit
- * @returns {import('./protocol.js').StoreOps}
+ * @returns {import('../core/protocol.js').StoreOps}
  */
 function slotOps(limit) {
   /** @param {object} handle @param {string} key */
@@ -102,7 +102,7 @@ function slotOps(limit) {
  * the store and the methods it lacks.
  *
  * @param {object} store
- * @returns {import('./protocol.js').StoreOps}
+ * @returns {import('../core/protocol.js').StoreOps}
  */
 function withoutReadWrite(store) {
   const made = /** @type {any} */ (store).constructor
@@ -119,7 +119,7 @@ function withoutReadWrite(store) {
  * The operations a target of `kind` uses on a store.
  *
  * @param {Kind} kind
- * @param {Readonly<import('./protocol.js').Capabilities>} capabilities the store's
+ * @param {Readonly<import('../core/protocol.js').Capabilities>} capabilities the store's
  * @param {object} store
  */
 function opsFor(kind, capabilities, store) {
@@ -151,7 +151,7 @@ const WRITE = { name: 'write', hold: HoldKind.Write, limit: 0 }
  *
  * @param {Kind} kind
  * @param {string} key
- * @param {{ store: object, capabilities: Readonly<import('./protocol.js').Capabilities> }} current
+ * @param {{ store: object, capabilities: Readonly<import('../core/protocol.js').Capabilities> }} current
  */
 function kindFields(kind, key, current) {
   return {

@@ -18,20 +18,20 @@
  * that make the lock correct (owner tokens, the compare-and-act store
  * operations, expiry) live in the addon and the store; this file keeps what
  * is cheapest in JS: the handle and run()'s try/finally. An acquire is
- * lib/acquire.js's; the handle turns its grant into a Hold.
+ * lib/lock/acquire.js's; the handle turns its grant into a Hold.
  */
 
-const { describe, checkMs, readOptions, isThenable } = require('./check.js')
-const { LockNotHeldError, fromStore } = require('./errors.js')
-const { realNow } = require('./timers.js')
+const { describe, checkMs, readOptions, isThenable } = require('../core/check.js')
+const { LockNotHeldError, fromStore } = require('../core/errors.js')
+const { realNow } = require('../core/timers.js')
 const { Hold } = require('./hold.js')
 const { acquire, kTook } = require('./acquire.js')
-const { acquireChannel, runChannel, extendChannel, traceAcquire, traceRun, traceExtend } = require('./tracing.js')
+const { acquireChannel, runChannel, extendChannel, traceAcquire, traceRun, traceExtend } = require('../core/tracing.js')
 
 const kCreate = Symbol('Lock.create')
 
 /** @typedef {import('./hold.js').Target} Target */
-/** @typedef {import('./waiting.js').Grant} Grant */
+/** @typedef {import('../wait/waiting.js').Grant} Grant */
 
 class Lock {
   /** @type {Target} */
@@ -54,9 +54,8 @@ class Lock {
 
   /**
    * The current hold's fencing token: a number that only grows, per key,
-   * across every process using the store (MemoryLockStore, RedisLockStore,
-   * PostgresLockStore, and JS stores that implement `fencingToken(key,
-   * owner)`); null when this
+   * across every process using the store (every store that fences, JS stores
+   * that implement `fencingToken(key, owner)` among them); null when this
    * handle holds nothing or the store gives none.
    */
   get fencingToken() {
@@ -92,7 +91,7 @@ class Lock {
   /**
    * @template T
    * @param {(lock: Lock) => T | PromiseLike<T>} fn
-   * @param {import('../index').AcquireOptions} [options]
+   * @param {import('../../index').AcquireOptions} [options]
    * @returns {Promise<[true, Awaited<T>] | [false, undefined]>}
    */
   run(fn, options) {
@@ -102,7 +101,7 @@ class Lock {
   /**
    * @template T
    * @param {(lock: Lock) => T | PromiseLike<T>} fn
-   * @param {import('../index').AcquireOptions} [options]
+   * @param {import('../../index').AcquireOptions} [options]
    * @returns {Promise<[true, Awaited<T>] | [false, undefined]>}
    */
   async #run(fn, options) {
@@ -144,7 +143,7 @@ class Lock {
     return this.run(fn, { timeout: 0 })
   }
 
-  /** @param {import('../index').AcquireOptions} [options] */
+  /** @param {import('../../index').AcquireOptions} [options] */
   async acquire(options) {
     let hold = this.#take('Lock.acquire', options)
     if (isThenable(hold)) {
@@ -316,7 +315,7 @@ class Lock {
 
   /**
    * A grant the store gave (the owner token, or [owner, fencing token] from a
-   * native server store) made this handle's latest Hold (lib/acquire.js calls it).
+   * native server store) made this handle's latest Hold (lib/lock/acquire.js calls it).
    *
    * @param {NonNullable<Grant>} grant
    * @param {number} since when the attempt that took it was sent

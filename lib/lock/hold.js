@@ -10,14 +10,14 @@
  */
 
 const { inspect } = require('node:util')
-const { describe, isThenable, noop } = require('./check.js')
-const { LockNotHeldError } = require('./errors.js')
-const { realTimer, cancel, realNow } = require('./timers.js')
-const { wake, giveBack } = require('./waiting.js')
-const { holding } = require('./handed.js')
-const { answeredBeforeClose } = require('./stores.js')
-const { inLine } = require('./protocol.js')
-const { releaseChannel, extendChannel, lostChannel, traceRelease, traceRenewal, publishLost } = require('./tracing.js')
+const { describe, isThenable, noop } = require('../core/check.js')
+const { LockNotHeldError } = require('../core/errors.js')
+const { realTimer, cancel, realNow } = require('../core/timers.js')
+const { wake, giveBack } = require('../wait/waiting.js')
+const { holding } = require('../wait/handed.js')
+const { answeredBeforeClose } = require('../core/store-events.js')
+const { inLine } = require('../core/protocol.js')
+const { releaseChannel, extendChannel, lostChannel, traceRelease, traceRenewal, publishLost } = require('../core/tracing.js')
 
 /**
  * What a lock is on, shared by a handle, the handles run() makes from it and
@@ -26,10 +26,10 @@ const { releaseChannel, extendChannel, lostChannel, traceRelease, traceRenewal, 
  * @typedef {object} Target
  * @property {string} key
  * @property {number} ttlMs
- * @property {import('../index').LockStore} store
+ * @property {import('../../index').LockStore} store
  * @property {object} handle the store's native handle
- * @property {Readonly<import('./protocol.js').Capabilities>} capabilities what its store can do
- * @property {import('./protocol.js').StoreOps} ops what to do with `handle` (for this kind of hold)
+ * @property {Readonly<import('../core/protocol.js').Capabilities>} capabilities what its store can do
+ * @property {import('../core/protocol.js').StoreOps} ops what to do with `handle` (for this kind of hold)
  * @property {string} lane the queue its waiters wait in: the key for a plain lock
  * @property {boolean} [shared] more than one may hold it at once (a permit, a reader)
  * @property {boolean} [together] any number may (a reader): queued readers try together
@@ -40,8 +40,8 @@ const { releaseChannel, extendChannel, lostChannel, traceRelease, traceRenewal, 
  * @typedef {object} Extra
  * @property {number | undefined} heldFor a hold length other than the TTL (Infinity: restored, start unknown)
  * @property {AbortController | undefined} controller the signal's (it costs µs: made when first read)
- * @property {import('./timers.js').Timer | undefined} expiry aborts the signal when the time is up
- * @property {import('./timers.js').Timer | undefined} renewal autoExtend's next extension
+ * @property {import('../core/timers.js').Timer | undefined} expiry aborts the signal when the time is up
+ * @property {import('../core/timers.js').Timer | undefined} renewal autoExtend's next extension
  * @property {AbortController | undefined} ended the aborted one a released hold's handle gives out
  * @property {boolean} watched its expiry is watched (for its signal, or a listener of lost holds)
  */
@@ -72,7 +72,7 @@ class Hold {
     this.extra = undefined
     /** realNow() when it was taken, for a traced release's heldMs; 0 when nobody listened then. */
     this.takenAt = releaseChannel.hasSubscribers ? realNow() : 0
-    // (In a store's line, a hand-over of a lock held here is this lock come back: lib/waiting.js.)
+    // (In a store's line, a hand-over of a lock held here is this lock come back: lib/wait/waiting.js.)
     if (inLine(target)) holding(target.handle, owner, since + target.ttlMs)
   }
 
@@ -176,7 +176,7 @@ class Hold {
     const left = this.left()
     if (left <= 0) return this.markLost('expired')
     if (left === Infinity) return
-    // The in-memory store counts whole ms: a timer a hair early looks again.
+    // A store that says when a hold lapses counts whole ms: a timer a hair early looks again.
     extra.expiry = realTimer(() => this.held && this.watchExpiry(), Math.max(1, Math.ceil(left)))
   }
 
@@ -258,7 +258,7 @@ class Hold {
     // A store's line hands the lock on itself (to a waiter here, if this
     // process is first in line, by the release's reply): nobody is woken.
     // A store that answers a connection's commands in the order they were
-    // sent (Redis): the next waiter's attempt can go right behind the release
+    // sent (answersInOrder): the next waiter's attempt can go right behind the release
     // instead of a round trip after it.
     const handsOn = inLine(this.target)
     const inOrder = this.target.capabilities.answersInOrder
@@ -338,13 +338,13 @@ class Hold {
     answeredBeforeClose(handle, answer)
     const answered = answer.then(noop, warn)
     try {
-      return /** @type {NonNullable<import('./protocol.js').StoreOps['sent']>} */ (ops.sent)(handle, key)
+      return /** @type {NonNullable<import('../core/protocol.js').StoreOps['sent']>} */ (ops.sent)(handle, key)
     } catch {
       return answered
     }
   }
 
-  /** @param {import('./tracing.js').LostReason} reason how it was found lost (for listeners) */
+  /** @param {import('../core/tracing.js').LostReason} reason how it was found lost (for listeners) */
   markLost(reason) {
     if (!this.held) return
     this.ended()
@@ -394,7 +394,7 @@ class Hold {
     }
     let token
     try {
-      token = /** @type {NonNullable<import('../index').LockStore['fencingToken']>} */ (store.fencingToken).call(store, key, this.owner)
+      token = /** @type {NonNullable<import('../../index').LockStore['fencingToken']>} */ (store.fencingToken).call(store, key, this.owner)
     } catch (error) {
       return fail(error)
     }

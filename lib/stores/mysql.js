@@ -5,7 +5,10 @@
  * addon, which knows which of its parameters the store can use.)
  */
 
-const { describe, checkOptionsObject, checkUrlGiven, checkUrlOption, checkPoolSize, msOptions } = require('./check.js')
+const native = require('../native.js')
+const { describe, checkOptionsObject, checkUrlGiven, checkUrlOption, checkPoolSize, msOptions } = require('../core/check.js')
+const { announced } = require('../core/store-events.js')
+const { ServerLockStore } = require('./server-store.js')
 const { readTls } = require('./tls-options.js')
 
 const MYSQL_DEFAULTS = Object.freeze({
@@ -40,7 +43,7 @@ function checkTable(where, table, name) {
 
 /**
  * @param {unknown[]} args the constructor's arguments: none for the default server
- * @returns {import('./native').MysqlConfig}
+ * @returns {import('../native').MysqlConfig}
  */
 function readMysqlOptions(args) {
   if (args.length === 0) return { ...MYSQL_DEFAULTS, tls: undefined }
@@ -69,4 +72,27 @@ function readMysqlOptions(args) {
   }
 }
 
-module.exports = { readMysqlOptions, checkTable }
+/**
+ * A store on a MySQL (or MariaDB) server, spoken to from Rust over a small
+ * pool of connections.
+ */
+class MySqlLockStore extends ServerLockStore {
+  /** @param {unknown[]} urlOrOptions */
+  constructor(...urlOrOptions) {
+    const handle = native.createMysqlStore(readMysqlOptions(urlOrOptions), (tagged) => announced(handle, tagged))
+    super('MySqlLockStore', handle)
+  }
+
+  /**
+   * The SQL that makes every object a store on `table` uses, for a database
+   * whose users may not create them: run it once as a user who may.
+   *
+   * @param {unknown} [table]
+   */
+  static schema(table = 'keel_locks') {
+    checkTable('MySqlLockStore.schema', table, 'table')
+    return native.mysqlSchema(table)
+  }
+}
+
+module.exports = { MySqlLockStore }

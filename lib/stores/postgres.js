@@ -5,7 +5,10 @@
  * the addon, with tokio-postgres's own parser.)
  */
 
-const { describe, checkOptionsObject, checkUrlGiven, checkUrlOption, checkPoolSize, msOptions } = require('./check.js')
+const native = require('../native.js')
+const { describe, checkOptionsObject, checkUrlGiven, checkUrlOption, checkPoolSize, msOptions } = require('../core/check.js')
+const { announced } = require('../core/store-events.js')
+const { ServerLockStore } = require('./server-store.js')
 const { readTls } = require('./tls-options.js')
 
 const POSTGRES_DEFAULTS = Object.freeze({
@@ -39,7 +42,7 @@ function checkTable(where, table, name) {
 
 /**
  * @param {unknown[]} args the constructor's arguments: none for the default server
- * @returns {import('./native').PostgresConfig}
+ * @returns {import('../native').PostgresConfig}
  */
 function readPostgresOptions(args) {
   if (args.length === 0) return { ...POSTGRES_DEFAULTS, listenUrl: undefined, tls: undefined }
@@ -74,4 +77,34 @@ function readPostgresOptions(args) {
   }
 }
 
-module.exports = { readPostgresOptions, checkTable }
+/**
+ * A store on a PostgreSQL server, spoken to from Rust over a small pool of
+ * connections. Its table is the docs' database store's, so processes using
+ * either exclude each other; expiry is decided by the server's clock.
+ */
+class PostgresLockStore extends ServerLockStore {
+  /** @param {unknown[]} urlOrOptions */
+  constructor(...urlOrOptions) {
+    // Tagged `w`: a warning from the store's listener (notifications that
+    // do not arrive), emitted once as a process warning; else a release.
+    const handle = native.createPostgresStore(readPostgresOptions(urlOrOptions), (tagged) =>
+      tagged[0] === 'w'
+        ? process.emitWarning(tagged.slice(1), { type: 'LockStoreWarning', code: 'KEEL_POSTGRES_NOT_NOTIFIED' })
+        : announced(handle, tagged),
+    )
+    super('PostgresLockStore', handle)
+  }
+
+  /**
+   * The SQL that makes every object a store on `table` uses, for a database
+   * whose users may not create them: run it once as a user who may.
+   *
+   * @param {unknown} [table]
+   */
+  static schema(table = 'locks') {
+    checkTable('PostgresLockStore.schema', table, 'table')
+    return native.postgresSchema(table)
+  }
+}
+
+module.exports = { PostgresLockStore }

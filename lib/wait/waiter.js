@@ -2,29 +2,29 @@
 /**
  * A caller waiting for a hold, from its first attempt to its answer: first
  * one whose attempt is in flight and which has not queued yet, then,
- * refused with time left, one in its lane's queue (lib/waiting.js) that
+ * refused with time left, one in its lane's queue (lib/wait/waiting.js) that
  * tries again when woken or polled, until it gets in, its timeout passes or
  * its AbortSignal aborts (then it rejects with the signal's reason). The
  * timeout counts the first attempt too, even if the store never answers it;
  * a grant that arrives after the caller gave up goes back at once; a store
  * that cannot be reached is "not yet" while time is left. A lock handed over
- * from a store's line is taken once, however it arrives. lib/acquire.js
+ * from a store's line is taken once, however it arrives. lib/lock/acquire.js
  * makes them.
  */
 
-const { DEFAULT_RETRY_DELAY_MS, WAIT, LINE_CLAIM_MS, inLine } = require('./protocol.js')
-const { isThenable, noop } = require('./check.js')
-const { isUnreachable } = require('./errors.js')
-const { timer, cancel, realNow } = require('./timers.js')
+const { DEFAULT_RETRY_DELAY_MS, WAIT, LINE_CLAIM_MS, inLine } = require('../core/protocol.js')
+const { isThenable, noop } = require('../core/check.js')
+const { isUnreachable } = require('../core/errors.js')
+const { timer, cancel, realNow } = require('../core/timers.js')
 const { withdraw } = require('./marks.js')
-const { answeredBeforeClose } = require('./stores.js')
-const { cancelWith, endWith } = require('./abort.js')
+const { answeredBeforeClose } = require('../core/store-events.js')
+const { cancelWith, endWith } = require('../core/abort.js')
 const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, leaveUnwanted } = require('./waiting.js')
 const { firstTake, wasTaken } = require('./handed.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
-/** @typedef {import('./hold.js').Target} Target */
-/** @typedef {import('./hold.js').Hold} Hold */
+/** @typedef {import('../lock/hold.js').Target} Target */
+/** @typedef {import('../lock/hold.js').Hold} Hold */
 
 /** The method of what an acquire is for (a Lock) that turns a grant into its Hold. */
 const kTook = Symbol('Lock.took')
@@ -37,7 +37,7 @@ const kTook = Symbol('Lock.took')
  */
 
 /**
- * What a traced acquire counts (lib/tracing.js): its store round trips.
+ * What a traced acquire counts (lib/core/tracing.js): its store round trips.
  *
  * @typedef {{ attempts: number }} Trace
  */
@@ -88,7 +88,7 @@ class Waiter {
     this.handedOwner = undefined
     /** @type {import('./waiting.js').Waiter[] | undefined} */
     this.queue = undefined
-    /** @type {import('./timers.js').Timer | undefined} */
+    /** @type {import('../core/timers.js').Timer | undefined} */
     this.poll = undefined
     /** @type {(hold: Hold | null | Promise<Hold | null>) => void} */
     this.resolve = noop
@@ -110,7 +110,7 @@ class Waiter {
   /**
    * Its first attempt, sent before it queued: while it is in flight, a release
    * of the same lane may land after the store looked, so it is marked to look
-   * again (lib/waiting.js's wake).
+   * again (lib/wait/waiting.js's wake).
    *
    * @param {Promise<Grant>} answer
    * @param {number} sent
@@ -323,7 +323,7 @@ class Waiter {
     const more = /** @type {Waiter[]} */ (this.queue).length > 0
     const after = (/** @type {boolean} */ claimed) => (claimed ? hold.extended(sent, ttlMs) : hold.markLost('expired'))
     try {
-      const claimed = /** @type {NonNullable<import('./protocol.js').StoreOps['claim']>} */ (ops.claim)(handle, key, owner, ttlMs, more, sent)
+      const claimed = /** @type {NonNullable<import('../core/protocol.js').StoreOps['claim']>} */ (ops.claim)(handle, key, owner, ttlMs, more, sent)
       if (isThenable(claimed)) /** @type {Promise<boolean>} */ (claimed).then(after, noop)
       else after(/** @type {boolean} */ (claimed))
     } catch {}

@@ -9,7 +9,7 @@
  * The codes, from the addon's one list (`Code` in src/error.rs, `ErrorCode`
  * in lib/native.d.ts), so none is spelled here.
  */
-const { StoreConnection, StoreTimeout, StoreUnavailable, Internal } = require('./native.js').ErrorCode
+const { StoreConnection, StoreTimeout, StoreUnavailable, Internal } = require('../native.js').ErrorCode
 
 class LockNotHeldError extends Error {
   /** @param {string} [key] */
@@ -29,8 +29,8 @@ Object.defineProperty(LockNotHeldError.prototype, 'name', {
 })
 
 /**
- * What a store (MemoryLockStore, RedisLockStore, PostgresLockStore,
- * MySqlLockStore) fails with when the failure is the store's, not the
+ * What a store (every store this package ships) fails with when the
+ * failure is the store's, not the
  * caller's input (that stays a TypeError or RangeError): `code` says which,
  * one of index.d.ts's LockStoreErrorCode. A store written in JS may throw it
  * too.
@@ -82,7 +82,7 @@ const isStoreFailure = (error) => {
 /**
  * Errors that say the store could not be reached, did not answer in time,
  * or answered that it cannot serve anyone yet (loading its data, busy, full,
- * a cluster re-forming). (Native stores set these codes; a JS store may set
+ * a group of servers re-forming). (Native stores set these codes; a JS store may set
  * them too.)
  *
  * @param {unknown} error
