@@ -102,8 +102,8 @@ export declare function extend(handle: object, key: string, hold: HoldKind, owne
 
 /**
  * The fencing token of `owner`'s hold of `key`, from what the store keeps
- * with the hold (MemoryLockStore), or null. (RedisLockStore and
- * PostgresLockStore hand their tokens over with the acquire's reply.)
+ * with the hold, or null. (A store on a server hands its tokens over with
+ * the acquire's reply.)
  */
 export declare function fencingToken(handle: object, key: string, hold: HoldKind, owner: string): number | null
 
@@ -234,16 +234,12 @@ export declare function sent(handle: object, key: string): void | Promise<void>
 /** The store's own `acquire(key, owner, ttlMs)`, for a store used directly. */
 export declare function storeAcquire(handle: object, key: string, hold: HoldKind, limit: number, owner: string, ttlMs: number): boolean | Promise<boolean>
 
-export declare function storeCapabilities(handle: object): StoreCapabilities
-
-/** What a handle's store can do beyond its operations (read once per store). */
-export interface StoreCapabilities {
-  saysWhenLapsed: boolean
-  announcesReleases: boolean
-  answersInOrder: boolean
-  tellsWhenSent: boolean
-  waitsInLine: boolean
-}
+/**
+ * What a handle's store can do beyond its operations (read once per
+ * store), or, without a handle, what every store written in JS can do: the
+ * store's record as it is, each capability under its JS name.
+ */
+export declare function storeCapabilities(handle?: object): Record<string, boolean>
 
 /** PEM bytes for `rediss://`, already checked and converted by the JS layer. */
 export interface TlsPem {

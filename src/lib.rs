@@ -76,7 +76,7 @@
 //!   back: answers due, a connection to open), `conn.rs` (one connection's state),
 //!   `socket.rs` (bytes in and out, plain or TLS), `callbacks.rs` (the libuv
 //!   callbacks), `engine.rs` (what they drive), `host.rs` (the runtime whose
-//!   loop it is), `napi_host.rs` (that runtime on Node), `uv/`, `tests/`.
+//!   loop it is: Node's is the napi surface's), `uv/`, `tests/`.
 //! - `src/store/event_loop/uv/`: `mod.rs`, `ffi.rs` (libuv's functions as
 //!   Node exports them), `handle.rs` (what every handle shares), `poll.rs`,
 //!   `timer.rs`, `turn.rs` (the end of a loop turn), `wake.rs` (woken from
@@ -85,11 +85,14 @@
 //!   own, a host standing in for napi, Tokio: shared with the stores'
 //!   tests), `mod.rs` (a line protocol and its server), `connection.rs` (the
 //!   connection's behaviour), `sent.rs` (telling when a request is written).
-//! - `src/napi/`: `mod.rs` (the `#[napi]` functions alone), `create.rs` (the
+//! - `src/napi/`: `mod.rs` (the `#[napi]` functions alone), `stores/` (the
 //!   stores made from JS), `direct.rs` (`acquire` and `release` registered
 //!   without napi-rs's per-call bookkeeping), `handle.rs`, `convert.rs`,
-//!   `errors.rs`, `pump.rs` (promises settled from other threads),
-//!   `test_hooks.rs`.
+//!   `errors.rs`, `pump.rs` (promises settled from other threads), `host.rs`
+//!   (Node as the host of the event loop's connections), `test_hooks.rs`.
+//! - `src/napi/stores/`: `mod.rs` (what making a store takes: TLS material,
+//!   the callback of announced releases), one file per store: `memory.rs`,
+//!   `redis.rs`, `postgres.rs`, `mysql.rs`.
 //!
 //! A store written in JS never reaches this crate: `lib/bridge/js-store.js` calls it.
 

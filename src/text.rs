@@ -1,8 +1,8 @@
 //! Short strings without a heap allocation.
 //!
 //! Every lock cycle moves a key and an owner token across the napi boundary
-//! and into the in-memory store. Both are short (an owner token is 36 bytes,
-//! keys are usually a few dozen), and on the in-memory path the allocations
+//! and into a store. Both are short (an owner token is 36 bytes, keys are
+//! usually a few dozen), and on a path that stays in memory the allocations
 //! for them were a measurable share of a cycle. `SmallStr` keeps up to
 //! [`INLINE`] bytes in place and falls back to the heap beyond that.
 

@@ -67,3 +67,16 @@ test('each native store says what it can do; every JS store gets the same record
     await postgres.close()
   }
 })
+
+test('the addon gives the capabilities JS is typed for: each store its whole record, nothing defaulted here', () => {
+  const { readFileSync } = require('node:fs')
+  const source = readFileSync(require.resolve('../../lib/core/protocol.js'), 'utf8')
+  const typedef = source.slice(source.indexOf('@typedef {object} Capabilities'))
+  const typed = [...typedef.slice(0, typedef.indexOf('*/')).matchAll(/@property \{boolean\} (\w+)/g)].map((m) => m[1])
+  assert.ok(typed.length >= 9, 'the typedef read')
+  for (const record of [capabilitiesOf(handleFor(new MemoryLockStore())), capabilitiesOf(handleFor({}))]) {
+    assert.deepEqual(Object.keys(record).sort(), [...typed].sort())
+    assert.ok(Object.values(record).every((can) => typeof can === 'boolean'))
+    assert.ok(Object.isFrozen(record))
+  }
+})

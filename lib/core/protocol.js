@@ -157,34 +157,24 @@ const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
  */
 
 /**
- * @param {Partial<Capabilities>} can what a kind of store can do, of what no store does by default
+ * The addon's record of what a store can do, as it is (each store declares
+ * its own in Rust; so is the one record every store written in JS shares).
+ *
+ * @param {Record<string, boolean>} record
  * @returns {Readonly<Capabilities>}
  */
-const capabilities = (can) =>
-  Object.freeze({
-    saysWhenLapsed: false,
-    announcesReleases: false,
-    answersInOrder: false,
-    tellsWhenSent: false,
-    waitsInLine: false,
-    writtenInJs: false,
-    throwsOwnErrors: false,
-    mayNeverAnswer: false,
-    fencesAfterAcquire: false,
-    ...can,
-  })
+const asCapabilities = (record) => Object.freeze(/** @type {Capabilities} */ (/** @type {unknown} */ (record)))
 
-/** What every store written in JS can do (a native store says itself). */
-const WRITTEN_IN_JS = capabilities({ writtenInJs: true, throwsOwnErrors: true, mayNeverAnswer: true, fencesAfterAcquire: true })
+/** What every store written in JS can do. */
+const WRITTEN_IN_JS = asCapabilities(native.storeCapabilities())
 
 /**
- * What the store of `handle` can do: a native store's as it declares them
- * (`LockStore::capabilities` in the addon), read when lock() starts using it.
+ * What the store of `handle` can do, read when lock() starts using it.
  *
  * @param {object} handle
  * @returns {Readonly<Capabilities>}
  */
-const capabilitiesOf = (handle) => (kOps in handle ? WRITTEN_IN_JS : capabilities(native.storeCapabilities(handle)))
+const capabilitiesOf = (handle) => (kOps in handle ? WRITTEN_IN_JS : asCapabilities(native.storeCapabilities(handle)))
 
 const {
   maxMs: MAX_MS,

@@ -4,7 +4,7 @@
 //! A `#[napi]` function pays for napi-rs's per-call bookkeeping (a borrow
 //! scope opened, deferred and closed around every call, whatever its
 //! arguments): about 100 ns a call here, measured against the same call
-//! registered directly (44 ns), where an in-memory lock cycle is under 2 µs
+//! registered directly (44 ns), where a lock cycle in memory is under 2 µs
 //! and makes two such calls. So these two are registered again, under their
 //! own names, by the module's exports hook, which runs after the `#[napi]`
 //! registrations and so replaces them: same Rust functions (`super::acquire`,

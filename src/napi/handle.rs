@@ -2,7 +2,7 @@
 //! napi-rs's borrow tracking.
 //!
 //! napi-rs's `External` argument tracks each borrow, which was about a sixth
-//! of an in-memory lock cycle; a plain external read with a tag check is all
+//! of a lock cycle in memory; a plain external read with a tag check is all
 //! a handle needs (JS keeps the external alive while it is an argument).
 
 use std::sync::Arc;
@@ -19,8 +19,7 @@ pub struct StoreHandle {
     /// Always [`HANDLE_TAG`]; first, so a foreign external can be told apart.
     tag: u64,
     pub store: Arc<dyn LockStore>,
-    /// Settles the promises of this store's Tokio-driven operations (a Redis
-    /// Cluster, PostgreSQL).
+    /// Settles the promises of this store's operations that run on Tokio.
     pub pump: Option<Pump>,
 }
 

@@ -8,7 +8,7 @@
 //! function for every kind of hold (a plain lock, a semaphore permit, a
 //! reader, a writer): it names the hold ([`HoldKind`]) beside the key, and
 //! the store's one method for it answers. Beside this file: the functions
-//! that make stores ([`create`]), the handle ([`handle`]), the conversions
+//! that make stores, one file each ([`stores`]), the handle ([`handle`]), the conversions
 //! ([`convert`]), errors and panics ([`errors`]), the promise pump ([`pump`]) and
 //! `acquire` and `release` registered again without napi-rs's per-call
 //! bookkeeping ([`direct`]). The TypeScript signatures
@@ -16,11 +16,12 @@
 //! layer is type-checked against it.
 
 mod convert;
-mod create;
 mod direct;
 mod errors;
 mod handle;
+mod host;
 mod pump;
+mod stores;
 #[cfg(feature = "test-hooks")]
 mod test_hooks;
 
@@ -30,7 +31,7 @@ use napi_derive::napi;
 use self::convert::{to_js, HoldArg, Settled};
 use self::handle::Handle;
 use crate::lock;
-use crate::store::{Acquired, Asked, Hold, Wait};
+use crate::store::{Acquired, Asked, Capabilities, Hold, Wait};
 use crate::text::SmallStr;
 
 /// Which kind of hold an operation is about, as JS names it. Every store
@@ -218,8 +219,8 @@ pub fn holders<'env>(
 }
 
 /// The fencing token of `owner`'s hold of `key`, from what the store keeps
-/// with the hold (MemoryLockStore), or null. (RedisLockStore and
-/// PostgresLockStore hand their tokens over with the acquire's reply.)
+/// with the hold, or null. (A store on a server hands its tokens over with
+/// the acquire's reply.)
 #[napi(
     catch_unwind,
     ts_args_type = "handle: object, key: string, hold: HoldKind, owner: string"
@@ -320,32 +321,24 @@ pub fn close_store(handle: Handle) {
     handle.store.close();
 }
 
-/// What a handle's store can do beyond its operations (read once per store).
-#[napi(object)]
-pub struct StoreCapabilities {
-    pub says_when_lapsed: bool,
-    pub announces_releases: bool,
-    pub answers_in_order: bool,
-    pub tells_when_sent: bool,
-    pub waits_in_line: bool,
-}
-
-#[napi(catch_unwind, ts_args_type = "handle: object")]
-pub fn store_capabilities(handle: Handle) -> StoreCapabilities {
-    let can = handle.store.capabilities();
-    StoreCapabilities {
-        says_when_lapsed: can.says_when_lapsed,
-        announces_releases: can.announces_releases,
-        answers_in_order: can.answers_in_order,
-        tells_when_sent: can.tells_when_sent,
-        waits_in_line: can.waits_in_line,
+/// What a handle's store can do beyond its operations (read once per
+/// store), or, without a handle, what every store written in JS can do: the
+/// store's record as it is, each capability under its JS name.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle?: object",
+    ts_return_type = "Record<string, boolean>"
+)]
+pub fn store_capabilities(env: &Env, handle: Option<Handle>) -> Result<Object<'_>> {
+    let record = match handle {
+        Some(handle) => handle.store.capabilities(),
+        None => Capabilities::WRITTEN_IN_JS,
+    };
+    let mut object = Object::new(env)?;
+    for (name, can) in record.named() {
+        object.set_named_property(name, can)?;
     }
-}
-
-/// Entries a memory store keeps, counting expired ones not yet swept.
-#[napi(catch_unwind, ts_args_type = "handle: object")]
-pub fn memory_store_size(handle: Handle) -> u32 {
-    u32::try_from(handle.store.entries_in_process()).unwrap_or(u32::MAX)
+    Ok(object)
 }
 
 #[napi(object)]
@@ -397,7 +390,7 @@ pub fn limits() -> Limits {
     }
 }
 
-/// One Tokio worker: a Redis command, the connection task that writes and
+/// One Tokio worker: a server command, the connection task that writes and
 /// reads it, and the callback back to JS then hand over within one thread
 /// instead of waking each other across threads.
 /// (Module init runs once per environment, each worker thread included; the

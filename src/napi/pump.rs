@@ -3,7 +3,7 @@
 //!
 //! napi-rs's `spawn_future_with_callback` makes a threadsafe function (and so
 //! a libuv async handle) for every promise, opened and closed on the JS
-//! thread: a few microseconds per Redis command, paid on the one thread every
+//! thread: a few microseconds per server command, paid on the one thread every
 //! lock shares. Here a store keeps one. A finished operation queues its result
 //! and signals only when the queue was empty; the JS thread then settles every
 //! queued promise in one turn. The threadsafe function is referenced (keeps

@@ -44,8 +44,7 @@ impl Hold {
 }
 
 /// Whether a plain lock's acquire that is refused waits in the store's
-/// line, on a store that keeps one (RedisLockStore on one server,
-/// PostgresLockStore).
+/// line, on a store that keeps one ([`super::Capabilities::waits_in_line`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
     /// Outside the lock: the store's own `acquire(key, owner, ttl)`, for
@@ -68,8 +67,8 @@ pub enum Acquired {
     /// The hold does not admit this owner now.
     Refused,
     /// Taken. A fencing token, if the store makes them, stays with the hold:
-    /// [`super::LockStore::fencing_token`] answers it (the memory store's
-    /// plain lock, which so hands JS a bare owner token, the cheaper value).
+    /// [`super::LockStore::fencing_token`] answers it (a store in this
+    /// thread, which so hands JS a bare owner token, the cheaper value).
     Taken,
     /// Taken, with the fencing token the store gave it in the same step.
     Fenced(u64),

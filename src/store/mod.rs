@@ -6,12 +6,15 @@
 //! `extend` act only when the stored owner token matches, and every entry
 //! carries an expiry the store itself enforces.
 //!
-//! An operation either finishes at once ([`Op::Ready`], the in-memory store,
+//! An operation either finishes at once ([`Op::Ready`], a store in memory,
 //! which runs on the JS thread and never waits), later on the JS thread's own
-//! event loop ([`Op::Local`], a Redis server's connection), or later on Tokio
-//! ([`Op::Pending`], a Redis Cluster). Keeping them apart in the type is what
-//! lets each answer without a thread hop it does not need. (A store written
-//! in JS never reaches Rust: `lib/bridge/js-store.js` calls it.)
+//! event loop ([`Op::Local`], a server connection that loop drives), or later
+//! on Tokio ([`Op::Pending`], a connection a thread waits on). Keeping them
+//! apart in the type is what lets each answer without a thread hop it does
+//! not need. (A store written in JS never reaches Rust:
+//! `lib/bridge/js-store.js` calls it.)
+//!
+//! This file is also the one list of the stores (their modules below).
 
 pub mod event_loop;
 pub mod follow;
@@ -46,7 +49,7 @@ pub enum Op<T> {
     Ready(StoreResult<T>),
     Pending(StoreFuture<T>),
     /// An operation that completes on the JS thread's own event loop (a
-    /// Redis command on a connection that loop drives): no thread hop, no Tokio.
+    /// command on a connection that loop drives): no thread hop, no Tokio.
     Local(LocalOp<T>),
 }
 
@@ -125,6 +128,60 @@ pub struct Capabilities {
     /// tells only its process, which then claims it ([`LockStore::extend`])
     /// and leaves the line when its waiters give up ([`LockStore::leave_line`]).
     pub waits_in_line: bool,
+    /// The rest are a store written in JS's, which the JS layer reaches
+    /// without this crate ([`Capabilities::WRITTEN_IN_JS`]); no native
+    /// store has them. Semaphores over its permit slots, read-write locks
+    /// through its own methods.
+    pub written_in_js: bool,
+    /// Its errors reach the caller as it threw them.
+    pub throws_own_errors: bool,
+    /// A call may never settle (no command timeout bounds it).
+    pub may_never_answer: bool,
+    /// A plain lock's fencing token is asked of it after the acquire.
+    pub fences_after_acquire: bool,
+}
+
+impl Capabilities {
+    /// What every store written in JS can do: one record, for JS to use as is.
+    pub const WRITTEN_IN_JS: Capabilities = Capabilities {
+        says_when_lapsed: false,
+        announces_releases: false,
+        answers_in_order: false,
+        tells_when_sent: false,
+        waits_in_line: false,
+        written_in_js: true,
+        throws_own_errors: true,
+        may_never_answer: true,
+        fences_after_acquire: true,
+    };
+
+    /// Every capability by the name JS reads it under, so JS takes the
+    /// record as it is. (A field added above does not compile until it is
+    /// named here.)
+    pub fn named(&self) -> [(&'static str, bool); 9] {
+        let Capabilities {
+            says_when_lapsed,
+            announces_releases,
+            answers_in_order,
+            tells_when_sent,
+            waits_in_line,
+            written_in_js,
+            throws_own_errors,
+            may_never_answer,
+            fences_after_acquire,
+        } = *self;
+        [
+            ("saysWhenLapsed", says_when_lapsed),
+            ("announcesReleases", announces_releases),
+            ("answersInOrder", answers_in_order),
+            ("tellsWhenSent", tells_when_sent),
+            ("waitsInLine", waits_in_line),
+            ("writtenInJs", written_in_js),
+            ("throwsOwnErrors", throws_own_errors),
+            ("mayNeverAnswer", may_never_answer),
+            ("fencesAfterAcquire", fences_after_acquire),
+        ]
+    }
 }
 
 /// A lock backend. Times are milliseconds; `ttl_ms` is always a positive,
@@ -210,7 +267,7 @@ pub trait LockStore: Send + Sync + 'static {
     /// Close the store's connections; later operations fail as closed.
     fn close(&self) {}
     /// Entries the store keeps in this process, counting expired ones not
-    /// yet swept (the memory store's; a server store keeps none here).
+    /// yet swept (a store in memory's; a server store keeps none here).
     fn entries_in_process(&self) -> usize {
         0
     }

@@ -1,5 +1,5 @@
-//! TLS for the connections this crate makes itself (a `rediss://` server on
-//! the event loop, PostgreSQL): a rustls client configuration made when the
+//! TLS for the connections this crate makes itself (on the event loop or
+//! on Tokio): a rustls client configuration made when the
 //! store is made, so a bad PEM
 //! is the caller's error at once. The server is checked against the system's
 //! trusted roots, or only `tls.ca` when one is given; there is no switch to

@@ -63,7 +63,7 @@ unsafe fn engine_of<W: Wire>(handle: *mut c_void) -> Rc<Engine<W>> {
 }
 
 /// How many replies are handed to JS before what they sent is written:
-/// measured with 64 loops on a Redis server (`bench/`, scenario 2), 16 to 48
+/// measured with 64 loops on the fastest server store (`bench/`, scenario 2), 16 to 48
 /// keep both the server and this thread busy; 32 did best.
 const ANSWERED_BEFORE_A_WRITE: usize = 32;
 

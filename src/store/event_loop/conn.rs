@@ -12,7 +12,7 @@ use bytes::BytesMut;
 
 use super::due::{refusal, Due, Next, Reply};
 use super::socket::{Arrived, Socket};
-use super::{error, Failure, Prepared, Verdict, Wire};
+use super::{error, Failure, Verdict, Wire};
 use crate::store::Code;
 
 pub struct Waiting<W: Wire> {
@@ -129,7 +129,7 @@ impl<W: Wire> Conn<W> {
         &mut self,
         socket: Socket,
         session: Option<(i32, u16)>,
-        prepared: Prepared,
+        prepared: W::Prepared,
     ) -> Next<W> {
         self.out.clear();
         self.inbound.clear();

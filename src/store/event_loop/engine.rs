@@ -19,6 +19,9 @@ use crate::store::Code;
 /// How many writes one call of [`Engine::write_now`] makes at most.
 const WRITE_ROUNDS: usize = 4;
 
+/// A connection opened on Tokio, or why it could not be.
+type OpenedOrNot<W> = Result<Opened<<W as Wire>::Prepared>, Failure>;
+
 pub(super) struct Engine<W: Wire> {
     pub(super) host: Box<dyn Host>,
     pub(super) loop_: *mut uv::Loop,
@@ -28,7 +31,7 @@ pub(super) struct Engine<W: Wire> {
     /// What the socket's watcher, made when a connection opens, calls.
     pub(super) on_socket: uv::PollCb,
     /// Where a connection opened on Tokio is left for the loop to pick up.
-    pub(super) opened: Arc<Mutex<Option<Result<Opened, Failure>>>>,
+    pub(super) opened: Arc<Mutex<Option<OpenedOrNot<W>>>>,
     /// When the timer is set to fire (loop ms), if it is.
     pub(super) timer_at: Cell<Option<u64>>,
     /// A write is due at the end of this loop iteration.
@@ -325,7 +328,7 @@ impl<W: Wire> Engine<W> {
 
     /// A connection opened on Tokio (or failed to): watch its socket and
     /// write what waits.
-    pub(super) fn install(self: &Rc<Self>, opened: Result<Opened, Failure>) {
+    pub(super) fn install(self: &Rc<Self>, opened: Result<Opened<W::Prepared>, Failure>) {
         let next = match opened {
             Ok(Opened {
                 tcp,

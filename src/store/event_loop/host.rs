@@ -1,7 +1,7 @@
 //! What a connection needs from the runtime whose loop drives it, and no
 //! more: the loop, a way into JS for what it delivers, Tokio to open
 //! connections on, and word of the environment going away. In the addon
-//! that is Node through napi (`napi_host`); the crate's tests drive a libuv
+//! that is Node through napi (the napi surface's host); the crate's tests drive a libuv
 //! loop of their own through the same seam, without Node.
 
 use std::ffi::CStr;

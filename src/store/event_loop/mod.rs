@@ -1,6 +1,6 @@
 //! A server connection driven by the JS thread's own event loop: no thread
-//! hop per command. Redis and PostgreSQL both ride it; each says how its
-//! requests are written and its answers read ([`Wire`]).
+//! hop per command. A store that rides it says how its requests are written
+//! and its answers read ([`Wire`]).
 //!
 //! Requests are written, and answers read, in libuv callbacks on the loop
 //! Node already runs (`uv_poll` on the socket, as zeromq.js does), and each
@@ -22,8 +22,8 @@
 //! callbacks drive: writing at the end of a turn, the timer, delivering
 //! outcomes to JS inside a callback scope, so promise continuations run),
 //! [`uv`] (the typed libuv handles), [`host`] (what a connection needs from
-//! the runtime whose loop drives it: Node's, `napi_host`; the tests', their
-//! own libuv loop).
+//! the runtime whose loop drives it: Node's, in the napi surface; the
+//! tests', their own libuv loop).
 //!
 //! Lifetime: the handles are closed by `close()`, by the store being
 //! collected, or by the environment's async cleanup hook (a worker thread
@@ -34,11 +34,7 @@ mod conn;
 mod due;
 mod engine;
 pub mod host;
-#[cfg(not(test))]
-mod napi_host;
 mod opening;
-#[cfg(not(test))]
-pub use self::napi_host::node_hosts;
 mod socket;
 #[cfg(test)]
 pub mod tests;
@@ -60,30 +56,22 @@ use self::host::MakeHost;
 pub use self::opening::{connect_tcp, start_tls, Refusals};
 use super::{route, BackendError, Code, Done, LocalOp, Op, StoreError};
 
-/// A connected, greeted socket, in non-blocking mode, ready for the event loop.
-pub struct Opened {
+/// A connected, greeted socket, in non-blocking mode, ready for the event
+/// loop, with what its protocol made of it as it opened (`P`, its
+/// [`Wire::Prepared`]).
+pub struct Opened<P> {
     pub tcp: std::net::TcpStream,
     pub tls: Option<rustls::ClientConnection>,
-    /// The server process serving the connection, when the server names it
-    /// (PostgreSQL's backend process id): what [`Wire::fence`] ends.
+    /// The server process serving the connection, when the server names it:
+    /// what [`Wire::fence`] ends.
     pub server_process: Option<i32>,
     /// What the connection prepared as it opened (told to the session:
     /// [`Wire::begin`]).
-    pub prepared: Prepared,
+    pub prepared: P,
 }
 
-/// The statements a connection prepared as it opened.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Prepared {
-    /// None: each request carries its statement's text.
-    #[default]
-    Nothing,
-    /// The protocol's statements, under names the client gave them (PostgreSQL).
-    ByName,
-    /// The protocol's statements, in order, under the numbers the server gave
-    /// them (MySQL); None for one it would not prepare.
-    Numbered(Vec<Option<u32>>),
-}
+/// A connection opening on Tokio: the socket ready for the loop, or why not.
+pub type Opening<P> = Pin<Box<dyn Future<Output = Result<Opened<P>, Failure>> + Send>>;
 
 /// Why a connection could not be opened: a store error code and what
 /// happened (each waiting request's error prefixes its own operation).
@@ -119,6 +107,9 @@ pub trait Wire: Sized + 'static {
     /// A connection's own state (a half-read answer, scripts it has loaded):
     /// fresh for every connection.
     type Session: Default;
+    /// What a connection prepares as it opens, for its session to use
+    /// ([`Wire::begin`]): statements under names or numbers, or nothing.
+    type Prepared: Send + 'static;
 
     /// The store's class, which starts every error message.
     const STORE: &'static str;
@@ -127,11 +118,11 @@ pub trait Wire: Sized + 'static {
     /// How many times a request that found its connection dead is sent again.
     const RESENDS: u32;
     /// Whether the server runs a request it has read even when the client
-    /// is gone before the answers ahead of it are written (Redis and
-    /// PostgreSQL do). MySQL drops a connection whose answer it cannot
-    /// write, and what follows in its socket never runs: there a request
-    /// counts as sent ([`Local::sent`]) only once nothing ahead of it on
-    /// its connection awaits an answer.
+    /// is gone before the answers ahead of it are written. A server that
+    /// drops a connection whose answer it cannot write never runs what
+    /// follows in its socket: there a request counts as sent
+    /// ([`Local::sent`]) only once nothing ahead of it on its connection
+    /// awaits an answer.
     const RUNS_WHAT_IT_READ: bool = true;
 
     fn connect_timeout_ms(target: &Self::Target) -> u64;
@@ -140,7 +131,8 @@ pub trait Wire: Sized + 'static {
     /// The store operation a request serves, for error messages.
     fn name(request: &Self::Request) -> &'static str;
     /// A new connection's session starts; `prepared` as it opened ([`Opened`]).
-    fn begin(_session: &mut Self::Session, _target: &Arc<Self::Target>, _prepared: Prepared) {}
+    fn begin(_session: &mut Self::Session, _target: &Arc<Self::Target>, _prepared: Self::Prepared) {
+    }
     /// Append the request's bytes to `out`; or, for a request the server
     /// would not take (larger than it reads: it would drop the connection,
     /// and everything in flight on it), append nothing and say why: that
@@ -180,9 +172,7 @@ pub trait Wire: Sized + 'static {
         None
     }
     /// Open and greet a connection (on Tokio), within the connect timeout.
-    fn open(
-        target: Arc<Self::Target>,
-    ) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>>;
+    fn open(target: Arc<Self::Target>) -> Opening<Self::Prepared>;
 }
 
 /// The error `<Store>.<operation>` fails with.

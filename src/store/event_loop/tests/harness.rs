@@ -1,8 +1,7 @@
 //! A libuv loop of the test's own (the system's libuv, linked in test
 //! builds), a [`Host`] that stands in for napi, and Tokio beside them: what
 //! a store's event-loop connections need to run under `cargo test`, without
-//! Node (the line protocol's tests here, and the Redis and PostgreSQL
-//! stores' own).
+//! Node (the line protocol's tests here, and the server stores' own).
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void, CStr};

@@ -11,17 +11,15 @@ pub use self::harness::Harness;
 
 use std::cell::RefCell;
 use std::ffi::CStr;
-use std::future::Future;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::thread;
 
 use bytes::BytesMut;
 
-use super::{connect_tcp, Direct, Failure, Opened, Prepared, Verdict, Wire};
+use super::{connect_tcp, Direct, Failure, Opened, Opening, Verdict, Wire};
 use crate::store::StoreError;
 
 /// A protocol of lines: a request is a line, its answer the next line back.
@@ -44,6 +42,7 @@ impl Wire for Lines {
     type Request = String;
     type Answer = String;
     type Session = ();
+    type Prepared = ();
 
     const STORE: &'static str = "TestStore";
     const RESOURCE: &'static CStr = c"TestStore";
@@ -64,7 +63,7 @@ impl Wire for Lines {
     fn encode(_session: &mut (), request: &String, out: &mut Vec<u8>) -> Result<(), Failure> {
         if request.starts_with(REFUSED) {
             return Err(Failure {
-                code: crate::store::Code::StoreRedis,
+                code: crate::store::Code::StoreConnection,
                 text: "too long".to_owned(),
             });
         }
@@ -93,7 +92,7 @@ impl Wire for Lines {
         }
     }
 
-    fn open(target: Arc<Target>) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>> {
+    fn open(target: Arc<Target>) -> Opening<()> {
         Box::pin(async move {
             let tcp = connect_tcp("127.0.0.1", target.port, &target.display).await?;
             let tcp = tcp.into_std().map_err(|e| Failure {
@@ -104,7 +103,7 @@ impl Wire for Lines {
                 tcp,
                 tls: None,
                 server_process: None,
-                prepared: Prepared::Nothing,
+                prepared: (),
             })
         })
     }

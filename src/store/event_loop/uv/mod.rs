@@ -15,8 +15,13 @@
 
 use std::ffi::c_void;
 
-/// `uv_loop_t`, opaque.
-pub type Loop = napi::sys::uv_loop_s;
+/// `uv_loop_t`, opaque: only ever behind a pointer libuv (or Node) gave.
+#[repr(C)]
+pub struct Loop {
+    _opaque: [u8; 0],
+    /// Neither `Send`, `Sync` nor `Unpin`: a loop belongs to its thread.
+    _thread_bound: std::marker::PhantomData<(*mut u8, std::marker::PhantomPinned)>,
+}
 
 mod ffi;
 mod handle;

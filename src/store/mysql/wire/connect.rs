@@ -18,7 +18,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use super::auth;
 use super::packet::{put_packet, read_error, Reader};
 use super::session::{handshake_head, login, prepare, refusal};
-use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Prepared, Refusals};
+use super::StatementIds;
+use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Refusals};
 use crate::store::mysql::options::Place;
 use crate::store::mysql::sql::Sql;
 #[cfg(not(unix))]
@@ -90,7 +91,7 @@ pub struct Target {
 
 /// Open a connection to `target` for the event loop, and prepare the
 /// store's statements on it, within its connect timeout.
-pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
+pub async fn open(target: Arc<Target>) -> Result<Opened<StatementIds>, Failure> {
     let ready = async {
         let (mut connected, connection_id) = connect(&target).await?;
         let ids = match &mut connected {
@@ -132,7 +133,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
         tcp,
         tls,
         server_process,
-        prepared: Prepared::Numbered(ids),
+        prepared: ids,
     })
 }
 

@@ -18,8 +18,6 @@ mod session;
 pub(super) use self::session::exchange;
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -31,7 +29,7 @@ use self::prepared::Execute;
 use self::response::response;
 use super::errors::{ends_session, RESENDS};
 use super::sql::Sql;
-use crate::store::event_loop::{self, Failure, Opened, Prepared, Verdict, Wire};
+use crate::store::event_loop::{self, Failure, Opening, Verdict, Wire};
 use crate::store::Code;
 
 /// The command byte of a text statement.
@@ -67,13 +65,17 @@ pub struct Answer {
 /// What the server answered a statement with, or the error it reported.
 pub type ServerAnswer = Result<Answer, ServerError>;
 
+/// The numbers the server gave the store's statements as a connection
+/// opened (in [`Sql::prepared`]'s order); None for one it would not prepare.
+pub type StatementIds = Vec<Option<u32>>;
+
 /// A connection's state.
 #[derive(Default)]
 pub struct Session {
     /// The numbers the server gave the store's statements (in
     /// [`Sql::prepared`]'s order); None for one it would not prepare, which
     /// is sent as text, its values written in.
-    ids: Vec<Option<u32>>,
+    ids: StatementIds,
     sql: Option<Arc<Sql>>,
     /// For each request written and not yet answered, in order: how many
     /// answers it takes, and whether they are in binary form.
@@ -89,6 +91,7 @@ impl Wire for MySql {
     type Request = Request;
     type Answer = ServerAnswer;
     type Session = Session;
+    type Prepared = StatementIds;
 
     const STORE: &'static str = "MySqlLockStore";
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:mysql";
@@ -107,10 +110,8 @@ impl Wire for MySql {
         request.name
     }
 
-    fn begin(session: &mut Session, target: &Arc<Target>, prepared: Prepared) {
-        if let Prepared::Numbered(ids) = prepared {
-            session.ids = ids;
-        }
+    fn begin(session: &mut Session, target: &Arc<Target>, ids: StatementIds) {
+        session.ids = ids;
         session.sql = Some(Arc::clone(&target.sql));
         session.most = target.max_allowed_packet.load(Ordering::Relaxed);
     }
@@ -222,7 +223,7 @@ impl Wire for MySql {
         })
     }
 
-    fn open(target: Arc<Target>) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>> {
+    fn open(target: Arc<Target>) -> Opening<StatementIds> {
         Box::pin(connect::open(target))
     }
 }

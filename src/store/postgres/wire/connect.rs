@@ -18,7 +18,7 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::session::start;
-use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Prepared, Refusals};
+use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Refusals};
 use crate::store::postgres::options::refuses_options;
 use crate::store::postgres::sql::Sql;
 use crate::store::{peer, Code};
@@ -52,15 +52,19 @@ pub struct Target {
     pub refused: Refusals,
 }
 
+/// Whether a connection prepared the store's statements by name as it
+/// opened (a server in front that cannot keep them says no).
+pub struct ByName(pub bool);
+
 /// Open a connection to `target`, within its connect timeout.
-pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
+pub async fn open(target: Arc<Target>) -> Result<Opened<ByName>, Failure> {
     target
         .refused
         .open(&target.display, target.connect_timeout, connect(&target))
         .await
 }
 
-async fn connect(target: &Target) -> Result<Opened, Failure> {
+async fn connect(target: &Target) -> Result<Opened<ByName>, Failure> {
     let plain = target.refuses_options.load(Ordering::Relaxed);
     match connect_once(target).await {
         Err(failure) if !plain && refuses_options(&failure.text) => {
@@ -77,22 +81,18 @@ async fn in_plain_text(
     mut tcp: tokio::net::TcpStream,
     target: &Target,
     heard: bool,
-) -> Result<Opened, Failure> {
+) -> Result<Opened<ByName>, Failure> {
     let (server_process, prepared) = start(&mut tcp, target, heard).await?;
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
     Ok(Opened {
         tcp,
         tls: None,
         server_process,
-        prepared: if prepared {
-            Prepared::ByName
-        } else {
-            Prepared::Nothing
-        },
+        prepared: ByName(prepared),
     })
 }
 
-async fn connect_once(target: &Target) -> Result<Opened, Failure> {
+async fn connect_once(target: &Target) -> Result<Opened<ByName>, Failure> {
     let mut tcp = connect_tcp(&target.host, target.port, &target.display).await?;
     let Some((config, name)) = &target.tls else {
         return in_plain_text(tcp, target, false).await;
@@ -147,11 +147,7 @@ async fn connect_once(target: &Target) -> Result<Opened, Failure> {
         tcp,
         tls: Some(session),
         server_process,
-        prepared: if prepared {
-            Prepared::ByName
-        } else {
-            Prepared::Nothing
-        },
+        prepared: ByName(prepared),
     })
 }
 

@@ -12,19 +12,17 @@
 pub mod connect;
 mod session;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::BytesMut;
 use postgres_protocol::message::backend::{DataRowBody, ErrorFields, Message};
 
-use self::connect::Target;
+use self::connect::{ByName, Target};
 use super::answer::Answer;
 use super::errors::RESENDS;
 use super::ops::Param;
 use super::sql::{Sql, Statement};
-use crate::store::event_loop::{self, Failure, Opened, Prepared, Verdict, Wire};
+use crate::store::event_loop::{self, Failure, Opening, Verdict, Wire};
 use crate::store::Code;
 
 /// The longest message the server reads (`PQ_LARGE_MESSAGE_LIMIT`, a
@@ -102,6 +100,7 @@ impl Wire for Postgres {
     type Request = Request;
     type Answer = ServerAnswer;
     type Session = Session;
+    type Prepared = ByName;
 
     const STORE: &'static str = "PostgresLockStore";
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:postgres";
@@ -119,8 +118,8 @@ impl Wire for Postgres {
         request.name
     }
 
-    fn begin(session: &mut Session, _: &Arc<Target>, prepared: Prepared) {
-        session.prepared = prepared == Prepared::ByName;
+    fn begin(session: &mut Session, _: &Arc<Target>, prepared: ByName) {
+        session.prepared = prepared.0;
     }
 
     fn encode(session: &mut Session, request: &Request, out: &mut Vec<u8>) -> Result<(), Failure> {
@@ -252,7 +251,7 @@ impl Wire for Postgres {
         })
     }
 
-    fn open(target: Arc<Target>) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>> {
+    fn open(target: Arc<Target>) -> Opening<ByName> {
         Box::pin(connect::open(target))
     }
 }

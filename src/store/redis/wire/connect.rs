@@ -14,7 +14,7 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::Decoder;
 
-use crate::store::event_loop::{connect_tcp, Failure, Opened, Prepared};
+use crate::store::event_loop::{connect_tcp, Failure, Opened};
 use crate::store::follow::FirstOpened;
 use crate::store::redis::errors::reply_meaning;
 use crate::store::redis::limits::{setting, Limits};
@@ -38,7 +38,7 @@ pub struct Target {
 }
 
 /// Open a connection to `target`, within its connect timeout.
-pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
+pub async fn open(target: Arc<Target>) -> Result<Opened<()>, Failure> {
     let within = target.connect_timeout;
     match tokio::time::timeout(within, connect(&target)).await {
         Ok(outcome) => outcome,
@@ -53,7 +53,7 @@ pub async fn open(target: Arc<Target>) -> Result<Opened, Failure> {
     }
 }
 
-async fn connect(target: &Target) -> Result<Opened, Failure> {
+async fn connect(target: &Target) -> Result<Opened<()>, Failure> {
     let tcp = connect_tcp(&target.host, target.port, &target.display).await?;
     let Some((config, name)) = &target.tls else {
         let mut tcp = tcp;
@@ -64,7 +64,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
             tcp,
             tls: None,
             server_process: None,
-            prepared: Prepared::Nothing,
+            prepared: (),
         });
     };
     let mut tls = handshake(config, name, tcp, target).await?;
@@ -76,7 +76,7 @@ async fn connect(target: &Target) -> Result<Opened, Failure> {
         tcp,
         tls: Some(session),
         server_process: None,
-        prepared: Prepared::Nothing,
+        prepared: (),
     })
 }
 

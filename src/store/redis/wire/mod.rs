@@ -5,8 +5,6 @@
 
 pub mod connect;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -16,7 +14,7 @@ use tokio_util::codec::Decoder;
 use self::connect::Target;
 use super::errors::RESENDS;
 use super::request::{Request, SCRIPTS};
-use crate::store::event_loop::{self, Failure, Opened, Prepared, Verdict, Wire};
+use crate::store::event_loop::{self, Failure, Opening, Verdict, Wire};
 
 pub struct Redis;
 
@@ -33,6 +31,7 @@ impl Wire for Redis {
     type Request = Request;
     type Answer = Value;
     type Session = Session;
+    type Prepared = ();
 
     const STORE: &'static str = "RedisLockStore";
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:redis";
@@ -50,7 +49,7 @@ impl Wire for Redis {
         request.name
     }
 
-    fn begin(_: &mut Session, target: &Arc<Target>, _: Prepared) {
+    fn begin(_: &mut Session, target: &Arc<Target>, _: ()) {
         target.first_opened.now();
     }
 
@@ -81,7 +80,7 @@ impl Wire for Redis {
         }
     }
 
-    fn open(target: Arc<Target>) -> Pin<Box<dyn Future<Output = Result<Opened, Failure>> + Send>> {
+    fn open(target: Arc<Target>) -> Opening<()> {
         Box::pin(connect::open(target))
     }
 }

@@ -1,6 +1,6 @@
-//! The [`Host`] of the addon: Node, through napi. Its symbols come from
-//! the `node` binary when Node loads the addon, so the crate's tests, which
-//! run without Node, do not build this file.
+//! The [`Host`] of the addon's event-loop connections: Node, through napi.
+//! Its symbols come from the `node` binary when Node loads the addon, so the
+//! crate's tests, which run without Node, do not build this module.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -8,8 +8,8 @@ use std::ptr;
 
 use napi::sys;
 
-use super::host::{Host, Task};
-use super::uv;
+use crate::store::event_loop::host::{Host, Task};
+use crate::store::event_loop::uv;
 
 /// One connection's hold on its Node environment.
 pub struct NapiHost {
@@ -164,7 +164,7 @@ impl Host for NapiHost {
     }
 }
 
-/// The hosts of connections on `env`'s loop ([`super::host::MakeHost`]).
+/// The hosts of connections on `env`'s loop ([`MakeHost`](crate::store::event_loop::host::MakeHost)).
 /// An `Env` is only ever lent to a napi call, on its JS thread, which is
 /// where a store is made and these hosts with it.
 pub fn node_hosts(
