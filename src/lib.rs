@@ -54,22 +54,25 @@
 //!   answer reader), `answer.rs` (the answer either transport reads, and
 //!   its readers), `sql.rs`, `holds_sql.rs` (the function of semaphores and
 //!   read-write locks), `line_sql.rs` (the line's table and function),
-//!   `transport.rs` (event loop or Tokio, chosen once), `via_loop.rs`,
+//!   `hashes.rs` (names made from hashes), `transport.rs` (event loop or Tokio, chosen once), `via_loop.rs`,
 //!   `wire/`, `via_tokio.rs`, `pool.rs`, `listen.rs`, `errors.rs`,
 //!   `options.rs`, `tests.rs`, `line_tests.rs`.
 //! - `src/store/postgres/wire/`: `mod.rs` (PostgreSQL's protocol on the event
-//!   loop), `connect.rs` (TCP and TLS), `session.rs` (logging in, preparing).
+//!   loop), `connect.rs` (TCP and TLS), `session.rs` (logging in, preparing),
+//!   `target.rs` (where connections go, and how opening one fails).
 //! - `src/store/mysql/`: `mod.rs` (the store, one dispatch on the kind of
 //!   hold), `ops.rs` (each operation once: statements, key and answer
 //!   reader), `answer.rs` (the readers), `sql.rs`, `sweep.rs` (old rows found, then deleted by key),
 //!   `holds_sql.rs` (the procedure of semaphores and read-write locks),
-//!   `line_sql.rs` (the line's table and procedures), `wire/`, `ear.rs`
+//!   `line_sql.rs` (the line's table and procedures), `hashes.rs` (row ids,
+//!   names, hex literals), `wire/`, `ear.rs`
 //!   (hearing of a lock handed to this process), `errors.rs`, `options.rs`.
 //! - `src/store/mysql/wire/`: `mod.rs` (MySQL's protocol on the event loop),
 //!   `packet.rs` (framing, OK and ERR), `prepared.rs` (the binary protocol:
 //!   statements run by number with typed values), `response.rs` (reading an
 //!   answer), `connect.rs` (TCP, a unix socket, TLS), `session.rs` (logging
-//!   in, the session, the tables, preparing), `auth.rs`.
+//!   in, the session, the tables, preparing), `auth.rs`, `target.rs` (where
+//!   connections go, and how opening one fails).
 //! - `src/store/event_loop/`: `mod.rs` (the protocol seam, `Wire`, and the
 //!   store's side of its connections), `opening.rs` (TCP, TLS and remembered
 //!   refusals, for opening on Tokio), `due.rs` (what a connection hands

@@ -96,3 +96,61 @@ test('shared Rust code names no store: only the stores\' folders, their napi fil
   const prose = registry.filter((line) => naming.test(line) && !/^pub (mod|use) /.test(line))
   assert.deepEqual(prose, [], 'src/store/mod.rs names stores only in its module list')
 })
+
+/**
+ * Which Rust files each Rust file uses, read from its paths (`crate::`,
+ * `super::`, `self::`, braces opened one level): each path resolved to the
+ * file of its longest module prefix. Comments are left out; tests count.
+ */
+function rustUses() {
+  const files = new Map()
+  const moduleOf = (path) => {
+    const parts = path.slice('src/'.length, -'.rs'.length).split('/')
+    if (parts.at(-1) === 'mod' || parts.at(-1) === 'lib') parts.pop()
+    return parts
+  }
+  const sources = filesUnder('src', /\.rs$/).map((f) => f.split('\\').join('/'))
+  for (const path of sources) files.set(moduleOf(path).join('::'), path)
+  const fileOf = (segments) => {
+    for (let n = segments.length; n >= 0; n--) {
+      const found = files.get(segments.slice(0, n).join('::'))
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  const uses = new Map()
+  for (const path of sources) {
+    const own = moduleOf(path)
+    const text = readFileSync(join(root, path), 'utf8').replace(/\/\/[^\n]*/g, '')
+    const used = new Set()
+    for (const [whole] of text.matchAll(/\b(?:crate|super|self)(?:::(?:[A-Za-z_]\w*|\{[^;]*?\}))+/g)) {
+      const [head, braced] = whole.split('{')
+      const prefix = head.replace(/::$/, '').split('::')
+      const items = braced === undefined ? [[]] : [[], ...braced.replace(/\}$/, '').split(',').map((item) => [item.trim().split('::')[0]])]
+      for (const item of items) {
+        const segments = [...prefix, ...item.filter((s) => s && s !== 'self')]
+        let at = segments[0] === 'crate' ? [] : [...own]
+        let i = segments[0] === 'crate' ? 1 : 0
+        for (; segments[i] === 'super' || segments[i] === 'self'; i++) if (segments[i] === 'super') at = at.slice(0, -1)
+        const file = fileOf([...at, ...segments.slice(i)])
+        if (file !== undefined && file !== path) used.add(file)
+      }
+    }
+    uses.set(path, used)
+  }
+  return uses
+}
+
+test('no two Rust files of a folder use each other, so each folder reads one way', () => {
+  const uses = rustUses()
+  assert.ok(uses.get('src/store/mysql/sql.rs')?.has('src/store/mysql/line_sql.rs'), 'paths read')
+  const both = []
+  for (const [a, used] of uses) {
+    for (const b of used) {
+      // A folder's mod.rs and its own files still share its types both ways.
+      const parentOf = (x, y) => x.endsWith('/mod.rs') && y.startsWith(x.slice(0, -'mod.rs'.length))
+      if (a < b && uses.get(b)?.has(a) && !parentOf(a, b) && !parentOf(b, a)) both.push(`${a} <-> ${b}`)
+    }
+  }
+  assert.deepEqual(both, [])
+})

@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::sql::{hash_hex, hex};
-use super::wire::connect::{logged_in, Connected, Target};
+use super::hashes::{hash_hex, hex};
+use super::wire::connect::{logged_in, Connected};
+use super::wire::target::Target;
 use super::wire::{exchange, ServerAnswer};
 use crate::store::event_loop::Failure;
 use crate::store::follow::{pause_taking, OnReleased, Released};

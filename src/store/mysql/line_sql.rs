@@ -77,7 +77,7 @@ impl LineSql {
         let qualified = |kind: &str, body: &str| {
             let named = format!(
                 "{name}_{kind}_{}",
-                super::sql::hash_hex(body.as_bytes())[..8].to_ascii_lowercase()
+                super::hashes::hash_hex(body.as_bytes())[..8].to_ascii_lowercase()
             );
             match table.split_once('.') {
                 Some((database, _)) => format!("{database}.{named}"),

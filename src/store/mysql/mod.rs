@@ -18,6 +18,7 @@
 mod answer;
 mod ear;
 mod errors;
+mod hashes;
 mod holds_sql;
 mod line_sql;
 mod ops;
@@ -38,7 +39,7 @@ use self::ops::Request;
 pub use self::options::MySqlOptions;
 use self::options::{Place, TlsMode};
 use self::sql::Sql;
-use self::wire::connect::Target;
+use self::wire::target::Target;
 use self::wire::{Direct, Local, ServerAnswer};
 use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased};

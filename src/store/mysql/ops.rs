@@ -13,7 +13,8 @@ use super::answer::{
     freed, hold_nothing, is_yes, left_ms, line_done, line_release, line_token, one_matched, token,
     Freed, Reader,
 };
-use super::sql::{hash, Statement};
+use super::hashes::hash;
+use super::sql::Statement;
 use super::wire::prepared::{Execute, Param};
 use crate::owner;
 use crate::store::line::{Asked, Release};

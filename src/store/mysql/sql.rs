@@ -25,6 +25,7 @@
 //! A plain lock's waiters wait in `<table>_line` (`line_sql`): a held row's
 //! expiry is kept even, and made odd while anyone waits.
 
+use super::hashes::hash_hex;
 use super::holds_sql::HOLD_PROCEDURE;
 use super::line_sql::{even, LineSql};
 use super::sweep::Sweep;
@@ -325,36 +326,12 @@ impl Statement {
     ];
 }
 
-/// SHA-256 of `bytes`: a key's row id, an owner's in the holds.
-pub(super) fn hash(bytes: &[u8]) -> Vec<u8> {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes).to_vec()
-}
-
-/// SHA-256 of `bytes`, in hex.
-pub(super) fn hash_hex(bytes: &[u8]) -> String {
-    hex(&hash(bytes))
-}
-
-/// Bytes as a hex literal's digits.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn keys_and_owners_travel_as_hex_of_their_bytes() {
-        assert_eq!(hex("é'\\".as_bytes()), "C3A9275C");
-        assert_eq!(hash_hex(b"").len(), 64);
+    fn statements_name_the_table_and_its_procedures() {
         let sql = Sql::new("app.keel_locks");
         assert!(sql.prepared[Statement::Acquire as usize]
             .starts_with("INSERT INTO app.keel_locks (id, k, owner, expires_at, token)"));
@@ -363,5 +340,20 @@ mod tests {
         assert!(sql.exists.contains("table_schema = 'app'"));
         assert!(sql.exists.contains("'keel_locks_holds'"));
         assert!(sql.procedure.starts_with("app.keel_locks_hold_"));
+    }
+
+    #[test]
+    fn a_sweep_reads_then_deletes_by_key() {
+        let sql = Sql::new("app.keel_locks");
+        let [_, _, holds, _] = sql.sweep();
+        assert!(holds
+            .select
+            .starts_with("SELECT id, kind, oid FROM app.keel_locks_holds WHERE"));
+        let found = vec![vec![Some(vec![1]), Some(b"s".to_vec()), Some(vec![0xAB])]];
+        let delete = holds.delete(&found).unwrap_or_default();
+        assert!(delete.starts_with(
+            "DELETE FROM app.keel_locks_holds WHERE (id, kind, oid) IN ((X'01', X'73', X'AB')) AND expires_at <="
+        ));
+        assert_eq!(holds.delete(&[]), None);
     }
 }

@@ -1,6 +1,6 @@
 //! The sweep of old rows: one part per table, each in two steps.
 
-use super::sql::hex;
+use super::hashes::hex;
 
 /// Rows deleted per sweep statement.
 const SWEEP_BATCH: i64 = 500;
@@ -53,25 +53,5 @@ impl Sweep {
             found.join(", "),
             self.condition
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::sql::Sql;
-
-    #[test]
-    fn a_sweep_reads_then_deletes_by_key() {
-        let sql = Sql::new("app.keel_locks");
-        let [_, _, holds, _] = sql.sweep();
-        assert!(holds
-            .select
-            .starts_with("SELECT id, kind, oid FROM app.keel_locks_holds WHERE"));
-        let found = vec![vec![Some(vec![1]), Some(b"s".to_vec()), Some(vec![0xAB])]];
-        let delete = holds.delete(&found).unwrap_or_default();
-        assert!(delete.starts_with(
-            "DELETE FROM app.keel_locks_holds WHERE (id, kind, oid) IN ((X'01', X'73', X'AB')) AND expires_at <="
-        ));
-        assert_eq!(holds.delete(&[]), None);
     }
 }

@@ -2,7 +2,7 @@
 //! transport, and one reader per kind of answer: each says what it got
 //! instead when the answer is not one it takes.
 
-use super::ops::SWEEP_BATCH;
+use super::sql::SWEEP_BATCH;
 use crate::store::line::{read_release, Release};
 use crate::store::Acquired;
 

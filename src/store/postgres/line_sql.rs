@@ -81,7 +81,7 @@ impl LineSql {
             .replace("{even_ttl}", &even("now_ms + ttl"))
             .replace("{even_claim}", &even("now_ms + claim"));
         // Named after its body, as the hold function is (`sql`).
-        let function = format!("{line}_{}", &super::sql::name_of(&body)[5..13]);
+        let function = format!("{line}_{}", &super::hashes::name_of(&body)[5..13]);
         let call = |op: &str| {
             format!(
                 "{function}('{op}', $1::text, $2::text, $3::bigint, $4::text, $5::int, $6::text, $7::bigint, {lease_ms}, {claim_ms})"

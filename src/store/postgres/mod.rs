@@ -28,6 +28,7 @@
 
 mod answer;
 mod errors;
+mod hashes;
 mod holds_sql;
 mod line_sql;
 #[cfg(test)]
@@ -57,7 +58,7 @@ pub use self::options::PostgresOptions;
 pub fn schema(table: &str) -> String {
     Sql::new(table).create
 }
-use self::pool::{Opener, Pool};
+use self::pool::Opener;
 use self::sql::Sql;
 use self::transport::Transport;
 use super::event_loop::host::MakeHost;
@@ -130,25 +131,17 @@ impl PostgresStore {
             }),
             None => Arc::clone(&opener),
         };
-        let pool_size = options.pool_size;
-        let store = PostgresStore {
-            shared: Arc::new(Shared {
-                options,
-                opener,
-                listen_opener,
-                on_warning,
-                swept: Mutex::new(None),
-                follower: Follower::new(on_released),
-                me: owner::mint().as_str().to_owned(),
-            }),
-            // On Tokio, unless a loop to drive the connections is given and
-            // the URL names what it can reach (`via_loop::on_event_loop`).
-            transport: Transport::Tokio(Arc::new(Pool::new(pool_size))),
-        };
-        match make_host {
-            Some(make_host) => store.on_event_loop(make_host),
-            None => Ok(store),
-        }
+        let shared = Arc::new(Shared {
+            options,
+            opener,
+            listen_opener,
+            on_warning,
+            swept: Mutex::new(None),
+            follower: Follower::new(on_released),
+            me: owner::mint().as_str().to_owned(),
+        });
+        let transport = Transport::chosen(&shared, make_host)?;
+        Ok(PostgresStore { shared, transport })
     }
 
     /// Drop the connections. Operations after this fail with a "closed"

@@ -14,16 +14,11 @@
 
 use super::answer::{line_done, line_left, line_release, line_token};
 use super::answer::{one_changed, released, remaining, token, yes_or_no, Reader};
-use super::sql::Statement;
+use super::sql::{Statement, SWEEP_BATCH};
 use crate::owner;
 use crate::store::line::{Asked, Release};
 use crate::store::options::whole_ms;
 use crate::store::{Acquired, Hold, HoldOp, StoreError, StoreResult, Wait};
-
-/// Expired rows deleted per sweep statement.
-pub(super) const SWEEP_BATCH: i64 = 500;
-/// Sweep statements per sweep, each sent when the one before was full.
-pub(super) const SWEEP_BATCHES: usize = 20;
 
 /// A statement to send: what the transports carry.
 pub(super) struct Request {

@@ -14,9 +14,15 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use super::hashes::name_of;
 use super::holds_sql::HOLD_FUNCTION;
 use super::line_sql::{even, LineSql};
 use crate::store::line::{CLAIM_MS, LEASE_MS};
+
+/// Expired rows deleted per sweep statement.
+pub(super) const SWEEP_BATCH: i64 = 500;
+/// Sweep statements per sweep, each sent when the one before was full.
+pub(super) const SWEEP_BATCHES: usize = 20;
 
 /// The server's clock, epoch milliseconds, as a one-row `now(ms)`.
 const NOW: &str = "now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)";
@@ -381,12 +387,4 @@ impl Sql {
     pub fn statement_name(&self, index: usize) -> &str {
         self.names.get(index).map_or("", String::as_str)
     }
-}
-
-/// `keel_` and the 64-bit FNV-1a hash of `text`, in hex.
-pub(super) fn name_of(text: &str) -> String {
-    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("keel_{hash:016x}")
 }

@@ -16,6 +16,7 @@ use super::ops::Request;
 use super::pool::Pool;
 use super::wire::Direct;
 use super::{via_loop, via_tokio, Shared};
+use crate::store::event_loop::host::MakeHost;
 use crate::store::Op;
 
 pub(super) enum Transport {
@@ -26,6 +27,20 @@ pub(super) enum Transport {
 }
 
 impl Transport {
+    /// The transport of the store `shared` describes: the event loop's
+    /// connections when a loop is given (`make_host`) and the URL names
+    /// what they can reach, else Tokio's.
+    pub fn chosen(shared: &Shared, make_host: Option<MakeHost<'_>>) -> Result<Transport, String> {
+        if let Some(make_host) = make_host {
+            if let Some(direct) = via_loop::connections(shared, make_host)? {
+                return Ok(Transport::EventLoop(direct));
+            }
+        }
+        Ok(Transport::Tokio(Arc::new(Pool::new(
+            shared.options.pool_size,
+        ))))
+    }
+
     /// Send `request`; its answer becomes the operation's through `read`.
     pub fn run<T: Send + 'static>(
         &self,

@@ -15,69 +15,62 @@ use tokio_postgres::config::Host;
 
 use super::answer::{batch_full, Reader};
 use super::errors::{code_and_verb, unreadable};
-use super::ops::{self, Request, SWEEP_BATCHES};
-use super::transport::Transport;
-use super::wire::connect::Target;
+use super::ops::{self, Request};
+use super::sql::SWEEP_BATCHES;
+use super::wire::target::Target;
 use super::wire::{self, Direct, Local};
-use super::{PostgresStore, Shared};
+use super::Shared;
 use crate::store::event_loop::host::MakeHost;
 use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
 
-impl PostgresStore {
-    /// Drive the store's connections on the loop `make_host` gives (the
-    /// JS thread making the store), when the URL names one server over TCP;
-    /// otherwise they stay on Tokio.
-    pub(super) fn on_event_loop(mut self, make_host: MakeHost<'_>) -> Result<Self, String> {
-        let shared = &self.shared;
-        let opener = &shared.opener;
-        let config = &opener.target.config;
-        let (Some(Host::Tcp(host)), 1) = (config.get_hosts().first(), config.get_hosts().len())
-        else {
-            return Ok(self);
-        };
-        if config.get_ports().len() > 1 {
-            return Ok(self);
-        }
-        let tls = match &opener.tls {
-            None => None,
-            Some(tls) => {
-                let name = ServerName::try_from(host.clone())
-                    .map_err(|e| format!("url: {host:?} is not a host name TLS can check: {e}"))?;
-                Some((Arc::clone(tls), name))
-            }
-        };
-        let user = config.get_user().unwrap_or("postgres").to_owned();
-        let mut parameters = vec![("application_name".to_owned(), "keel-lock".to_owned())];
-        if let Some(options) = config.get_options() {
-            parameters.push(("options".to_owned(), options.to_owned()));
-        }
-        let plain_options = opener.target.plain.get_options().map(str::to_owned);
-        let target = Target {
-            host: host.clone(),
-            port: config.get_ports().first().copied().unwrap_or(5432),
-            tls,
-            tls_optional: opener.target.tls_optional,
-            database: config.get_dbname().unwrap_or(&user).to_owned(),
-            password: config.get_password().map(<[u8]>::to_vec),
-            user,
-            parameters,
-            plain_options,
-            refuses_options: AtomicBool::new(false),
-            connect_timeout: shared.options.connect_timeout,
-            display: opener.target.display.clone(),
-            sql: Arc::clone(&opener.sql),
-            refused: Default::default(),
-        };
-        let command_timeout =
-            u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
-        self.transport = Transport::EventLoop(Direct::new(
-            make_host,
-            target,
-            shared.options.pool_size,
-            command_timeout,
-        )?);
-        Ok(self)
+/// The store's connections on the loop `make_host` gives (the JS thread
+/// making the store), when the URL names one server over TCP; None when it
+/// names something else, which stays on Tokio.
+pub(super) fn connections(
+    shared: &Shared,
+    make_host: MakeHost<'_>,
+) -> Result<Option<Direct>, String> {
+    let opener = &shared.opener;
+    let config = &opener.target.config;
+    let (Some(Host::Tcp(host)), 1) = (config.get_hosts().first(), config.get_hosts().len()) else {
+        return Ok(None);
+    };
+    if config.get_ports().len() > 1 {
+        return Ok(None);
     }
+    let tls = match &opener.tls {
+        None => None,
+        Some(tls) => {
+            let name = ServerName::try_from(host.clone())
+                .map_err(|e| format!("url: {host:?} is not a host name TLS can check: {e}"))?;
+            Some((Arc::clone(tls), name))
+        }
+    };
+    let user = config.get_user().unwrap_or("postgres").to_owned();
+    let mut parameters = vec![("application_name".to_owned(), "keel-lock".to_owned())];
+    if let Some(options) = config.get_options() {
+        parameters.push(("options".to_owned(), options.to_owned()));
+    }
+    let plain_options = opener.target.plain.get_options().map(str::to_owned);
+    let target = Target {
+        host: host.clone(),
+        port: config.get_ports().first().copied().unwrap_or(5432),
+        tls,
+        tls_optional: opener.target.tls_optional,
+        database: config.get_dbname().unwrap_or(&user).to_owned(),
+        password: config.get_password().map(<[u8]>::to_vec),
+        user,
+        parameters,
+        plain_options,
+        refuses_options: AtomicBool::new(false),
+        connect_timeout: shared.options.connect_timeout,
+        display: opener.target.display.clone(),
+        sql: Arc::clone(&opener.sql),
+        refused: Default::default(),
+    };
+    let command_timeout =
+        u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
+    Direct::new(make_host, target, shared.options.pool_size, command_timeout).map(Some)
 }
 
 /// Send `request` on its key's connection (any, if it has none); its

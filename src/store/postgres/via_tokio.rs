@@ -13,8 +13,9 @@ use tokio_postgres::Row;
 
 use super::answer::{batch_full, Answer, Reader};
 use super::errors::{unreadable, Failure, RESENDS};
-use super::ops::{self, Param, Request, SWEEP_BATCHES};
+use super::ops::{self, Param, Request};
 use super::pool::{Conn, Pool};
+use super::sql::SWEEP_BATCHES;
 use super::Shared;
 use crate::store::Op;
 

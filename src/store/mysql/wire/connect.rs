@@ -7,87 +7,23 @@
 //! a second: operations meanwhile fail with the same error at once, so a
 //! wrong password is reported, not hammered at the server.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
-use std::time::Duration;
 
-use rustls::pki_types::ServerName;
-use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::auth;
 use super::packet::{put_packet, read_error, Reader};
-use super::session::{handshake_head, login, prepare, refusal};
+use super::session::{handshake_head, login, prepare, refusal, Greeting};
+use super::session::{
+    CAPABILITIES, DEPRECATE_EOF, PLUGIN_AUTH, PROTOCOL_41, SECURE_CONNECTION, SSL,
+};
+use super::target::{failure, lost, Target};
 use super::StatementIds;
-use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Refusals};
+use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened};
 use crate::store::mysql::options::Place;
-use crate::store::mysql::sql::Sql;
 #[cfg(not(unix))]
 use crate::store::options::unix_socket_refused;
 use crate::store::{peer, Code};
-
-// Capability flags (the client's side of the greeting).
-const LONG_PASSWORD: u32 = 0x1;
-/// UPDATE answers the rows it matched, not only those it changed: an
-/// extension to the same expiry within a millisecond still says "held".
-const FOUND_ROWS: u32 = 0x2;
-const LONG_FLAG: u32 = 0x4;
-pub(super) const CONNECT_WITH_DB: u32 = 0x8;
-const PROTOCOL_41: u32 = 0x200;
-pub(super) const SSL: u32 = 0x800;
-const TRANSACTIONS: u32 = 0x2000;
-const SECURE_CONNECTION: u32 = 0x8000;
-/// A text command may hold several statements (the fence does).
-const MULTI_STATEMENTS: u32 = 0x1_0000;
-const MULTI_RESULTS: u32 = 0x2_0000;
-/// A prepared CALL may answer several results.
-const PS_MULTI_RESULTS: u32 = 0x4_0000;
-const PLUGIN_AUTH: u32 = 0x8_0000;
-const PLUGIN_AUTH_LENENC_DATA: u32 = 0x20_0000;
-/// Result sets end with an OK, not the older EOF packet.
-const DEPRECATE_EOF: u32 = 0x100_0000;
-/// utf8mb4_general_ci: what error messages come back in (keys travel as bytes).
-pub(super) const UTF8MB4: u8 = 45;
-/// What this store asks of every server (the login over TLS adds [`SSL`]).
-pub(super) const CAPABILITIES: u32 = LONG_PASSWORD
-    | FOUND_ROWS
-    | LONG_FLAG
-    | CONNECT_WITH_DB
-    | PROTOCOL_41
-    | TRANSACTIONS
-    | SECURE_CONNECTION
-    | MULTI_STATEMENTS
-    | MULTI_RESULTS
-    | PS_MULTI_RESULTS
-    | PLUGIN_AUTH
-    | PLUGIN_AUTH_LENENC_DATA
-    | DEPRECATE_EOF;
-pub(super) const MAX_PACKET: u32 = 0x100_0000;
-
-/// Where and how to connect; made once per store.
-pub struct Target {
-    pub place: Place,
-    pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
-    /// ssl-mode=PREFERRED: a server without TLS is spoken to in plain text.
-    pub tls_optional: bool,
-    pub user: String,
-    pub password: Option<Vec<u8>>,
-    pub database: String,
-    pub connect_timeout: Duration,
-    /// What a statement waits, at most, for a row another session holds
-    /// (whole seconds, as the server counts them): the command timeout.
-    pub lock_wait_s: u64,
-    /// The server as error messages name it: `mysql://user@host:port/db`.
-    pub display: String,
-    pub sql: Arc<Sql>,
-    /// Whether a connection found (or made) the store's objects.
-    pub objects_ready: AtomicBool,
-    /// The server's `max_allowed_packet`, as the last connection to log in
-    /// read it (0 until one did): the longest command it reads.
-    pub max_allowed_packet: AtomicUsize,
-    /// The last refusal of our credentials, and what the server said.
-    pub refused: Refusals,
-}
 
 /// Open a connection to `target` for the event loop, and prepare the
 /// store's statements on it, within its connect timeout.
@@ -157,14 +93,6 @@ pub async fn logged_in(target: &Target) -> Result<(Connected, u32), Failure> {
         .refused
         .open(&target.display, target.connect_timeout, connect(target))
         .await
-}
-
-/// The server's greeting, as far as the login needs it.
-pub(super) struct Greeting {
-    pub connection_id: u32,
-    pub capabilities: u32,
-    pub nonce: Vec<u8>,
-    pub plugin: String,
 }
 
 async fn connect(target: &Target) -> Result<(Connected, u32), Failure> {
@@ -344,20 +272,4 @@ async fn greeting<S: AsyncRead + Unpin>(
         nonce,
         plugin,
     })
-}
-
-pub(crate) fn failure(code: Code, verb: &str, target: &Target, detail: &str) -> Failure {
-    Failure {
-        code,
-        text: format!("{verb} {}: {detail}", target.display),
-    }
-}
-
-pub(crate) fn lost(target: &Target, e: &std::io::Error) -> Failure {
-    failure(
-        Code::StoreConnection,
-        "lost the connection to",
-        target,
-        &e.to_string(),
-    )
 }

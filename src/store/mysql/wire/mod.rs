@@ -14,6 +14,7 @@ pub mod packet;
 pub mod prepared;
 mod response;
 mod session;
+pub mod target;
 
 pub(super) use self::session::exchange;
 
@@ -23,10 +24,10 @@ use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 
-use self::connect::Target;
 use self::packet::{put_packet, ServerError};
 use self::prepared::Execute;
 use self::response::response;
+use self::target::Target;
 use super::errors::{ends_session, RESENDS};
 use super::sql::Sql;
 use crate::store::event_loop::{self, Failure, Opening, Verdict, Wire};

@@ -9,17 +9,61 @@ use std::sync::atomic::Ordering;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::auth;
-use super::connect::{
-    failure, lost, Greeting, Target, CAPABILITIES, CONNECT_WITH_DB, MAX_PACKET, SSL, UTF8MB4,
-};
 use super::packet::{put_lenenc, put_packet, read_error, Reader, ServerError};
 use super::prepared::{read_prepare_ok, COM_STMT_PREPARE};
 use super::response::response;
+use super::target::{failure, lost, Target};
 use crate::store::event_loop::Failure;
 use crate::store::mysql::errors::{code_of, ends_session};
 use crate::store::mysql::options::Place;
 use crate::store::mysql::sql::Sql;
 use crate::store::Code;
+
+// Capability flags (the client's side of the greeting).
+pub const LONG_PASSWORD: u32 = 0x1;
+/// UPDATE answers the rows it matched, not only those it changed: an
+/// extension to the same expiry within a millisecond still says "held".
+pub const FOUND_ROWS: u32 = 0x2;
+pub const LONG_FLAG: u32 = 0x4;
+pub const CONNECT_WITH_DB: u32 = 0x8;
+pub const PROTOCOL_41: u32 = 0x200;
+pub const SSL: u32 = 0x800;
+pub const TRANSACTIONS: u32 = 0x2000;
+pub const SECURE_CONNECTION: u32 = 0x8000;
+/// A text command may hold several statements (the fence does).
+pub const MULTI_STATEMENTS: u32 = 0x1_0000;
+pub const MULTI_RESULTS: u32 = 0x2_0000;
+/// A prepared CALL may answer several results.
+pub const PS_MULTI_RESULTS: u32 = 0x4_0000;
+pub const PLUGIN_AUTH: u32 = 0x8_0000;
+pub const PLUGIN_AUTH_LENENC_DATA: u32 = 0x20_0000;
+/// Result sets end with an OK, not the older EOF packet.
+pub const DEPRECATE_EOF: u32 = 0x100_0000;
+/// utf8mb4_general_ci: what error messages come back in (keys travel as bytes).
+pub const UTF8MB4: u8 = 45;
+/// What this store asks of every server (the login over TLS adds [`SSL`]).
+pub const CAPABILITIES: u32 = LONG_PASSWORD
+    | FOUND_ROWS
+    | LONG_FLAG
+    | CONNECT_WITH_DB
+    | PROTOCOL_41
+    | TRANSACTIONS
+    | SECURE_CONNECTION
+    | MULTI_STATEMENTS
+    | MULTI_RESULTS
+    | PS_MULTI_RESULTS
+    | PLUGIN_AUTH
+    | PLUGIN_AUTH_LENENC_DATA
+    | DEPRECATE_EOF;
+pub const MAX_PACKET: u32 = 0x100_0000;
+
+/// The server's greeting, as far as the login needs it.
+pub struct Greeting {
+    pub connection_id: u32,
+    pub capabilities: u32,
+    pub nonce: Vec<u8>,
+    pub plugin: String,
+}
 
 /// The fixed start of the login (also all of the request to switch to TLS).
 pub(super) fn handshake_head(capabilities: u32) -> Vec<u8> {

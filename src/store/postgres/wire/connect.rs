@@ -7,50 +7,18 @@
 //! a second: operations meanwhile fail with the same error at once, so a
 //! wrong password is reported, not hammered at the server.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::BytesMut;
 use postgres_protocol::message::frontend;
-use rustls::pki_types::ServerName;
-use rustls::ClientConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::session::start;
-use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened, Refusals};
+use super::target::{failure, lost, not_postgres, Target, POSTGRES_HINT};
+use crate::store::event_loop::{connect_tcp, start_tls, Failure, Opened};
 use crate::store::postgres::options::refuses_options;
-use crate::store::postgres::sql::Sql;
 use crate::store::{peer, Code};
-
-/// What a PostgreSQL server does that others on its port do not, for the
-/// message when the server there says nothing.
-pub(super) const POSTGRES_HINT: &str =
-    "a PostgreSQL server that is up answers at once; a Redis server says nothing to a PostgreSQL client";
-
-/// Where and how to connect; made once per store.
-pub struct Target {
-    pub host: String,
-    pub port: u16,
-    pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
-    /// sslmode=prefer: a server that does not accept TLS is spoken to in plain text.
-    pub tls_optional: bool,
-    pub user: String,
-    pub password: Option<Vec<u8>>,
-    pub database: String,
-    /// The startup parameters beyond user and database (options, application_name).
-    pub parameters: Vec<(String, String)>,
-    /// `options` without the store's settings, for a server that refuses
-    /// them (see `options::refuses_options`), and whether it did.
-    pub plain_options: Option<String>,
-    pub refuses_options: AtomicBool,
-    pub connect_timeout: Duration,
-    /// The server as error messages name it: `postgres://user@host:port/db`.
-    pub display: String,
-    pub sql: Arc<Sql>,
-    /// The last refusal of our credentials, and what the server said.
-    pub refused: Refusals,
-}
 
 /// Whether a connection prepared the store's statements by name as it
 /// opened (a server in front that cannot keep them says no).
@@ -149,34 +117,4 @@ async fn connect_once(target: &Target) -> Result<Opened<ByName>, Failure> {
         server_process,
         prepared: ByName(prepared),
     })
-}
-
-pub(super) fn failure(code: Code, verb: &str, target: &Target, detail: &str) -> Failure {
-    Failure {
-        code,
-        text: format!("{verb} {}: {detail}", target.display),
-    }
-}
-
-/// The server on the port is not PostgreSQL, as its first bytes (`first`)
-/// show: an error of the connection, not a refused login.
-pub(super) fn not_postgres(target: &Target, first: &[u8]) -> Failure {
-    failure(
-        Code::StoreConnection,
-        "could not talk to",
-        target,
-        &format!(
-            "the server did not speak PostgreSQL's protocol ({}): is this PostgreSQL's port?",
-            peer::what_answered(first)
-        ),
-    )
-}
-
-pub(super) fn lost(target: &Target, e: &std::io::Error) -> Failure {
-    failure(
-        Code::StoreConnection,
-        "lost the connection to",
-        target,
-        &e.to_string(),
-    )
 }

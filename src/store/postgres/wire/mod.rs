@@ -11,13 +11,15 @@
 
 pub mod connect;
 mod session;
+pub mod target;
 
 use std::sync::Arc;
 
 use bytes::BytesMut;
 use postgres_protocol::message::backend::{DataRowBody, ErrorFields, Message};
 
-use self::connect::{ByName, Target};
+use self::connect::ByName;
+use self::target::Target;
 use super::answer::Answer;
 use super::errors::RESENDS;
 use super::ops::Param;
