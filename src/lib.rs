@@ -66,7 +66,8 @@
 //!   `holds_sql.rs` (the procedure of semaphores and read-write locks),
 //!   `line_sql.rs` (the line's table and procedures), `hashes.rs` (row ids,
 //!   names, hex literals), `wire/`, `ear.rs`
-//!   (hearing of a lock handed to this process), `errors.rs`, `options.rs`.
+//!   (hearing of a lock handed to this process), `errors.rs`, `options.rs`,
+//!   `tests.rs` (against a MariaDB the test starts, the line's contract too).
 //! - `src/store/mysql/wire/`: `mod.rs` (MySQL's protocol on the event loop),
 //!   `packet.rs` (framing, OK and ERR), `prepared.rs` (the binary protocol:
 //!   statements run by number with typed values), `response.rs` (reading an
