@@ -317,6 +317,23 @@ export declare class MemoryLockStore implements LockStore {
   readonly size: number
 }
 
+/**
+ * What every store on a server ({@link RedisLockStore}, {@link PostgresLockStore},
+ * {@link MySqlLockStore}) has beside the five operations: a type for code that
+ * checks or closes whichever one it was given.
+ */
+export interface ServerLockStore extends LockStore {
+  /**
+   * One round trip to the server, opening a connection if none is open:
+   * resolves once it answered, rejects with the {@link LockStoreError} an
+   * operation would get, within `connectTimeout` when the server cannot be
+   * reached.
+   */
+  ping(): Promise<void>
+  /** Close the connections; later operations reject with `ERR_LOCK_STORE_CLOSED`. */
+  close(): Promise<void>
+}
+
 /** Options of {@link RedisLockStore}. Every field is optional. */
 export interface RedisLockStoreOptions {
   /**
@@ -404,7 +421,7 @@ export declare class LockStoreError extends Error {
  * process alive. Usable directly as a {@link LockStore}; failed operations
  * reject with a {@link LockStoreError}, whose `code` is a {@link LockStoreErrorCode}.
  */
-export declare class RedisLockStore implements LockStore {
+export declare class RedisLockStore implements ServerLockStore {
   /**
    * A server's URL, a Redis Cluster's node URLs, or options. With no
    * argument, the default `redis://127.0.0.1:6379`; an argument given as
@@ -488,7 +505,7 @@ export interface PostgresLockStoreOptions {
  * store does not keep the process alive. Failed operations reject with a
  * {@link LockStoreError}, whose `code` is a {@link LockStoreErrorCode}.
  */
-export declare class PostgresLockStore implements LockStore {
+export declare class PostgresLockStore implements ServerLockStore {
   /**
    * A `postgres://` URL or options. With no argument, the local server
    * (`postgres://postgres@127.0.0.1:5432/postgres`); an argument, or a `url`
@@ -583,7 +600,7 @@ export interface MySqlLockStoreOptions {
  * operations reject with a {@link LockStoreError}, whose `code` is a
  * {@link LockStoreErrorCode}.
  */
-export declare class MySqlLockStore implements LockStore {
+export declare class MySqlLockStore implements ServerLockStore {
   /**
    * A `mysql://` URL or options. With no argument, the local server
    * (`mysql://root@127.0.0.1:3306/test`); an argument, or a `url` option,

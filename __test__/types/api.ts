@@ -24,6 +24,7 @@ import {
   type LockLostMessage,
   type LockLostReason,
   type LockStore,
+  type ServerLockStore,
   type AcquireOptions,
   type RunResult,
   type RedisLockStoreOptions,
@@ -120,6 +121,16 @@ export async function everyApi(invoice: { id: number }): Promise<void> {
   const memory = setLockStore(new MemoryLockStore())
   // @ts-expect-error a memory store has no server to ping
   void memory.ping
+  // Any store on a server, for code that checks or closes whichever it is given.
+  const startUp = async (store: ServerLockStore) => {
+    await store.ping()
+    return store
+  }
+  const servers: ServerLockStore[] = [new RedisLockStore(), new PostgresLockStore(), new MySqlLockStore()]
+  assertType<Equal<Awaited<ReturnType<typeof startUp>>, ServerLockStore>>(true)
+  void servers
+  // @ts-expect-error the memory store is no server store
+  void startUp(memory)
   assertType<Equal<typeof memory, MemoryLockStore>>(true)
   const size: number = memory.size
   void size

@@ -84,6 +84,27 @@ pub struct Failure {
     pub text: String,
 }
 
+impl Failure {
+    /// `code`, said as "`verb` `server`: `detail`" (the server as error
+    /// messages name it).
+    pub fn at(code: Code, verb: &str, server: &str, detail: &str) -> Failure {
+        Failure {
+            code,
+            text: format!("{verb} {server}: {detail}"),
+        }
+    }
+
+    /// The connection to `server` broke with `e`.
+    pub fn lost(server: &str, e: &std::io::Error) -> Failure {
+        Failure::at(
+            Code::StoreConnection,
+            "lost the connection to",
+            server,
+            &e.to_string(),
+        )
+    }
+}
+
 /// What a connection does with an answer, as its protocol sees it.
 pub enum Verdict {
     /// The request's answer: hand it over.

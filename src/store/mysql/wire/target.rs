@@ -40,17 +40,9 @@ pub struct Target {
 }
 
 pub fn failure(code: Code, verb: &str, target: &Target, detail: &str) -> Failure {
-    Failure {
-        code,
-        text: format!("{verb} {}: {detail}", target.display),
-    }
+    Failure::at(code, verb, &target.display, detail)
 }
 
 pub fn lost(target: &Target, e: &std::io::Error) -> Failure {
-    failure(
-        Code::StoreConnection,
-        "lost the connection to",
-        target,
-        &e.to_string(),
-    )
+    Failure::lost(&target.display, e)
 }

@@ -43,10 +43,7 @@ pub struct Target {
 }
 
 pub fn failure(code: Code, verb: &str, target: &Target, detail: &str) -> Failure {
-    Failure {
-        code,
-        text: format!("{verb} {}: {detail}", target.display),
-    }
+    Failure::at(code, verb, &target.display, detail)
 }
 
 /// The server on the port is not PostgreSQL, as its first bytes (`first`)
@@ -64,10 +61,5 @@ pub fn not_postgres(target: &Target, first: &[u8]) -> Failure {
 }
 
 pub fn lost(target: &Target, e: &std::io::Error) -> Failure {
-    failure(
-        Code::StoreConnection,
-        "lost the connection to",
-        target,
-        &e.to_string(),
-    )
+    Failure::lost(&target.display, e)
 }

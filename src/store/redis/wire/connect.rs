@@ -81,10 +81,7 @@ async fn connect(target: &Target) -> Result<Opened<()>, Failure> {
 }
 
 fn lost(target: &Target, e: &std::io::Error) -> Failure {
-    Failure {
-        code: Code::StoreConnection,
-        text: format!("lost the connection to {}: {e}", target.display),
-    }
+    Failure::lost(&target.display, e)
 }
 
 /// Log in and choose the database, or, with neither to do, `PING`: each
