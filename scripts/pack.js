@@ -85,7 +85,7 @@ function packAll(out) {
     })
   }
   const main = packStaged(out, 'main', (staging) => {
-    // What `files` names, copied whole by its first path part (`lib/*.js`: lib/);
+    // What `files` names, copied whole by its first path part (`lib/**/*.js`: lib/);
     // npm pack then keeps only what the patterns match.
     for (const top of new Set(manifest.files.map((/** @type {string} */ entry) => entry.split('/')[0]))) {
       cpSync(join(root, top), join(staging, top), { recursive: true })
