@@ -1,4 +1,6 @@
 'use strict'
+/** MemoryLockStore, the default store. */
+
 const native = require('../native.js')
 const { NativeLockStore, handleOf } = require('./native-store.js')
 

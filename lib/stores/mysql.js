@@ -1,6 +1,6 @@
 'use strict'
 /**
- * MySqlLockStore's options, read and checked: a mysql:// URL or an options
+ * MySqlLockStore, and its options read and checked: a mysql:// URL or an options
  * object. An unknown option is an error. (The URL itself is read by the
  * addon, which knows which of its parameters the store can use.)
  */

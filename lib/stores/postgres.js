@@ -1,6 +1,6 @@
 'use strict'
 /**
- * PostgresLockStore's options, read and checked: a postgres:// URL or an
+ * PostgresLockStore, and its options read and checked: a postgres:// URL or an
  * options object. An unknown option is an error. (The URL itself is read by
  * the addon, with tokio-postgres's own parser.)
  */

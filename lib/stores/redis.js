@@ -1,6 +1,6 @@
 'use strict'
 /**
- * RedisLockStore's options, read and checked: a URL, a list of Redis Cluster
+ * RedisLockStore, and its options read and checked: a URL, a list of Redis Cluster
  * node URLs, or an options object. An unknown option is an error, so a typo
  * cannot fall back to a default silently. (The URL itself is checked by the
  * addon, which knows what the redis crate would ignore.)
