@@ -216,24 +216,20 @@ pub fn valid_ttl(ms: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::MemoryStore;
-
-    fn memory() -> Arc<dyn LockStore> {
-        Arc::new(MemoryStore::new())
-    }
+    use crate::store::settling_at_once as store_here;
 
     fn ready<T>(op: Op<T>) -> T {
         match op {
             Op::Ready(result) => result.expect("store error"),
             Op::Pending(_) | Op::Local(_) => {
-                panic!("expected the memory store to settle at once")
+                panic!("expected the store in this process to settle at once")
             }
         }
     }
 
     #[test]
     fn each_acquisition_mints_a_new_owner() {
-        let store = memory();
+        let store = store_here();
         let a = ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).unwrap();
         assert!(ready(store.release(Hold::Lock, "k", &a.owner)));
         let b = ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).unwrap();
@@ -242,13 +238,13 @@ mod tests {
 
     #[test]
     fn a_held_lock_is_refused_at_once() {
-        let store = memory();
+        let store = store_here();
         assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).is_some());
         assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).is_none());
     }
 
     /// A store that takes the lock and then fails to say so.
-    struct TakesThenFails(MemoryStore);
+    struct TakesThenFails(Arc<dyn LockStore>);
 
     impl LockStore for TakesThenFails {
         fn capabilities(&self) -> crate::store::Capabilities {
@@ -287,7 +283,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_acquire_gives_back_whatever_it_may_have_taken() {
-        let store: Arc<dyn LockStore> = Arc::new(TakesThenFails(MemoryStore::new()));
+        let store: Arc<dyn LockStore> = Arc::new(TakesThenFails(store_here()));
         let err = acquire(&store, Hold::Lock, "k", 60_000.0, Wait::Now)
             .settle()
             .await

@@ -40,6 +40,26 @@ pub use options::TlsOptions;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use redis::{RedisOptions, RedisStore};
 
+/// How each server's first bytes sound to the store that speaks its
+/// protocol: the end of a sentence ("it greets as ... does"), or `None` when
+/// they are not that protocol's. A connection that reached some other
+/// service says which it seems to be ([`peer::what_answered`]).
+pub(crate) type FirstWords = fn(&[u8]) -> Option<&'static str>;
+
+/// Every server store's [`FirstWords`].
+pub(crate) const FIRST_WORDS: &[FirstWords] = &[
+    mysql::first_words,
+    postgres::first_words,
+    redis::first_words,
+];
+
+/// A store that settles every operation at once, in this process: what the
+/// algorithm's own tests run on.
+#[cfg(test)]
+pub fn settling_at_once() -> std::sync::Arc<dyn LockStore> {
+    std::sync::Arc::new(memory::MemoryStore::new())
+}
+
 pub type StoreResult<T> = Result<T, StoreError>;
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = StoreResult<T>> + Send + 'static>>;
 

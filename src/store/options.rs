@@ -21,8 +21,8 @@ impl std::fmt::Debug for TlsOptions {
 }
 
 /// A URL as it may appear in an error message: without its password (in
-/// the user part, or a `password=` parameter, or the `pass=` of a Redis
-/// unix socket's URL), and with `***` only where there was one.
+/// the user part, or a `password=` or `pass=` parameter, as some unix
+/// socket URLs carry it), and with `***` only where there was one.
 pub fn redacted(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
@@ -121,7 +121,7 @@ pub fn decoded_part(part: &str, text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Why a URL that asks for a unix-domain socket (`given`, as the URL gave
-/// it: `host=/run/postgresql`) cannot be used, where it cannot: off unix
+/// it: `host=/run/db`) cannot be used, where it cannot: off unix
 /// (on Windows, of the targets built), where the stores reach servers over
 /// TCP only. Said when the store is made, not as a failed connection on
 /// the first operation.
@@ -131,7 +131,8 @@ pub fn unix_socket_refused(given: &str) -> Option<String> {
     })
 }
 
-/// Stores keep whole milliseconds; a fractional TTL rounds up, as in memory.
+/// Stores keep whole milliseconds; a fractional TTL rounds up, as it does in
+/// the process's own store.
 pub fn whole_ms(ttl_ms: f64) -> u64 {
     // `ttl_ms` is positive and at most 2^53 - 1, so the cast is exact.
     ttl_ms.ceil() as u64
@@ -144,23 +145,23 @@ mod tests {
     #[test]
     fn passwords_never_reach_error_messages() {
         assert_eq!(
-            redacted("redis://app:s3cret@10.0.0.1:6379/2"),
-            "redis://app:***@10.0.0.1:6379/2"
+            redacted("db://app:s3cret@10.0.0.1:6379/2"),
+            "db://app:***@10.0.0.1:6379/2"
         );
-        assert_eq!(redacted("redis://:s3cret@host"), "redis://:***@host");
-        assert_eq!(redacted("redis://host:6379"), "redis://host:6379");
+        assert_eq!(redacted("db://:s3cret@host"), "db://:***@host");
+        assert_eq!(redacted("db://host:6379"), "db://host:6379");
         // No password, no stars.
         assert_eq!(
-            redacted("postgres://app@db:5432/x?sslmode=verify-full"),
-            "postgres://app@db:5432/x?sslmode=verify-full"
+            redacted("db://app@db:5432/x?sslmode=verify-full"),
+            "db://app@db:5432/x?sslmode=verify-full"
         );
         assert_eq!(
-            redacted("postgres://app@db/x?sslmode=require&password=s3cret"),
-            "postgres://app@db/x?sslmode=require&password=***"
+            redacted("db://app@db/x?sslmode=require&password=s3cret"),
+            "db://app@db/x?sslmode=require&password=***"
         );
         assert_eq!(
-            redacted("redis+unix:///tmp/r.sock?db=1&pass=s3cret"),
-            "redis+unix:///tmp/r.sock?db=1&pass=***"
+            redacted("db+unix:///tmp/db.sock?db=1&pass=s3cret"),
+            "db+unix:///tmp/db.sock?db=1&pass=***"
         );
     }
 
@@ -177,14 +178,14 @@ mod tests {
 
     #[test]
     fn url_text_is_taken_only_as_written() {
-        assert_eq!(unclean_text("redis://h:1/2"), None);
-        assert_eq!(unclean_text("mysql://u:p%20q@[::1]/d"), None);
+        assert_eq!(unclean_text("db://h:1/2"), None);
+        assert_eq!(unclean_text("db://u:p%20q@[::1]/d"), None);
         for (url, why) in [
-            (" redis://h", "begins with whitespace"),
-            ("redis://h\n", "ends with whitespace"),
-            ("postgres://h/d\u{a0}", "ends with whitespace"),
-            ("postgres://h/d\tb", "U+0009"),
-            ("mysql://u:p\u{7f}@h/d", "U+007F"),
+            (" db://h", "begins with whitespace"),
+            ("db://h\n", "ends with whitespace"),
+            ("db://h/d\u{a0}", "ends with whitespace"),
+            ("db://h/d\tb", "U+0009"),
+            ("db://u:p\u{7f}@h/d", "U+007F"),
         ] {
             let e = unclean_text(url).unwrap_or_default();
             assert!(e.contains(why), "{url:?}: {e}");

@@ -2,40 +2,30 @@
 //! a store expects: told by the first bytes it sent, or by its silence.
 //!
 //! A URL with another service's port is a common slip, and each protocol
-//! fails on it in its own misleading way (a MySQL greeting read as a
-//! PostgreSQL login request, an HTTP answer as a MySQL packet of megabytes,
-//! a Redis server's silence as a timeout). The stores say instead that the
-//! server did not speak their protocol, and what it seems to speak.
+//! fails on it in its own misleading way (one server's greeting read as
+//! another's login request, an HTTP answer as a packet of megabytes, a
+//! server that waits to be spoken to timing out). The stores say instead
+//! that the server did not speak their protocol, and what it seems to speak.
 
 use std::cell::Cell;
 
 /// What a server's first bytes show it to be, as the end of a sentence
-/// ("the server did not speak PostgreSQL's protocol: {this}").
+/// ("the server did not speak {protocol}'s protocol: {this}"): a server a
+/// store of this package speaks to (each brings how its protocol's first
+/// words sound: [`super::FIRST_WORDS`]), or a service often found on such a
+/// port.
 pub fn what_answered(first: &[u8]) -> &'static str {
-    // A MySQL packet: three bytes of length, the sequence number 0, then
-    // the protocol version (10) of a greeting or 0xFF for an error.
-    let mysql = first.len() >= 5 && first[3] == 0;
-    if mysql && first[4] == 10 {
-        return "it greets as a MySQL or MariaDB server does";
-    }
-    if mysql && first[4] == 0xFF {
-        return "it answers as a MySQL or MariaDB server does";
+    if let Some(server) = super::FIRST_WORDS.iter().find_map(|sounds| sounds(first)) {
+        return server;
     }
     // A TLS record: handshake (22) or alert (21), then version 3.x.
     if first.len() >= 2 && matches!(first[0], 21 | 22) && first[1] == 3 {
         return "it answers in TLS";
     }
-    // A PostgreSQL ErrorResponse: 'E', four bytes of length, then its
-    // fields, the first being the severity ('S').
-    if first.len() >= 6 && first[0] == b'E' && first[5] == b'S' {
-        return "it answers as a PostgreSQL server does";
-    }
     match first {
         [] => "it closed the connection without a word",
         [b'H', b'T', b'T', b'P', b'/', ..] => "it answers as an HTTP server does",
         [b'S', b'S', b'H', b'-', ..] => "it greets as an SSH server does",
-        // RESP's simple string and error replies (`+PONG`, `-ERR ...`).
-        [b'+' | b'-', ..] => "it answers as a Redis server does",
         _ => "it answers in some other protocol",
     }
 }
@@ -115,14 +105,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn first_bytes_tell_the_usual_wrong_servers_apart() {
-        let mariadb = b"d\x00\x00\x00\x0a5.5.5-10.11.19-MariaDB\x00";
-        assert!(what_answered(mariadb).contains("MySQL"));
-        assert!(what_answered(b"\x17\x00\x00\x00\xffj\x04Host").contains("MySQL"));
+    fn first_bytes_tell_the_usual_other_services_apart() {
         assert!(what_answered(b"HTTP/1.1 400 Bad Request\r\n").contains("HTTP"));
-        assert!(what_answered(b"-ERR unknown command").contains("Redis"));
-        assert!(what_answered(b"+PONG\r\n").contains("Redis"));
-        assert!(what_answered(b"E\x00\x00\x00\x50SFATAL").contains("PostgreSQL"));
+        assert!(what_answered(b"SSH-2.0-OpenSSH_9.2\r\n").contains("SSH"));
         assert!(what_answered(b"\x15\x03\x01\x00\x02\x02\x46").contains("TLS"));
         assert!(what_answered(b"").contains("closed"));
         assert!(what_answered(b"\x00\x01").contains("other"));
@@ -132,19 +117,19 @@ mod tests {
     async fn a_timeout_says_whether_the_server_stayed_silent_after_connecting() {
         let bound = std::time::Duration::from_millis(10);
         let silent = within(bound, async {
-            awaiting("MySQL", "a hint");
+            awaiting("Example", "a hint");
             std::future::pending::<()>().await
         })
         .await;
         let said = silent.err().flatten().unwrap_or_default();
         assert!(
-            said.contains("did not speak MySQL's protocol") && said.contains("a hint"),
+            said.contains("did not speak Example's protocol") && said.contains("a hint"),
             "{said}"
         );
         let spoke = within(bound, async {
-            awaiting("MySQL", "a hint");
+            awaiting("Example", "a hint");
             heard();
-            awaiting("MySQL", "a hint");
+            awaiting("Example", "a hint");
             std::future::pending::<()>().await
         })
         .await;
@@ -153,7 +138,7 @@ mod tests {
         assert_eq!(unconnected.err(), Some(None));
         assert_eq!(within(bound, async { 7 }).await, Ok(7));
         // Outside an opening, nothing to record and nothing breaks.
-        awaiting("MySQL", "a hint");
+        awaiting("Example", "a hint");
         heard();
     }
 }

@@ -39,6 +39,7 @@ use self::ops::Request;
 pub use self::options::MySqlOptions;
 use self::options::{Place, TlsMode};
 use self::sql::Sql;
+pub(super) use self::wire::target::first_words;
 use self::wire::target::Target;
 use self::wire::{Direct, Local, ServerAnswer};
 use super::event_loop::host::MakeHost;

@@ -51,6 +51,7 @@ use std::time::Instant;
 use self::listen::Watch;
 use self::ops::Plan;
 pub use self::options::PostgresOptions;
+pub(super) use self::wire::target::first_words;
 
 /// The SQL that makes every object a store on `table` uses (what it runs
 /// itself when they are missing and it may): for a database whose users

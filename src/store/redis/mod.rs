@@ -56,6 +56,7 @@ use self::options::{checked_url, open_client};
 use self::pubsub::Watch;
 use self::request::Request;
 use self::transport::Transport;
+pub(super) use self::wire::connect::first_words;
 use super::event_loop::host::MakeHost;
 use super::follow::{FirstOpened, Follower, OnReleased};
 use super::options::{redacted, TlsOptions};

@@ -39,10 +39,37 @@ pub struct Target {
     pub refused: Refusals,
 }
 
+/// How a MySQL or MariaDB server's first bytes sound: a packet (three bytes
+/// of length, the sequence number 0), then the protocol version (10) of a
+/// greeting or 0xFF for an error.
+pub fn first_words(first: &[u8]) -> Option<&'static str> {
+    let packet = first.len() >= 5 && first[3] == 0;
+    match first.get(4) {
+        Some(10) if packet => Some("it greets as a MySQL or MariaDB server does"),
+        Some(0xFF) if packet => Some("it answers as a MySQL or MariaDB server does"),
+        _ => None,
+    }
+}
+
 pub fn failure(code: Code, verb: &str, target: &Target, detail: &str) -> Failure {
     Failure::at(code, verb, &target.display, detail)
 }
 
 pub fn lost(target: &Target, e: &std::io::Error) -> Failure {
     Failure::lost(&target.display, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::peer::what_answered;
+
+    #[test]
+    fn a_mysql_server_is_told_by_its_first_packet() {
+        let mariadb = b"d\x00\x00\x00\x0a5.5.5-10.11.19-MariaDB\x00";
+        assert!(what_answered(mariadb).contains("greets as a MySQL or MariaDB"));
+        let too_many = b"\x17\x00\x00\x00\xffj\x04Host";
+        assert!(what_answered(too_many).contains("answers as a MySQL or MariaDB"));
+        assert_eq!(super::first_words(b"HTTP/1.1 400"), None);
+        assert_eq!(super::first_words(b"d\x00\x00\x00"), None);
+    }
 }

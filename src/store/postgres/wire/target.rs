@@ -42,6 +42,13 @@ pub struct Target {
     pub refused: Refusals,
 }
 
+/// How a PostgreSQL server's first bytes sound: an ErrorResponse ('E', four
+/// bytes of length, then its fields, the first being the severity 'S').
+pub fn first_words(first: &[u8]) -> Option<&'static str> {
+    let error_response = first.len() >= 6 && first[0] == b'E' && first[5] == b'S';
+    error_response.then_some("it answers as a PostgreSQL server does")
+}
+
 pub fn failure(code: Code, verb: &str, target: &Target, detail: &str) -> Failure {
     Failure::at(code, verb, &target.display, detail)
 }
@@ -62,4 +69,17 @@ pub fn not_postgres(target: &Target, first: &[u8]) -> Failure {
 
 pub fn lost(target: &Target, e: &std::io::Error) -> Failure {
     Failure::lost(&target.display, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::peer::what_answered;
+
+    #[test]
+    fn a_postgres_server_is_told_by_its_error_response() {
+        let refusal = b"E\x00\x00\x00\x50SFATAL\x00VFATAL\x00C0A000\x00";
+        assert!(what_answered(refusal).contains("PostgreSQL"));
+        assert_eq!(super::first_words(b"E\x00\x00"), None);
+        assert_eq!(super::first_words(b"-ERR unknown command"), None);
+    }
 }

@@ -37,6 +37,12 @@ pub struct Target {
     pub first_opened: FirstOpened,
 }
 
+/// How a Redis server's first bytes sound: RESP's simple string and error
+/// replies (`+PONG`, `-ERR ...`).
+pub fn first_words(first: &[u8]) -> Option<&'static str> {
+    matches!(first, [b'+' | b'-', ..]).then_some("it answers as a Redis server does")
+}
+
 /// Open a connection to `target`, within its connect timeout.
 pub async fn open(target: Arc<Target>) -> Result<Opened<()>, Failure> {
     let within = target.connect_timeout;
@@ -270,4 +276,17 @@ async fn learn_limits<S: AsyncRead + AsyncWrite + Unpin>(
     }
     target.limits.learned(answers[0], answers[1]);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::peer::what_answered;
+
+    #[test]
+    fn a_redis_server_is_told_by_its_simple_replies() {
+        assert!(what_answered(b"-ERR unknown command").contains("Redis"));
+        assert!(what_answered(b"+PONG\r\n").contains("Redis"));
+        assert_eq!(super::first_words(b"E\x00\x00\x00\x50SFATAL"), None);
+        assert_eq!(super::first_words(b""), None);
+    }
 }
