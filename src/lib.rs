@@ -32,18 +32,21 @@
 //!   kinds of hold and what an acquire answers), `options.rs`, `tls.rs`,
 //!   `follow.rs` (announced releases), `line.rs` (the line a plain lock's
 //!   waiters wait in on a server), `peer.rs` (what answered, when it is not
-//!   the server a store expects), `line/`, `memory/`, `redis/`,
+//!   the server a store expects), `sweeps.rs` (when a server's expired
+//!   rows are swept), `line/`, `memory/`, `redis/`,
 //!   `postgres/`, `mysql/`, and
 //!   `event_loop/` (what the server stores share: a connection on the JS
 //!   thread's event loop for any protocol that describes itself).
 //! - `src/store/line/`: `contract.rs` (what every store that keeps a line
 //!   does with it, run by each such store's tests).
-//! - `src/store/memory/`: `mod.rs` (the store), `shared.rs` (semaphores and
-//!   read-write keys), `tests.rs`.
+//! - `src/store/memory/`: `mod.rs` (the store), `clock.rs` (expiry on the
+//!   monotonic clock), `shared.rs` (semaphores' and read-write keys' groups),
+//!   `tests.rs`.
 //! - `src/store/redis/`: `mod.rs` (the store, one dispatch on the kind of
 //!   hold), `ops.rs` (each operation once: request and reply reader),
 //!   `layout.rs`, `scripts.rs`, `request.rs`, `transport.rs` (event loop or
-//!   Tokio, chosen once), `connection.rs`, `fencing.rs`, `errors.rs`,
+//!   Tokio, chosen once), `shared.rs` (what the operations, the transport
+//!   and the subscriber share), `connection.rs`, `fencing.rs`, `errors.rs`,
 //!   `pubsub.rs`, `limits.rs` (the longest argument the server reads),
 //!   `options.rs`, `wire/`, `tests.rs`, `line_tests.rs` (the
 //!   line a plain lock's waiters wait in, against a real server).
@@ -54,7 +57,8 @@
 //!   answer reader), `answer.rs` (the answer either transport reads, and
 //!   its readers), `sql.rs`, `holds_sql.rs` (the function of semaphores and
 //!   read-write locks), `line_sql.rs` (the line's table and function),
-//!   `hashes.rs` (names made from hashes), `transport.rs` (event loop or Tokio, chosen once), `via_loop.rs`,
+//!   `hashes.rs` (names made from hashes), `shared.rs` (what the operations,
+//!   the transport and the listener share), `transport.rs` (event loop or Tokio, chosen once), `via_loop.rs`,
 //!   `wire/`, `via_tokio.rs`, `pool.rs`, `listen.rs`, `errors.rs`,
 //!   `options.rs`, `tests.rs`, `line_tests.rs`.
 //! - `src/store/postgres/wire/`: `mod.rs` (PostgreSQL's protocol on the event
@@ -74,15 +78,16 @@
 //!   answer), `connect.rs` (TCP, a unix socket, TLS), `session.rs` (logging
 //!   in, the session, the tables, preparing), `auth.rs`, `target.rs` (where
 //!   connections go, and how opening one fails).
-//! - `src/store/event_loop/`: `mod.rs` (the protocol seam, `Wire`, and the
-//!   store's side of its connections), `opening.rs` (TCP, TLS and remembered
+//! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an
+//!   opening hands over or fails with), `mod.rs` (the store's side of its
+//!   connections), `opening.rs` (TCP, TLS and remembered
 //!   refusals, for opening on Tokio), `due.rs` (what a connection hands
 //!   back: answers due, a connection to open), `conn.rs` (one connection's state),
 //!   `socket.rs` (bytes in and out, plain or TLS), `callbacks.rs` (the libuv
 //!   callbacks), `engine.rs` (what they drive), `host.rs` (the runtime whose
 //!   loop it is: Node's is the napi surface's), `uv/`, `tests/`.
 //! - `src/store/event_loop/uv/`: `mod.rs`, `ffi.rs` (libuv's functions as
-//!   Node exports them), `handle.rs` (what every handle shares), `poll.rs`,
+//!   Node exports them, and its loop, opaque), `handle.rs` (what every handle shares), `poll.rs`,
 //!   `timer.rs`, `turn.rs` (the end of a loop turn), `wake.rs` (woken from
 //!   another thread).
 //! - `src/store/event_loop/tests/`: `harness.rs` (a libuv loop of the test's

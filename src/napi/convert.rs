@@ -4,13 +4,13 @@
 //! value or a promise.
 
 use napi::bindgen_prelude::*;
+use napi_derive::napi;
 
 use super::errors::{contain_panics, js_error};
 use super::handle::StoreHandle;
 use super::pump::{settle_deferred, Settle};
-use super::HoldKind;
 use crate::lock::Grant;
-use crate::store::Op;
+use crate::store::{Hold, Op};
 use crate::text::{self, SmallStr};
 
 // Keys and owners cross as `SmallStr`: one copy into a buffer on the stack
@@ -76,6 +76,30 @@ impl ToNapiValue for SmallStr {
         // and napi copies it before returning.
         check_status!(unsafe { create(env, text.as_ptr().cast(), text.len() as isize, &mut out) })?;
         Ok(out)
+    }
+}
+
+/// Which kind of hold an operation is about, as JS names it. Every store
+/// operation below takes one, beside the key.
+#[napi]
+pub enum HoldKind {
+    Lock,
+    Permit,
+    Read,
+    Write,
+}
+
+/// The store's hold: `limit` (a positive safe integer, checked by the JS
+/// layer) matters to a permit's acquire and would-wait only; the other
+/// operations find a permit by its owner, and pass 0.
+pub fn hold(HoldArg(kind): HoldArg, limit: f64) -> Hold {
+    match kind {
+        HoldKind::Lock => Hold::Lock,
+        HoldKind::Permit => Hold::Permit {
+            limit: limit as u64,
+        },
+        HoldKind::Read => Hold::Read,
+        HoldKind::Write => Hold::Write,
     }
 }
 

@@ -6,7 +6,7 @@
 //! settled at once comes back as a plain value; one that has to wait comes
 //! back as a promise ([`convert::to_js`]). Each store operation is one
 //! function for every kind of hold (a plain lock, a semaphore permit, a
-//! reader, a writer): it names the hold ([`HoldKind`]) beside the key, and
+//! reader, a writer): it names the hold ([`convert::HoldKind`]) beside the key, and
 //! the store's one method for it answers. Beside this file: the functions
 //! that make stores, one file each ([`stores`]), the handle ([`handle`]), the conversions
 //! ([`convert`]), errors and panics ([`errors`]), the promise pump ([`pump`]) and
@@ -28,35 +28,11 @@ mod test_hooks;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use self::convert::{to_js, HoldArg, Settled};
+use self::convert::{hold, to_js, HoldArg, Settled};
 use self::handle::Handle;
 use crate::lock;
-use crate::store::{Acquired, Asked, Capabilities, Hold, Wait};
+use crate::store::{Acquired, Asked, Capabilities, Wait};
 use crate::text::SmallStr;
-
-/// Which kind of hold an operation is about, as JS names it. Every store
-/// operation below takes one, beside the key.
-#[napi]
-pub enum HoldKind {
-    Lock,
-    Permit,
-    Read,
-    Write,
-}
-
-/// The store's hold: `limit` (a positive safe integer, checked by the JS
-/// layer) matters to a permit's acquire and would-wait only; the other
-/// operations find a permit by its owner, and pass 0.
-fn hold(HoldArg(kind): HoldArg, limit: f64) -> Hold {
-    match kind {
-        HoldKind::Lock => Hold::Lock,
-        HoldKind::Permit => Hold::Permit {
-            limit: limit as u64,
-        },
-        HoldKind::Read => Hold::Read,
-        HoldKind::Write => Hold::Write,
-    }
-}
 
 /// One attempt for a fresh owner: the owner token (or `[owner, fencing
 /// token]`), or null if the hold admits nobody more now. `wait`, on a store

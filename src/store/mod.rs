@@ -26,6 +26,7 @@ pub mod options;
 pub mod peer;
 pub mod postgres;
 pub mod redis;
+pub mod sweeps;
 pub mod tls;
 
 use std::future::Future;

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use super::due::Next;
 use super::engine::{Engine, Handles};
 use super::host::Host;
-use super::{uv, Wire};
+use super::uv;
+use super::wire::Wire;
 
 /// A connection to `target` on `host`'s loop, with its handles (opened on
 /// first use).

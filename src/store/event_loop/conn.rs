@@ -12,7 +12,7 @@ use bytes::BytesMut;
 
 use super::due::{refusal, Due, Next, Reply};
 use super::socket::{Arrived, Socket};
-use super::{error, Failure, Verdict, Wire};
+use super::wire::{error, Failure, Verdict, Wire};
 use crate::store::Code;
 
 pub struct Waiting<W: Wire> {

@@ -3,7 +3,7 @@
 //! their delivery, once the connection's state is no longer borrowed (a
 //! reply runs JS, which may submit again).
 
-use super::{error, Failure, Wire};
+use super::wire::{error, Failure, Wire};
 use crate::store::StoreError;
 
 /// What a waiting request does with its answer (or its failure).

@@ -13,14 +13,12 @@ use super::conn::{Conn, State};
 use super::due::{deliver, Next, Reply};
 use super::host::Host;
 use super::socket::Socket;
-use super::{uv, Failure, Opened, Wire};
+use super::uv;
+use super::wire::{Failure, Opened, Outcome, Wire};
 use crate::store::Code;
 
 /// How many writes one call of [`Engine::write_now`] makes at most.
 const WRITE_ROUNDS: usize = 4;
-
-/// A connection opened on Tokio, or why it could not be.
-type OpenedOrNot<W> = Result<Opened<<W as Wire>::Prepared>, Failure>;
 
 pub(super) struct Engine<W: Wire> {
     pub(super) host: Box<dyn Host>,
@@ -31,7 +29,7 @@ pub(super) struct Engine<W: Wire> {
     /// What the socket's watcher, made when a connection opens, calls.
     pub(super) on_socket: uv::PollCb,
     /// Where a connection opened on Tokio is left for the loop to pick up.
-    pub(super) opened: Arc<Mutex<Option<OpenedOrNot<W>>>>,
+    pub(super) opened: Arc<Mutex<Option<Outcome<W::Prepared>>>>,
     /// When the timer is set to fire (loop ms), if it is.
     pub(super) timer_at: Cell<Option<u64>>,
     /// A write is due at the end of this loop iteration.
@@ -328,7 +326,7 @@ impl<W: Wire> Engine<W> {
 
     /// A connection opened on Tokio (or failed to): watch its socket and
     /// write what waits.
-    pub(super) fn install(self: &Rc<Self>, opened: Result<Opened<W::Prepared>, Failure>) {
+    pub(super) fn install(self: &Rc<Self>, opened: Outcome<W::Prepared>) {
         let next = match opened {
             Ok(Opened {
                 tcp,

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::Failure;
+use super::wire::Failure;
 use crate::store::{peer, Code};
 
 /// A TCP connection to `host:port` for the event loop (replies are small and

@@ -6,6 +6,7 @@
 //! [`Sweep`]) so keys that are taken once and never touched again do not pile
 //! up.
 
+mod clock;
 mod shared;
 
 use std::collections::HashMap;
@@ -14,12 +15,9 @@ use crate::text::SmallStr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use self::shared::Groups;
+use self::clock::{expiry, ms_until};
+use self::shared::{Groups, Held};
 use super::{Acquired, Capabilities, Hold, LockStore, Op, Wait};
-
-/// Fallback when `now + ttl` does not fit an `Instant` (far beyond any TTL
-/// the API accepts, which stops at 2^53 - 1 ms): about 34 years.
-const FAR_TTL: Duration = Duration::from_secs(1 << 30);
 
 /// A sweep runs when something may have expired and the last sweep is at
 /// least this old, or when the map has doubled since the last sweep.
@@ -114,27 +112,6 @@ fn return_freed_memory() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn return_freed_memory() {}
-
-/// TTLs count in whole milliseconds, a fraction rounding up, so even the
-/// smallest positive TTL holds the lock for a moment rather than none.
-fn expiry(now: Instant, ttl_ms: f64) -> Instant {
-    Duration::try_from_secs_f64(ttl_ms.ceil() / 1000.0)
-        .ok()
-        .and_then(|ttl| now.checked_add(ttl))
-        .unwrap_or(now + FAR_TTL)
-}
-
-/// Milliseconds left, rounded up so a live entry never reports 0.
-fn ms_until(at: Instant, now: Instant) -> f64 {
-    let left = at.duration_since(now);
-    let whole = left.as_millis();
-    let ms = if left > Duration::from_millis(whole as u64) {
-        whole + 1
-    } else {
-        whole
-    };
-    ms as f64
-}
 
 pub struct MemoryStore {
     entries: Mutex<Entries>,
@@ -248,6 +225,74 @@ impl MemoryStore {
         self.entries()
             .live(key, now)
             .map(|e| ms_until(e.expires_at, now))
+    }
+
+    pub fn try_acquire_in(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Option<u64> {
+        let now = Instant::now();
+        let mut entries = self.entries();
+        entries.maybe_sweep(now);
+        let expires_at = expiry(now, ttl_ms);
+        let token = entries.last_token + 1;
+        let held = Held {
+            owner: owner.into(),
+            expires_at,
+            token,
+        };
+        if !entries.shared.admit(hold, key, held, now) {
+            return None;
+        }
+        entries.last_token = token;
+        entries.note_expiry(expires_at);
+        Some(token)
+    }
+
+    pub fn try_release_in(&self, hold: Hold, key: &str, owner: &str) -> bool {
+        let now = Instant::now();
+        self.entries().shared.release(hold, key, owner, now)
+    }
+
+    pub fn try_extend_in(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> bool {
+        let now = Instant::now();
+        let mut entries = self.entries();
+        let expires_at = expiry(now, ttl_ms);
+        let Some(held) = entries.shared.held(hold, key, owner, now) else {
+            return false;
+        };
+        held.expires_at = expires_at;
+        entries.note_expiry(expires_at);
+        true
+    }
+
+    pub fn held_in(&self, hold: Hold, key: &str, owner: &str) -> bool {
+        let now = Instant::now();
+        self.entries().shared.held(hold, key, owner, now).is_some()
+    }
+
+    pub fn remaining_in_ms(&self, hold: Hold, key: &str, owner: &str) -> Option<f64> {
+        let now = Instant::now();
+        let mut entries = self.entries();
+        let held = entries.shared.held(hold, key, owner, now)?;
+        Some(ms_until(held.expires_at, now))
+    }
+
+    pub fn waits(&self, hold: Hold, key: &str) -> bool {
+        self.entries().shared.would_wait(hold, key, Instant::now())
+    }
+
+    pub fn count(&self, hold: Hold, key: &str) -> usize {
+        self.entries().shared.count(hold, key, Instant::now())
+    }
+
+    pub fn stop_holding_back(&self, hold: Hold, key: &str) {
+        let now = Instant::now();
+        self.entries().shared.stop_holding_back(hold, key, now);
+    }
+
+    /// The fencing token of `owner`'s live hold on `key` in `hold`.
+    pub fn token_in(&self, hold: Hold, key: &str, owner: &str) -> Option<u64> {
+        let now = Instant::now();
+        let mut entries = self.entries();
+        entries.shared.held(hold, key, owner, now).map(|h| h.token)
     }
 }
 

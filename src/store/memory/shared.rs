@@ -8,14 +8,14 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::{expiry, ms_until, Entries, MemoryStore};
 use crate::store::Hold;
 use crate::text::SmallStr;
 
-struct Held {
-    owner: SmallStr,
-    expires_at: Instant,
-    token: u64,
+/// One hold in a group: whose, until when, and its fencing token.
+pub(super) struct Held {
+    pub owner: SmallStr,
+    pub expires_at: Instant,
+    pub token: u64,
 }
 
 /// The holds on one key: a semaphore's permits, or a read-write key's
@@ -101,53 +101,37 @@ impl Groups {
     pub(super) fn len(&self) -> usize {
         self.semaphores.len() + self.read_write.len()
     }
-}
 
-impl Entries {
     /// `key`'s live group in `hold`'s map, if it has one.
-    fn group(&mut self, hold: Hold, key: &str, now: Instant) -> Option<&mut Group> {
-        let group = self.shared.of(hold).get_mut(key)?;
+    fn live(&mut self, hold: Hold, key: &str, now: Instant) -> Option<&mut Group> {
+        let group = self.of(hold).get_mut(key)?;
         group.prune(now);
         Some(group)
     }
-}
 
-impl MemoryStore {
-    pub fn try_acquire_in(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Option<u64> {
-        let now = Instant::now();
-        let mut entries = self.entries();
-        entries.maybe_sweep(now);
-        let expires_at = expiry(now, ttl_ms);
-        let token = entries.last_token + 1;
-        let group = entries.shared.of(hold).entry(key.into()).or_default();
+    /// Admit `held` to `key`'s group, if `hold` need not wait there. A
+    /// writer refused holds new readers back until it gets in or lapses.
+    pub(super) fn admit(&mut self, hold: Hold, key: &str, held: Held, now: Instant) -> bool {
+        let group = self.of(hold).entry(key.into()).or_default();
         group.prune(now);
         if group.would_wait(hold) {
             if hold == Hold::Write {
-                // New readers wait behind this writer until it gets in or lapses.
-                group.writer_waiting_until = group.writer_waiting_until.max(Some(expires_at));
+                let until = Some(held.expires_at);
+                group.writer_waiting_until = group.writer_waiting_until.max(until);
             }
-            return None;
+            return false;
         }
-        let held = Held {
-            owner: owner.into(),
-            expires_at,
-            token,
-        };
         if hold == Hold::Write {
             group.writer = Some(held);
             group.writer_waiting_until = None;
         } else {
             group.many.push(held);
         }
-        entries.last_token = token;
-        entries.note_expiry(expires_at);
-        Some(token)
+        true
     }
 
-    pub fn try_release_in(&self, hold: Hold, key: &str, owner: &str) -> bool {
-        let now = Instant::now();
-        let mut entries = self.entries();
-        let Some(group) = entries.group(hold, key, now) else {
+    pub(super) fn release(&mut self, hold: Hold, key: &str, owner: &str, now: Instant) -> bool {
+        let Some(group) = self.live(hold, key, now) else {
             return false;
         };
         let released = match hold {
@@ -162,205 +146,36 @@ impl MemoryStore {
             }
         };
         if group.is_empty() {
-            entries.shared.of(hold).remove(key);
+            self.of(hold).remove(key);
         }
         released
     }
 
-    pub fn try_extend_in(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> bool {
-        let now = Instant::now();
-        let mut entries = self.entries();
-        let expires_at = expiry(now, ttl_ms);
-        let extended = entries
-            .group(hold, key, now)
-            .and_then(|group| group.hold_of(hold, owner))
-            .map(|held| held.expires_at = expires_at)
-            .is_some();
-        if extended {
-            entries.note_expiry(expires_at);
-        }
-        extended
+    /// `owner`'s live hold of `key`, to read or to extend.
+    pub(super) fn held(
+        &mut self,
+        hold: Hold,
+        key: &str,
+        owner: &str,
+        now: Instant,
+    ) -> Option<&mut Held> {
+        self.live(hold, key, now)?.hold_of(hold, owner)
     }
 
-    pub fn held_in(&self, hold: Hold, key: &str, owner: &str) -> bool {
-        let now = Instant::now();
-        let mut entries = self.entries();
-        let held = entries
-            .group(hold, key, now)
-            .and_then(|g| g.hold_of(hold, owner));
-        held.is_some()
+    pub(super) fn would_wait(&mut self, hold: Hold, key: &str, now: Instant) -> bool {
+        self.live(hold, key, now)
+            .is_some_and(|g| g.would_wait(hold))
     }
 
-    pub fn remaining_in_ms(&self, hold: Hold, key: &str, owner: &str) -> Option<f64> {
-        let now = Instant::now();
-        let mut entries = self.entries();
-        let held = entries
-            .group(hold, key, now)
-            .and_then(|g| g.hold_of(hold, owner));
-        held.map(|h| ms_until(h.expires_at, now))
-    }
-
-    pub fn waits(&self, hold: Hold, key: &str) -> bool {
-        let mut entries = self.entries();
-        let group = entries.group(hold, key, Instant::now());
-        group.is_some_and(|g| g.would_wait(hold))
-    }
-
-    pub fn count(&self, hold: Hold, key: &str) -> usize {
-        let mut entries = self.entries();
-        let group = entries.group(hold, key, Instant::now());
+    pub(super) fn count(&mut self, hold: Hold, key: &str, now: Instant) -> usize {
+        let group = self.live(hold, key, now);
         group.map_or(0, |g| g.many.len() + usize::from(g.writer.is_some()))
     }
 
-    pub fn stop_holding_back(&self, hold: Hold, key: &str) {
-        let mut entries = self.entries();
-        if let Some(group) = entries.group(hold, key, Instant::now()) {
+    /// A waiting writer gave up: new readers need not wait for it.
+    pub(super) fn stop_holding_back(&mut self, hold: Hold, key: &str, now: Instant) {
+        if let Some(group) = self.live(hold, key, now) {
             group.writer_waiting_until = None;
         }
-    }
-
-    /// The fencing token of `owner`'s live hold on `key` in `hold`.
-    pub fn token_in(&self, hold: Hold, key: &str, owner: &str) -> Option<u64> {
-        let now = Instant::now();
-        let mut entries = self.entries();
-        let held = entries
-            .group(hold, key, now)
-            .and_then(|g| g.hold_of(hold, owner));
-        held.map(|h| h.token)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::thread::sleep;
-    use std::time::Duration;
-
-    const PERMIT3: Hold = Hold::Permit { limit: 3 };
-
-    #[test]
-    fn a_semaphore_admits_up_to_its_limit() {
-        let store = MemoryStore::new();
-        for owner in ["a", "b", "c"] {
-            assert!(store
-                .try_acquire_in(PERMIT3, "s", owner, 10_000.0)
-                .is_some());
-        }
-        assert!(store.try_acquire_in(PERMIT3, "s", "d", 10_000.0).is_none());
-        assert!(store.waits(PERMIT3, "s"));
-        assert_eq!(store.count(PERMIT3, "s"), 3);
-        // A caller with a higher limit is admitted while fewer than its own are held.
-        assert!(store
-            .try_acquire_in(Hold::Permit { limit: 4 }, "s", "e", 10_000.0)
-            .is_some());
-        assert!(store.try_release_in(PERMIT3, "s", "a"));
-        assert!(!store.try_release_in(PERMIT3, "s", "a"), "only once");
-        assert!(
-            store.try_acquire_in(PERMIT3, "s", "d", 10_000.0).is_none(),
-            "4 held, limit 3"
-        );
-        assert!(store.try_release_in(PERMIT3, "s", "b"));
-        assert!(store.try_acquire_in(PERMIT3, "s", "d", 10_000.0).is_some());
-    }
-
-    #[test]
-    fn kinds_of_hold_never_see_each_other() {
-        let store = MemoryStore::new();
-        assert!(store.try_acquire("k", "plain", 10_000.0));
-        assert!(store
-            .try_acquire_in(Hold::Permit { limit: 1 }, "k", "p", 10_000.0)
-            .is_some());
-        assert!(store
-            .try_acquire_in(Hold::Write, "k", "w", 10_000.0)
-            .is_some());
-        assert!(!store.try_release_in(Hold::Write, "k", "p"));
-        assert!(!store.try_release_in(PERMIT3, "k", "w"));
-        assert!(!store.try_release("k", "w"));
-    }
-
-    #[test]
-    fn permits_expire_one_by_one() {
-        let store = MemoryStore::new();
-        assert!(store.try_acquire_in(PERMIT3, "s", "short", 100.0).is_some());
-        assert!(store
-            .try_acquire_in(PERMIT3, "s", "long", 10_000.0)
-            .is_some());
-        sleep(Duration::from_millis(150));
-        assert_eq!(store.count(PERMIT3, "s"), 1);
-        assert!(!store.try_extend_in(PERMIT3, "s", "short", 1000.0));
-        assert!(store.try_extend_in(PERMIT3, "s", "long", 20_000.0));
-        assert!(store
-            .remaining_in_ms(PERMIT3, "s", "long")
-            .is_some_and(|ms| ms > 10_000.0));
-    }
-
-    #[test]
-    fn readers_share_and_a_writer_excludes() {
-        let store = MemoryStore::new();
-        assert!(store
-            .try_acquire_in(Hold::Read, "rw", "r1", 10_000.0)
-            .is_some());
-        assert!(store
-            .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
-            .is_some());
-        assert_eq!(store.count(Hold::Read, "rw"), 2);
-        assert!(store
-            .try_acquire_in(Hold::Write, "rw", "w", 10_000.0)
-            .is_none());
-        // The refused writer holds back new readers...
-        assert!(store
-            .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
-            .is_none());
-        assert!(store.waits(Hold::Read, "rw"));
-        assert!(store.try_release_in(Hold::Read, "rw", "r1"));
-        assert!(store.try_release_in(Hold::Read, "rw", "r2"));
-        // ...and gets in once they are gone; then nobody else does.
-        let token = store
-            .try_acquire_in(Hold::Write, "rw", "w", 10_000.0)
-            .expect("writer admitted");
-        assert_eq!(store.token_in(Hold::Write, "rw", "w"), Some(token));
-        assert!(store
-            .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
-            .is_none());
-        assert!(store
-            .try_acquire_in(Hold::Write, "rw", "w2", 10_000.0)
-            .is_none());
-        assert!(store.try_release_in(Hold::Write, "rw", "w"));
-        // w2's refusal held readers back; its withdrawal lets them in.
-        store.stop_holding_back(Hold::Write, "rw");
-        assert!(store
-            .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
-            .is_some());
-    }
-
-    #[test]
-    fn a_waiting_writer_holds_readers_back_only_for_its_ttl() {
-        let store = MemoryStore::new();
-        assert!(store
-            .try_acquire_in(Hold::Read, "rw", "r1", 10_000.0)
-            .is_some());
-        assert!(store
-            .try_acquire_in(Hold::Write, "rw", "w", 100.0)
-            .is_none());
-        assert!(store
-            .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
-            .is_none());
-        sleep(Duration::from_millis(150));
-        assert!(store
-            .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
-            .is_some());
-    }
-
-    #[test]
-    fn empty_groups_are_swept() {
-        let store = MemoryStore::new();
-        for i in 0..100 {
-            assert!(store
-                .try_acquire_in(PERMIT3, &format!("s{i}"), "a", 20.0)
-                .is_some());
-        }
-        sleep(Duration::from_millis(30) + super::super::SWEEP_INTERVAL);
-        assert!(store.try_acquire("fresh", "a", 10_000.0));
-        assert_eq!(store.len(), 1);
     }
 }

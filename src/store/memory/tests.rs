@@ -1,5 +1,5 @@
-//! The plain lock's half of the in-memory store, and its one dispatch over every
-//! kind of hold.
+//! The in-memory store: the plain lock's half, its one dispatch over every
+//! kind of hold, and the semaphores' and read-write keys' groups.
 
 use super::*;
 use std::thread::sleep;
@@ -167,4 +167,132 @@ fn every_operation_names_its_hold() {
     assert!(now(store.release(Hold::Lock, "k", "a")));
     assert!(now(store.release(permit, "k", "p")));
     assert_eq!(store.entries_in_process(), 0);
+}
+
+const PERMIT3: Hold = Hold::Permit { limit: 3 };
+
+#[test]
+fn a_semaphore_admits_up_to_its_limit() {
+    let store = MemoryStore::new();
+    for owner in ["a", "b", "c"] {
+        assert!(store
+            .try_acquire_in(PERMIT3, "s", owner, 10_000.0)
+            .is_some());
+    }
+    assert!(store.try_acquire_in(PERMIT3, "s", "d", 10_000.0).is_none());
+    assert!(store.waits(PERMIT3, "s"));
+    assert_eq!(store.count(PERMIT3, "s"), 3);
+    // A caller with a higher limit is admitted while fewer than its own are held.
+    assert!(store
+        .try_acquire_in(Hold::Permit { limit: 4 }, "s", "e", 10_000.0)
+        .is_some());
+    assert!(store.try_release_in(PERMIT3, "s", "a"));
+    assert!(!store.try_release_in(PERMIT3, "s", "a"), "only once");
+    assert!(
+        store.try_acquire_in(PERMIT3, "s", "d", 10_000.0).is_none(),
+        "4 held, limit 3"
+    );
+    assert!(store.try_release_in(PERMIT3, "s", "b"));
+    assert!(store.try_acquire_in(PERMIT3, "s", "d", 10_000.0).is_some());
+}
+
+#[test]
+fn kinds_of_hold_never_see_each_other() {
+    let store = MemoryStore::new();
+    assert!(store.try_acquire("k", "plain", 10_000.0));
+    assert!(store
+        .try_acquire_in(Hold::Permit { limit: 1 }, "k", "p", 10_000.0)
+        .is_some());
+    assert!(store
+        .try_acquire_in(Hold::Write, "k", "w", 10_000.0)
+        .is_some());
+    assert!(!store.try_release_in(Hold::Write, "k", "p"));
+    assert!(!store.try_release_in(PERMIT3, "k", "w"));
+    assert!(!store.try_release("k", "w"));
+}
+
+#[test]
+fn permits_expire_one_by_one() {
+    let store = MemoryStore::new();
+    assert!(store.try_acquire_in(PERMIT3, "s", "short", 100.0).is_some());
+    assert!(store
+        .try_acquire_in(PERMIT3, "s", "long", 10_000.0)
+        .is_some());
+    sleep(Duration::from_millis(150));
+    assert_eq!(store.count(PERMIT3, "s"), 1);
+    assert!(!store.try_extend_in(PERMIT3, "s", "short", 1000.0));
+    assert!(store.try_extend_in(PERMIT3, "s", "long", 20_000.0));
+    assert!(store
+        .remaining_in_ms(PERMIT3, "s", "long")
+        .is_some_and(|ms| ms > 10_000.0));
+}
+
+#[test]
+fn readers_share_and_a_writer_excludes() {
+    let store = MemoryStore::new();
+    assert!(store
+        .try_acquire_in(Hold::Read, "rw", "r1", 10_000.0)
+        .is_some());
+    assert!(store
+        .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
+        .is_some());
+    assert_eq!(store.count(Hold::Read, "rw"), 2);
+    assert!(store
+        .try_acquire_in(Hold::Write, "rw", "w", 10_000.0)
+        .is_none());
+    // The refused writer holds back new readers...
+    assert!(store
+        .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
+        .is_none());
+    assert!(store.waits(Hold::Read, "rw"));
+    assert!(store.try_release_in(Hold::Read, "rw", "r1"));
+    assert!(store.try_release_in(Hold::Read, "rw", "r2"));
+    // ...and gets in once they are gone; then nobody else does.
+    let token = store
+        .try_acquire_in(Hold::Write, "rw", "w", 10_000.0)
+        .expect("writer admitted");
+    assert_eq!(store.token_in(Hold::Write, "rw", "w"), Some(token));
+    assert!(store
+        .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
+        .is_none());
+    assert!(store
+        .try_acquire_in(Hold::Write, "rw", "w2", 10_000.0)
+        .is_none());
+    assert!(store.try_release_in(Hold::Write, "rw", "w"));
+    // w2's refusal held readers back; its withdrawal lets them in.
+    store.stop_holding_back(Hold::Write, "rw");
+    assert!(store
+        .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
+        .is_some());
+}
+
+#[test]
+fn a_waiting_writer_holds_readers_back_only_for_its_ttl() {
+    let store = MemoryStore::new();
+    assert!(store
+        .try_acquire_in(Hold::Read, "rw", "r1", 10_000.0)
+        .is_some());
+    assert!(store
+        .try_acquire_in(Hold::Write, "rw", "w", 100.0)
+        .is_none());
+    assert!(store
+        .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
+        .is_none());
+    sleep(Duration::from_millis(150));
+    assert!(store
+        .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
+        .is_some());
+}
+
+#[test]
+fn empty_groups_are_swept() {
+    let store = MemoryStore::new();
+    for i in 0..100 {
+        assert!(store
+            .try_acquire_in(PERMIT3, &format!("s{i}"), "a", 20.0)
+            .is_some());
+    }
+    sleep(Duration::from_millis(30) + SWEEP_INTERVAL);
+    assert!(store.try_acquire("fresh", "a", 10_000.0));
+    assert_eq!(store.len(), 1);
 }

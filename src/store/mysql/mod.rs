@@ -28,8 +28,7 @@ mod sweep;
 mod wire;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
 
@@ -45,6 +44,7 @@ use self::wire::{Direct, Local, ServerAnswer};
 use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased};
 use super::line::Release;
+use super::sweeps::Sweeps;
 use super::tls::client_config;
 use super::{
     Acquired, Asked, BackendError, Capabilities, Code, Done, Hold, HoldOp, LocalOp, LockStore, Op,
@@ -59,28 +59,12 @@ pub fn schema(table: &str) -> String {
 }
 
 struct Shared {
-    options: MySqlOptions,
     /// The ear hearing of locks handed to this process (`ear`), once anyone waits.
     follower: Follower<Watch>,
     /// This store's id in the lines of plain locks (`line_sql`).
     me: String,
-    /// When old rows were last swept (None: not yet).
-    swept: Mutex<Option<Instant>>,
-}
-
-impl Shared {
-    /// Whether a sweep is due (none ran within the sweep interval); if so,
-    /// it counts as started now.
-    fn sweep_due(&self) -> bool {
-        let Ok(mut swept) = self.swept.lock() else {
-            return false;
-        };
-        if swept.is_some_and(|at| at.elapsed() < self.options.sweep_interval) {
-            return false;
-        }
-        *swept = Some(Instant::now());
-        true
-    }
+    /// When old rows are swept.
+    sweeps: Sweeps,
 }
 
 pub struct MySqlStore {
@@ -128,8 +112,7 @@ impl MySqlStore {
         let direct = Direct::new(make_host, target, options.pool_size, command_timeout)?;
         Ok(MySqlStore {
             shared: Arc::new(Shared {
-                options,
-                swept: Mutex::new(None),
+                sweeps: Sweeps::every(options.sweep_interval),
                 follower: Follower::new(on_released),
                 me: crate::owner::mint().as_str().to_owned(),
             }),
@@ -236,7 +219,7 @@ fn send<T: 'static>(
             let display = connections.display();
             let answer = answer.map_err(|e| errors::server_error(name, display, &e))?;
             let value = read(answer).map_err(|what| errors::unreadable(name, display, what))?;
-            if starts_sweep && shared.sweep_due() {
+            if starts_sweep && shared.sweeps.due() {
                 sweep(&connections);
             }
             Ok(value)

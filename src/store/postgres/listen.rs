@@ -20,18 +20,15 @@
 //! (`line_sql`), where a lock handed to this process is announced to it alone.
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
 
-use super::line_sql::WAKE_CHANNEL;
 use super::pool::{connect, Opener};
-use super::PostgresStore;
 use crate::store::follow::{pause_taking, OnReleased, OnWarning, Released};
-use crate::store::{line, Hold};
+use crate::store::line;
 
 /// How long the store's own notification may take to reach its listener
 /// before it warns that notifications do not arrive.
@@ -43,44 +40,12 @@ type Followed = (Released, String);
 /// A request to the listener task: follow (or stop following) a key.
 pub type Watch = (Followed, bool);
 
-impl PostgresStore {
-    /// Follow (or stop following) announced releases of `key`'s holds in
-    /// `hold`. The first call returns the listener task for the caller to
-    /// spawn on Tokio.
-    pub(super) fn follow(
-        &self,
-        hold: Hold,
-        key: &str,
-        on: bool,
-    ) -> Option<impl Future<Output = ()> + Send + 'static> {
-        let released = match hold {
-            Hold::Lock => Released::Lock,
-            Hold::Permit { .. } => Released::Semaphore,
-            Hold::Read | Hold::Write => Released::ReadWrite,
-        };
-        let shared = &self.shared;
-        shared
-            .follower
-            .follow(((released, key.to_owned()), on), |inbox, on_released| {
-                listener(
-                    format!("{WAKE_CHANNEL}{}", shared.me),
-                    Arc::clone(&shared.listen_opener),
-                    Arc::clone(&shared.opener),
-                    shared.options.connect_timeout,
-                    inbox,
-                    on_released,
-                    shared.on_warning.clone(),
-                )
-            })
-    }
-}
-
 /// Listens (on `opener`'s server) once any key is followed, and reports
 /// each announced release of one. Connects again (and listens again) after
 /// the connection drops; ends when the store is closed or dropped. Checks
 /// once that a notification sent through `store` (the store's own URL)
 /// arrives, and warns through `on_warning` if not.
-async fn listener(
+pub(super) async fn listener(
     wake: String,
     opener: Arc<Opener>,
     store: Arc<Opener>,

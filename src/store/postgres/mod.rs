@@ -37,6 +37,7 @@ mod listen;
 mod ops;
 mod options;
 mod pool;
+mod shared;
 mod sql;
 #[cfg(test)]
 mod tests;
@@ -45,10 +46,8 @@ mod via_loop;
 mod via_tokio;
 mod wire;
 
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
-use self::listen::Watch;
 use self::ops::Plan;
 pub use self::options::PostgresOptions;
 pub(super) use self::wire::target::first_words;
@@ -59,38 +58,17 @@ pub(super) use self::wire::target::first_words;
 pub fn schema(table: &str) -> String {
     Sql::new(table).create
 }
+use self::line_sql::WAKE_CHANNEL;
 use self::pool::Opener;
+use self::shared::Shared;
 use self::sql::Sql;
 use self::transport::Transport;
 use super::event_loop::host::MakeHost;
-use super::follow::{Follower, OnReleased, OnWarning};
+use super::follow::{Follower, OnReleased, OnWarning, Released};
+use super::sweeps::Sweeps;
 use super::tls::client_config;
 use super::{Acquired, Asked, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
 use crate::owner;
-
-struct Shared {
-    options: PostgresOptions,
-    opener: Arc<Opener>,
-    /// Where the LISTEN connection goes: `listenUrl`'s server, else `opener`.
-    listen_opener: Arc<Opener>,
-    /// Where a warning goes (a listener that hears nothing).
-    on_warning: Option<OnWarning>,
-    /// When expired rows were last swept (None: not yet).
-    swept: Mutex<Option<Instant>>,
-    /// The listener of announced releases, once anyone waits.
-    follower: Follower<Watch>,
-    /// This store's id in the lines of plain locks (`line_sql`).
-    me: String,
-}
-
-impl Shared {
-    /// This store's id in the lines, unless the database was found
-    /// without them (until a connection knows, the line's statements are
-    /// planned, and sent as plain ones if it has none: `Statement::as_sent`).
-    fn line(&self) -> Option<&str> {
-        (!self.opener.sql.line_missing()).then_some(self.me.as_str())
-    }
-}
 
 pub struct PostgresStore {
     shared: Arc<Shared>,
@@ -133,11 +111,11 @@ impl PostgresStore {
             None => Arc::clone(&opener),
         };
         let shared = Arc::new(Shared {
+            sweeps: Sweeps::every(options.sweep_interval),
             options,
             opener,
             listen_opener,
             on_warning,
-            swept: Mutex::new(None),
             follower: Follower::new(on_released),
             me: owner::mint().as_str().to_owned(),
         });
@@ -257,9 +235,28 @@ impl LockStore for PostgresStore {
         }
     }
 
+    /// Follow (or stop following) announced releases of `key`'s holds in
+    /// `hold`: the first call returns the listener task (`listen`).
     fn watch(&self, hold: Hold, key: &str, on: bool) -> Option<Task> {
-        self.follow(hold, key, on)
-            .map(|listener| -> Task { Box::pin(listener) })
+        let released = match hold {
+            Hold::Lock => Released::Lock,
+            Hold::Permit { .. } => Released::Semaphore,
+            Hold::Read | Hold::Write => Released::ReadWrite,
+        };
+        let shared = &self.shared;
+        let watch = ((released, key.to_owned()), on);
+        let listener = shared.follower.follow(watch, |inbox, on_released| {
+            listen::listener(
+                format!("{WAKE_CHANNEL}{}", shared.me),
+                Arc::clone(&shared.listen_opener),
+                Arc::clone(&shared.opener),
+                shared.options.connect_timeout,
+                inbox,
+                on_released,
+                shared.on_warning.clone(),
+            )
+        })?;
+        Some(Box::pin(listener))
     }
 
     fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {

@@ -9,13 +9,14 @@
 //! expired rows when one is due, on the same transport.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::answer::Reader;
 use super::ops::Request;
 use super::pool::Pool;
+use super::shared::Shared;
+use super::via_loop;
+use super::via_tokio;
 use super::wire::Direct;
-use super::{via_loop, via_tokio, Shared};
 use crate::store::event_loop::host::MakeHost;
 use crate::store::Op;
 
@@ -76,20 +77,5 @@ impl Transport {
             Transport::EventLoop(direct) => direct.close(),
             Transport::Tokio(pool) => pool.close(),
         }
-    }
-}
-
-impl Shared {
-    /// Whether a sweep of expired rows is due (none ran within the sweep
-    /// interval); if so, it counts as started now.
-    pub(super) fn sweep_due(&self) -> bool {
-        let Ok(mut swept) = self.swept.lock() else {
-            return false;
-        };
-        if swept.is_some_and(|at| at.elapsed() < self.options.sweep_interval) {
-            return false;
-        }
-        *swept = Some(Instant::now());
-        true
     }
 }

@@ -16,10 +16,10 @@ use tokio_postgres::config::Host;
 use super::answer::{batch_full, Reader};
 use super::errors::{code_and_verb, unreadable};
 use super::ops::{self, Request};
+use super::shared::Shared;
 use super::sql::SWEEP_BATCHES;
 use super::wire::target::Target;
 use super::wire::{self, Direct, Local};
-use super::Shared;
 use crate::store::event_loop::host::MakeHost;
 use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
 
@@ -110,7 +110,7 @@ pub(super) fn run<T: 'static>(
                 Ok(answer) => {
                     let value = read(answer)
                         .map_err(|what| unreadable(name, connections.display(), what))?;
-                    if starts_sweep && shared.sweep_due() {
+                    if starts_sweep && shared.sweeps.due() {
                         sweep_batch(connections.clone(), 1);
                     }
                     Ok(value)

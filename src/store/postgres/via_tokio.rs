@@ -15,8 +15,8 @@ use super::answer::{batch_full, Answer, Reader};
 use super::errors::{unreadable, Failure, RESENDS};
 use super::ops::{self, Param, Request};
 use super::pool::{Conn, Pool};
+use super::shared::Shared;
 use super::sql::SWEEP_BATCHES;
-use super::Shared;
 use crate::store::Op;
 
 /// Send `request` on its key's pooled connection, within the store's time
@@ -127,7 +127,7 @@ fn first_column(row: &Row) -> Result<Option<String>, tokio_postgres::Error> {
 /// the pool's connections in turn, each sent when the one before deleted a
 /// full batch. It stops with the store.
 fn sweep_if_due(pool: &Arc<Pool>, shared: &Arc<Shared>) {
-    if !shared.sweep_due() {
+    if !shared.sweeps.due() {
         return;
     }
     let (pool, shared) = (Arc::downgrade(pool), Arc::downgrade(shared));

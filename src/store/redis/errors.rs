@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
-use redis::{ConnectionAddr, ErrorKind, RedisError};
+use redis::{ErrorKind, RedisError};
 
-use super::Shared;
 use crate::store::{BackendError, Code, StoreError};
 
 /// Whether `e` says the connection died under the command (not that the
@@ -20,65 +19,75 @@ pub(super) fn found_dead(e: &RedisError) -> bool {
 /// second, a server that was restarting.
 pub(super) const RESENDS: u32 = 2;
 
-impl Shared {
-    /// The error a failed command becomes. A server that accepts connections
-    /// and then drops them is looked at closer: if it does not answer a
-    /// `PING` as Redis would, the error says so, instead of blaming the network.
-    pub(super) async fn diagnose(&self, name: &'static str, e: &RedisError) -> StoreError {
-        let not_redis = if e.kind() == ErrorKind::Parse {
-            true
-        } else if e.is_connection_dropped() && !e.is_connection_refusal() {
-            match self.clients[0].get_connection_info().addr() {
-                ConnectionAddr::Tcp(host, port) if self.cluster.is_none() => {
-                    let within = self.options.connect_timeout.min(Duration::from_secs(1));
-                    speaks_redis(host, *port, within).await == Some(false)
-                }
-                _ => false,
-            }
-        } else {
-            false
-        };
-        if !not_redis {
-            return self.failure(name, e);
+/// The error a failed command on the server `display` names becomes. A
+/// server that accepts connections and then drops them is looked at closer
+/// (`single`: where a single server listens, and how long to wait for it):
+/// if it does not answer a `PING` as Redis would, the error says so, instead
+/// of blaming the network.
+pub(super) async fn diagnosed(
+    name: &'static str,
+    e: &RedisError,
+    display: &str,
+    single: Option<(&str, u16, Duration)>,
+) -> StoreError {
+    let not_redis = if e.kind() == ErrorKind::Parse {
+        true
+    } else if e.is_connection_dropped() && !e.is_connection_refusal() {
+        match single {
+            Some((host, port, within)) => speaks_redis(host, port, within).await == Some(false),
+            None => false,
         }
-        StoreError::Backend(BackendError {
-            code: Code::StoreConnection,
-            message: format!(
-                "RedisLockStore.{name}: {} accepted the connection but did not answer as a Redis server (is this the right host and port?)",
-                self.display
-            ),
-        })
+    } else {
+        false
+    };
+    if !not_redis {
+        return failure(display, name, e);
     }
+    StoreError::Backend(BackendError {
+        code: Code::StoreConnection,
+        message: format!(
+            "RedisLockStore.{name}: {display} accepted the connection but did not answer as a Redis server (is this the right host and port?)"
+        ),
+    })
+}
 
-    pub(super) fn failure(&self, name: &'static str, e: &RedisError) -> StoreError {
-        let url = &self.display;
-        // A server's error reply in its own words, as `server_error` gives it.
-        let text = match (e.code(), e.detail()) {
-            (Some(code), Some(detail)) => format!("{code} {detail}"),
-            _ => e.to_string(),
-        };
-        let (code, what) = if e.kind() == ErrorKind::AuthenticationFailed
-            || auth_refused(e.code().unwrap_or(""), &text)
-        {
-            (Code::StoreAuth, "was refused by")
-        } else if not_ready(e.code().unwrap_or(""), &text) {
-            NOT_READY
-        } else if e.is_timeout() {
-            (Code::StoreTimeout, "timed out talking to")
-        } else if e.is_connection_refusal() {
-            (Code::StoreConnection, "could not connect to")
-        } else if found_dead(e) {
-            (Code::StoreConnection, "lost the connection to")
-        } else if e.is_io_error() {
-            (Code::StoreConnection, "could not reach")
-        } else {
-            (Code::StoreRedis, "got an error from")
-        };
-        StoreError::Backend(BackendError {
-            code,
-            message: format!("RedisLockStore.{name}: {what} {url}: {text}"),
-        })
-    }
+/// The error `e` becomes, on the server `display` names.
+pub(super) fn failure(display: &str, name: &'static str, e: &RedisError) -> StoreError {
+    let url = display;
+    // A server's error reply in its own words, as `server_error` gives it.
+    let text = match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        _ => e.to_string(),
+    };
+    let (code, what) = if e.kind() == ErrorKind::AuthenticationFailed
+        || auth_refused(e.code().unwrap_or(""), &text)
+    {
+        (Code::StoreAuth, "was refused by")
+    } else if not_ready(e.code().unwrap_or(""), &text) {
+        NOT_READY
+    } else if e.is_timeout() {
+        (Code::StoreTimeout, "timed out talking to")
+    } else if e.is_connection_refusal() {
+        (Code::StoreConnection, "could not connect to")
+    } else if found_dead(e) {
+        (Code::StoreConnection, "lost the connection to")
+    } else if e.is_io_error() {
+        (Code::StoreConnection, "could not reach")
+    } else {
+        (Code::StoreRedis, "got an error from")
+    };
+    StoreError::Backend(BackendError {
+        code,
+        message: format!("RedisLockStore.{name}: {what} {url}: {text}"),
+    })
+}
+
+/// The error of an operation on a closed store.
+pub(super) fn closed(name: &'static str) -> StoreError {
+    StoreError::Backend(BackendError {
+        code: Code::StoreClosed,
+        message: format!("RedisLockStore.{name}: the store is closed"),
+    })
 }
 
 /// Whether a server error reply means our credentials or rights were refused.

@@ -39,22 +39,21 @@ mod options;
 mod pubsub;
 mod request;
 mod scripts;
+mod shared;
 mod transport;
 mod wire;
 
 use std::sync::{Arc, Mutex};
 
 use redis::cluster::ClusterClient;
-use redis::Client;
 
 use self::connection::Connection;
-use self::layout::Layout;
-use self::limits::Limits;
+use self::layout::{channel, Layout, WAKE};
 use self::ops::Misread;
 pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
-use self::pubsub::Watch;
 use self::request::Request;
+use self::shared::Shared;
 use self::transport::Transport;
 pub(super) use self::wire::connect::first_words;
 use super::event_loop::host::MakeHost;
@@ -62,25 +61,6 @@ use super::follow::{FirstOpened, Follower, OnReleased};
 use super::options::{redacted, TlsOptions};
 use super::{Acquired, Asked, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
 use crate::owner;
-
-struct Shared {
-    options: RedisOptions,
-    /// The server as error messages name it (no password).
-    display: String,
-    /// The server, or for a cluster one client per node URL given (for pub/sub).
-    clients: Vec<Client>,
-    cluster: Option<ClusterClient>,
-    /// Held while a cluster connection is being made, so only one is.
-    connecting: tokio::sync::Mutex<()>,
-    connection: Mutex<Connection>,
-    layout: Layout,
-    /// The subscriber of announced releases, once anyone waits.
-    follower: Follower<Watch>,
-    /// The longest command the server reads.
-    limits: Arc<Limits>,
-    /// Whether a connection for the operations opened: the subscriber waits for it.
-    first_opened: FirstOpened,
-}
 
 pub struct RedisStore {
     shared: Arc<Shared>,
@@ -281,9 +261,30 @@ impl LockStore for RedisStore {
         }
     }
 
+    /// Follow (or stop following) announced releases of `key`'s holds in
+    /// `hold`: the first call returns the subscriber task (`pubsub`).
     fn watch(&self, hold: Hold, key: &str, on: bool) -> Option<Task> {
-        self.follow(hold, key, on)
-            .map(|subscriber| -> Task { Box::pin(subscriber) })
+        let shared = &self.shared;
+        let layout = &shared.layout;
+        let wake = layout.line.as_ref().map(|me| format!("{WAKE}{me}"));
+        let watch = match (hold, &wake) {
+            // Its own channel serves every key: followed once, kept.
+            (Hold::Lock, Some(_)) if !on => return None,
+            (Hold::Lock, Some(wake)) => (wake.clone(), true),
+            _ => (channel(&layout.of(hold, key)), on),
+        };
+        let subscriber = shared.follower.follow(watch, |inbox, on_released| {
+            pubsub::subscriber(
+                shared.clients.clone(),
+                shared.options.prefix.clone(),
+                wake,
+                shared.options.connect_timeout,
+                shared.first_opened.clone(),
+                inbox,
+                on_released,
+            )
+        })?;
+        Some(Box::pin(subscriber))
     }
 
     fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {

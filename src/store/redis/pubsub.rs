@@ -15,59 +15,24 @@
 //! handed to it.
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::Client;
 use tokio::sync::mpsc;
 
-use super::layout::{channel, heard, WAKE};
-use super::RedisStore;
+use super::layout::heard;
 use crate::store::follow::{pause_taking, FirstOpened, OnReleased, Released};
-use crate::store::{line, Hold};
+use crate::store::line;
 
 /// A request to the subscriber task: follow (or stop following) a channel.
 pub type Watch = (String, bool);
-
-impl RedisStore {
-    /// Follow (or stop following) announced releases of `key`'s holds in
-    /// `hold`. The first call returns the subscriber task for the caller to
-    /// spawn on Tokio.
-    pub(super) fn follow(
-        &self,
-        hold: Hold,
-        key: &str,
-        on: bool,
-    ) -> Option<impl Future<Output = ()> + Send + 'static> {
-        let layout = &self.shared.layout;
-        let wake = layout.line.as_ref().map(|me| format!("{WAKE}{me}"));
-        let watch = match (hold, &wake) {
-            // Its own channel serves every key: followed once, kept.
-            (Hold::Lock, Some(_)) if !on => return None,
-            (Hold::Lock, Some(wake)) => (wake.clone(), true),
-            _ => (channel(&layout.of(hold, key)), on),
-        };
-        self.shared.follower.follow(watch, |inbox, on_released| {
-            let options = &self.shared.options;
-            subscriber(
-                self.shared.clients.clone(),
-                options.prefix.clone(),
-                wake,
-                options.connect_timeout,
-                self.shared.first_opened.clone(),
-                inbox,
-                on_released,
-            )
-        })
-    }
-}
 
 /// Follows the channels it is told to and reports each announced release,
 /// once a connection for the operations has opened (`FirstOpened`).
 /// Re-connects (and re-subscribes) after the connection drops; ends when the
 /// store is closed or dropped.
-async fn subscriber(
+pub(super) async fn subscriber(
     clients: Vec<Client>,
     prefix: String,
     wake: Option<String>,

@@ -5,7 +5,13 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::Loop;
+/// `uv_loop_t`, opaque: only ever behind a pointer libuv (or Node) gave.
+#[repr(C)]
+pub struct Loop {
+    _opaque: [u8; 0],
+    /// Neither `Send`, `Sync` nor `Unpin`: a loop belongs to its thread.
+    _thread_bound: std::marker::PhantomData<(*mut u8, std::marker::PhantomPinned)>,
+}
 
 pub type Cb = unsafe extern "C" fn(*mut c_void);
 pub type PollCb = unsafe extern "C" fn(*mut c_void, c_int, c_int);

@@ -15,14 +15,6 @@
 
 use std::ffi::c_void;
 
-/// `uv_loop_t`, opaque: only ever behind a pointer libuv (or Node) gave.
-#[repr(C)]
-pub struct Loop {
-    _opaque: [u8; 0],
-    /// Neither `Send`, `Sync` nor `Unpin`: a loop belongs to its thread.
-    _thread_bound: std::marker::PhantomData<(*mut u8, std::marker::PhantomPinned)>,
-}
-
 mod ffi;
 mod handle;
 mod poll;
@@ -30,7 +22,7 @@ mod timer;
 mod turn;
 mod wake;
 
-pub use self::ffi::{load, Cb, PollCb};
+pub use self::ffi::{load, Cb, Loop, PollCb};
 pub use self::handle::{CloseGroup, UvError};
 pub use self::poll::{Poll, READABLE, WRITABLE};
 pub use self::timer::Timer;

@@ -4,9 +4,8 @@ use std::ffi::{c_int, c_void};
 use std::net::TcpStream;
 use std::rc::Rc;
 
-use super::ffi::{self, PollCb};
+use super::ffi::{self, Loop, PollCb};
 use super::handle::{any_handle, checked, CloseGroup, Handle, UvError, UV_POLL};
-use super::Loop;
 
 /// `uv_poll_event` bits.
 pub const READABLE: c_int = 1;

@@ -3,9 +3,8 @@
 use std::ffi::c_void;
 use std::rc::Rc;
 
-use super::ffi::{self, Cb};
+use super::ffi::{self, Cb, Loop};
 use super::handle::{any_handle, checked, stopped, CloseGroup, Handle, UvError, UV_TIMER};
-use super::Loop;
 
 /// A one-shot timer.
 pub struct Timer {

@@ -5,9 +5,8 @@
 use std::ffi::c_void;
 use std::rc::Rc;
 
-use super::ffi::{self, Cb};
+use super::ffi::{self, Cb, Loop};
 use super::handle::{any_handle, checked, stopped, CloseGroup, Handle, UvError, UV_CHECK, UV_IDLE};
-use super::Loop;
 
 /// Calls its callback once per loop iteration, right after polling for I/O.
 pub struct Check {

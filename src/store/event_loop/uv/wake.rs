@@ -4,9 +4,8 @@ use std::ffi::c_void;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use super::ffi::{self, Cb};
+use super::ffi::{self, Cb, Loop};
 use super::handle::{any_handle, CloseGroup, Handle, UvError, UV_ASYNC};
-use super::Loop;
 
 /// An async handle: woken from other threads through its [`AsyncSlot`].
 pub struct Async {

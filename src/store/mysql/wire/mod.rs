@@ -24,9 +24,10 @@ use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 
-use self::packet::{put_packet, ServerError};
+use self::packet::put_packet;
 use self::prepared::Execute;
 use self::response::response;
+pub use self::response::{Answer, ServerAnswer};
 use self::target::Target;
 use super::errors::{ends_session, RESENDS};
 use super::sql::Sql;
@@ -51,20 +52,6 @@ pub enum Command {
     /// ([`MySql::decode`]).
     Prepared(Vec<Execute>),
 }
-
-/// What a statement was answered with: the rows of its first result (each
-/// column as text, None for NULL) and the OK that ended it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Answer {
-    pub rows: Vec<Vec<Option<Vec<u8>>>>,
-    /// Rows changed (or matched: connections ask for found rows).
-    pub affected: u64,
-    /// What `LAST_INSERT_ID(expr)` last set in the statement.
-    pub insert_id: u64,
-}
-
-/// What the server answered a statement with, or the error it reported.
-pub type ServerAnswer = Result<Answer, ServerError>;
 
 /// The numbers the server gave the store's statements as a connection
 /// opened (in [`Sql::prepared`]'s order); None for one it would not prepare.

@@ -3,7 +3,20 @@
 
 use super::packet::{self, next_payload, read_error, read_ok, Reader, ServerError, MORE_RESULTS};
 use super::prepared::{binary_row, read_column};
-use super::{Answer, ServerAnswer};
+
+/// What a statement was answered with: the rows of its first result (each
+/// column as text, None for NULL) and the OK that ended it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answer {
+    pub rows: Vec<Vec<Option<Vec<u8>>>>,
+    /// Rows changed (or matched: connections ask for found rows).
+    pub affected: u64,
+    /// What `LAST_INSERT_ID(expr)` last set in the statement.
+    pub insert_id: u64,
+}
+
+/// What the server answered a statement with, or the error it reported.
+pub type ServerAnswer = Result<Answer, ServerError>;
 
 /// One command's whole answer at the start of `bytes`, and how many bytes
 /// it took; None until all of it has arrived. A CALL answers a result per

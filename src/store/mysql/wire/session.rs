@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::auth;
 use super::packet::{put_lenenc, put_packet, read_error, Reader, ServerError};
 use super::prepared::{read_prepare_ok, COM_STMT_PREPARE};
-use super::response::response;
+use super::response::{response, Answer, ServerAnswer};
 use super::target::{failure, lost, Target};
 use crate::store::event_loop::Failure;
 use crate::store::mysql::errors::{code_of, ends_session};
@@ -202,7 +202,7 @@ pub(super) async fn login<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// The number in an answer's first column of its first row (0 if none).
-fn first_number(answer: &super::Answer) -> usize {
+fn first_number(answer: &Answer) -> usize {
     answer
         .rows
         .first()
@@ -303,13 +303,13 @@ pub(in crate::store::mysql) async fn query<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     target: &Target,
     sql: &str,
-) -> Result<super::Answer, Failure> {
+) -> Result<Answer, Failure> {
     let answer = exchange(stream, target, sql).await?;
     answered(target, answer)
 }
 
 /// An error the server answered with, as a [`Failure`].
-fn answered(target: &Target, answer: super::ServerAnswer) -> Result<super::Answer, Failure> {
+fn answered(target: &Target, answer: ServerAnswer) -> Result<Answer, Failure> {
     answer.map_err(|e| {
         let (code, verb) = code_of(&e);
         failure(code, verb, target, &format!("{} ({})", e.message, e.number))
@@ -321,7 +321,7 @@ pub(in crate::store::mysql) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>
     stream: &mut S,
     target: &Target,
     sql: &str,
-) -> Result<super::ServerAnswer, Failure> {
+) -> Result<ServerAnswer, Failure> {
     let mut payload = Vec::with_capacity(sql.len() + 1);
     payload.push(0x03);
     payload.extend_from_slice(sql.as_bytes());
