@@ -29,14 +29,16 @@ export declare function createMemoryStore(): object
  * connections open on the first operation. `on_released` as for Redis
  * (locks handed to this process from the line, heard by its ear).
  */
-export declare function createMysqlStore(config: MysqlConfig, onReleased: (tagged: string) => void): object
+export declare function createMysqlStore(config: TableConfig, onReleased: (tagged: string) => void): object
 
 /**
  * A handle over a PostgreSQL server. The URL is read now; connections open
- * on the first operation. `on_released` as for Redis; it is also called
+ * on the first operation. `listen_url`: a direct server URL for the LISTEN
+ * connection only (behind a transaction-pooling bouncer, which cannot carry
+ * LISTEN). `on_released` as for Redis; it is also called
  * with `w` and a warning's text, for the JS layer to emit.
  */
-export declare function createPostgresStore(config: PostgresConfig, onReleased: (tagged: string) => void): object
+export declare function createPostgresStore(config: TableConfig, listenUrl: string | undefined, onReleased: (tagged: string) => void): object
 
 /**
  * A handle over a Redis server or cluster. URLs are parsed now; the
@@ -158,17 +160,6 @@ export interface Limits {
 /** Entries a memory store keeps, counting expired ones not yet swept. */
 export declare function memoryStoreSize(handle: object): number
 
-/** MySqlLockStore's options, already checked by the JS layer (times in ms). */
-export interface MysqlConfig {
-  url: string
-  table: string
-  poolSize: number
-  connectTimeout: number
-  commandTimeout: number
-  sweepInterval: number
-  tls?: TlsPem
-}
-
 /** The SQL that makes the objects of a MySQL store on `table` (checked by the JS layer). */
 export declare function mysqlSchema(table: string): string
 
@@ -177,22 +168,6 @@ export declare function parseSerialized(text: string): Restored | string
 
 /** One round trip to a server store's server, connecting if need be. */
 export declare function ping(handle: object): void | Promise<void>
-
-/** PostgresLockStore's options, already checked by the JS layer (times in ms). */
-export interface PostgresConfig {
-  url: string
-  table: string
-  poolSize: number
-  connectTimeout: number
-  commandTimeout: number
-  sweepInterval: number
-  /**
-   * A direct server URL for the LISTEN connection only (behind a
-   * transaction-pooling bouncer, which cannot carry LISTEN).
-   */
-  listenUrl?: string
-  tls?: TlsPem
-}
 
 /** The SQL that makes the objects of a PostgreSQL store on `table` (checked by the JS layer). */
 export declare function postgresSchema(table: string): string
@@ -241,7 +216,21 @@ export declare function storeAcquire(handle: object, key: string, hold: HoldKind
  */
 export declare function storeCapabilities(handle?: object): Record<string, boolean>
 
-/** PEM bytes for `rediss://`, already checked and converted by the JS layer. */
+/**
+ * The options of a store on a database table, already checked by the JS
+ * layer (times in ms).
+ */
+export interface TableConfig {
+  url: string
+  table: string
+  poolSize: number
+  connectTimeout: number
+  commandTimeout: number
+  sweepInterval: number
+  tls?: TlsPem
+}
+
+/** PEM bytes for a TLS connection, already checked and converted by the JS layer. */
 export interface TlsPem {
   ca?: Buffer
   cert?: Buffer

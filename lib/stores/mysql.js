@@ -1,15 +1,15 @@
 'use strict'
 /**
- * MySqlLockStore, and its options read and checked: a mysql:// URL or an options
- * object. An unknown option is an error. (The URL itself is read by the
- * addon, which knows which of its parameters the store can use.)
+ * MySqlLockStore, and what its options add to a table store's: its defaults
+ * and MySQL's rule for a table's name. (The URL itself is read by the addon,
+ * which knows which of its parameters the store can use.)
  */
 
 const native = require('../native.js')
-const { describe, checkOptionsObject, checkUrlGiven, checkUrlOption, checkPoolSize, msOptions } = require('../core/check.js')
+const { describe } = require('../core/check.js')
 const { announced } = require('../core/store-events.js')
 const { ServerLockStore } = require('./server-store.js')
-const { readTls } = require('./tls-options.js')
+const { readTableOptions } = require('./table-options.js')
 
 const MYSQL_DEFAULTS = Object.freeze({
   url: 'mysql://root@127.0.0.1:3306/test',
@@ -42,44 +42,13 @@ function checkTable(where, table, name) {
 }
 
 /**
- * @param {unknown[]} args the constructor's arguments: none for the default server
- * @returns {import('../native').MysqlConfig}
- */
-function readMysqlOptions(args) {
-  if (args.length === 0) return { ...MYSQL_DEFAULTS, tls: undefined }
-  const [urlOrOptions] = args
-  checkUrlGiven(WHERE, urlOrOptions, MYSQL_DEFAULTS.url)
-  if (typeof urlOrOptions === 'string') return { ...MYSQL_DEFAULTS, url: urlOrOptions, tls: undefined }
-  const given = checkOptionsObject(
-    WHERE,
-    urlOrOptions,
-    MYSQL_DEFAULTS,
-    'a mysql:// URL or an options object like { url, table, poolSize, connectTimeout, commandTimeout }',
-  )
-  checkUrlOption(WHERE, given, 'url', MYSQL_DEFAULTS.url)
-  const { url = MYSQL_DEFAULTS.url, table = MYSQL_DEFAULTS.table, poolSize = MYSQL_DEFAULTS.poolSize } = given
-  if (typeof url !== 'string') throw new TypeError(`${WHERE}: options.url must be a string, got ${describe(url)}`)
-  checkTable(WHERE, table, 'options.table')
-  const ms = msOptions(WHERE, given, MYSQL_DEFAULTS)
-  return {
-    url,
-    table,
-    poolSize: checkPoolSize(WHERE, poolSize),
-    connectTimeout: ms('connectTimeout'),
-    commandTimeout: ms('commandTimeout'),
-    sweepInterval: ms('sweepInterval'),
-    tls: readTls(WHERE, given.tls),
-  }
-}
-
-/**
  * A store on a MySQL (or MariaDB) server, spoken to from Rust over a small
  * pool of connections.
  */
 class MySqlLockStore extends ServerLockStore {
   /** @param {unknown[]} urlOrOptions */
   constructor(...urlOrOptions) {
-    const handle = native.createMysqlStore(readMysqlOptions(urlOrOptions), (tagged) => announced(handle, tagged))
+    const handle = native.createMysqlStore(readTableOptions(WHERE, urlOrOptions, MYSQL_DEFAULTS, checkTable).config, (tagged) => announced(handle, tagged))
     super('MySqlLockStore', handle)
   }
 

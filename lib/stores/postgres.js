@@ -1,15 +1,15 @@
 'use strict'
 /**
- * PostgresLockStore, and its options read and checked: a postgres:// URL or an
- * options object. An unknown option is an error. (The URL itself is read by
- * the addon, with tokio-postgres's own parser.)
+ * PostgresLockStore, and what its options add to a table store's: its
+ * defaults, PostgreSQL's rule for a table's name, and listenUrl. (The URL
+ * itself is read by the addon, with tokio-postgres's own parser.)
  */
 
 const native = require('../native.js')
-const { describe, checkOptionsObject, checkUrlGiven, checkUrlOption, checkPoolSize, msOptions } = require('../core/check.js')
+const { describe } = require('../core/check.js')
 const { announced } = require('../core/store-events.js')
 const { ServerLockStore } = require('./server-store.js')
-const { readTls } = require('./tls-options.js')
+const { readTableOptions } = require('./table-options.js')
 
 const POSTGRES_DEFAULTS = Object.freeze({
   url: 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -42,39 +42,16 @@ function checkTable(where, table, name) {
 
 /**
  * @param {unknown[]} args the constructor's arguments: none for the default server
- * @returns {import('../native').PostgresConfig}
+ * @returns {[import('../native').TableConfig, string | undefined]} the table store's options, and listenUrl
  */
 function readPostgresOptions(args) {
-  if (args.length === 0) return { ...POSTGRES_DEFAULTS, listenUrl: undefined, tls: undefined }
-  const [urlOrOptions] = args
-  checkUrlGiven(WHERE, urlOrOptions, POSTGRES_DEFAULTS.url)
-  if (typeof urlOrOptions === 'string') return { ...POSTGRES_DEFAULTS, url: urlOrOptions, listenUrl: undefined, tls: undefined }
-  const given = checkOptionsObject(
-    WHERE,
-    urlOrOptions,
-    POSTGRES_DEFAULTS,
-    'a postgres:// URL or an options object like { url, table, poolSize, connectTimeout, commandTimeout }',
-  )
+  const { config, given } = readTableOptions(WHERE, args, POSTGRES_DEFAULTS, checkTable)
   // (listenUrl may be left undefined: it then means url's server, never a default one.)
-  checkUrlOption(WHERE, given, 'url', POSTGRES_DEFAULTS.url)
-  const { url = POSTGRES_DEFAULTS.url, table = POSTGRES_DEFAULTS.table, poolSize = POSTGRES_DEFAULTS.poolSize } = given
-  if (typeof url !== 'string') throw new TypeError(`${WHERE}: options.url must be a string, got ${describe(url)}`)
   const { listenUrl } = given
   if (listenUrl !== undefined && typeof listenUrl !== 'string') {
     throw new TypeError(`${WHERE}: options.listenUrl must be a string (a postgres:// URL), got ${describe(listenUrl)}`)
   }
-  checkTable(WHERE, table, 'options.table')
-  const ms = msOptions(WHERE, given, POSTGRES_DEFAULTS)
-  return {
-    url,
-    table,
-    poolSize: checkPoolSize(WHERE, poolSize),
-    connectTimeout: ms('connectTimeout'),
-    commandTimeout: ms('commandTimeout'),
-    sweepInterval: ms('sweepInterval'),
-    listenUrl: /** @type {string | undefined} */ (listenUrl),
-    tls: readTls(WHERE, given.tls),
-  }
+  return [config, listenUrl]
 }
 
 /**
@@ -87,7 +64,7 @@ class PostgresLockStore extends ServerLockStore {
   constructor(...urlOrOptions) {
     // Tagged `w`: a warning from the store's listener (notifications that
     // do not arrive), emitted once as a process warning; else a release.
-    const handle = native.createPostgresStore(readPostgresOptions(urlOrOptions), (tagged) =>
+    const handle = native.createPostgresStore(...readPostgresOptions(urlOrOptions), (tagged) =>
       tagged[0] === 'w'
         ? process.emitWarning(tagged.slice(1), { type: 'LockStoreWarning', code: 'KEEL_POSTGRES_NOT_NOTIFIED' })
         : announced(handle, tagged),

@@ -36,9 +36,9 @@ pub use crate::error::{BackendError, Code, StoreError};
 pub use hold::{Acquired, Hold, HoldOp, Wait};
 pub use line::Asked;
 pub use memory::MemoryStore;
-pub use mysql::{MySqlOptions, MySqlStore};
-pub use options::TlsOptions;
-pub use postgres::{PostgresOptions, PostgresStore};
+pub use mysql::MySqlStore;
+pub use options::{TableOptions, TlsOptions};
+pub use postgres::PostgresStore;
 pub use redis::{RedisOptions, RedisStore};
 
 /// How each server's first bytes sound to the store that speaks its

@@ -1,6 +1,8 @@
 //! What every native store is told alike: TLS certificates, and how a URL
 //! and a TTL reach a server.
 
+use std::time::Duration;
+
 /// PEM bytes for a TLS connection; each part optional, `cert` and `key` together.
 #[derive(Clone, Default)]
 pub struct TlsOptions {
@@ -17,6 +19,38 @@ impl std::fmt::Debug for TlsOptions {
             .field("cert", &self.cert.as_ref().map(|_| "<pem>"))
             .field("key", &self.key.as_ref().map(|_| "<redacted>"))
             .finish()
+    }
+}
+
+/// What a store on a database table is made with: the server's URL, the
+/// table (optionally qualified by its schema or database), the pool, the
+/// time bounds, TLS; every field but the URL already checked by the JS layer.
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    pub url: String,
+    pub table: String,
+    pub pool_size: usize,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+    /// How often expired rows are swept away (at most; only while acquiring).
+    pub sweep_interval: Duration,
+    pub tls: Option<TlsOptions>,
+}
+
+impl TableOptions {
+    /// The server at `url`, the table `table`, two connections, time bounds
+    /// of 5 s: what the stores' own tests use.
+    #[cfg(test)]
+    pub fn testing(url: &str, table: &str) -> TableOptions {
+        TableOptions {
+            url: url.to_owned(),
+            table: table.to_owned(),
+            pool_size: 2,
+            connect_timeout: Duration::from_secs(5),
+            command_timeout: Duration::from_secs(5),
+            sweep_interval: Duration::from_secs(60),
+            tls: None,
+        }
     }
 }
 

@@ -15,14 +15,39 @@ use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 
 use crate::store::follow::{OnReleased, Released};
-use crate::store::TlsOptions;
+use crate::store::{TableOptions, TlsOptions};
 
-/// PEM bytes for `rediss://`, already checked and converted by the JS layer.
+/// PEM bytes for a TLS connection, already checked and converted by the JS layer.
 #[napi(object)]
 pub struct TlsPem {
     pub ca: Option<Buffer>,
     pub cert: Option<Buffer>,
     pub key: Option<Buffer>,
+}
+
+/// The options of a store on a database table, already checked by the JS
+/// layer (times in ms).
+#[napi(object)]
+pub struct TableConfig {
+    pub url: String,
+    pub table: String,
+    pub pool_size: u32,
+    pub connect_timeout: f64,
+    pub command_timeout: f64,
+    pub sweep_interval: f64,
+    pub tls: Option<TlsPem>,
+}
+
+pub(super) fn table_options(config: TableConfig) -> TableOptions {
+    TableOptions {
+        url: config.url,
+        table: config.table,
+        pool_size: usize::try_from(config.pool_size).unwrap_or(1),
+        connect_timeout: ms(config.connect_timeout),
+        command_timeout: ms(config.command_timeout),
+        sweep_interval: ms(config.sweep_interval),
+        tls: config.tls.map(tls_options),
+    }
 }
 
 /// The JS callback for announced releases, callable from Tokio. Weak:

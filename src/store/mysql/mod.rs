@@ -35,7 +35,6 @@ use rustls::pki_types::ServerName;
 use self::answer::{Freed, Reader};
 use self::ear::Watch;
 use self::ops::Request;
-pub use self::options::MySqlOptions;
 use self::options::{Place, TlsMode};
 use self::sql::Sql;
 pub(super) use self::wire::target::first_words;
@@ -48,7 +47,7 @@ use super::sweeps::Sweeps;
 use super::tls::client_config;
 use super::{
     Acquired, Asked, BackendError, Capabilities, Code, Done, Hold, HoldOp, LocalOp, LockStore, Op,
-    StoreError, StoreResult, Task, Wait,
+    StoreError, StoreResult, TableOptions, Task, Wait,
 };
 
 /// The SQL that makes every object a store on `table` uses (what it runs
@@ -77,7 +76,7 @@ impl MySqlStore {
     /// reported at once); connections open on the first operation, on the
     /// loop `make_host` gives (the JS thread making the store).
     pub fn new(
-        options: MySqlOptions,
+        options: TableOptions,
         on_released: Option<OnReleased>,
         make_host: MakeHost<'_>,
     ) -> Result<Self, String> {

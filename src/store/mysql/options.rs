@@ -1,24 +1,9 @@
 //! MySqlLockStore's options, and the URL read into where and how to
 //! connect: `mysql://user:password@host:port/database?ssl-mode=...&socket=...`.
 
-use std::time::Duration;
-
 use super::super::options::{
-    decoded_part, redacted, unclean_text, unix_socket_refused, TlsOptions,
+    decoded_part, redacted, unclean_text, unix_socket_refused, TableOptions,
 };
-
-/// What the store is given (already checked by the JS layer, but for the URL).
-#[derive(Clone, Debug)]
-pub struct MySqlOptions {
-    pub url: String,
-    pub table: String,
-    pub pool_size: usize,
-    pub connect_timeout: Duration,
-    pub command_timeout: Duration,
-    /// How often, at most, expired rows are swept.
-    pub sweep_interval: Duration,
-    pub tls: Option<TlsOptions>,
-}
 
 /// Whether and how TLS is spoken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +36,7 @@ pub struct Address {
 const KNOWN: &str = "ssl-mode, socket";
 
 /// Read `options.url`, or say what is wrong with it (never showing its password).
-pub fn address(options: &MySqlOptions) -> Result<Address, String> {
+pub fn address(options: &TableOptions) -> Result<Address, String> {
     let shown = redacted(&options.url);
     let bad = |why: &str| format!("url {shown:?} {why}");
     if let Some(why) = unclean_text(&options.url) {
@@ -179,16 +164,8 @@ pub fn address(options: &MySqlOptions) -> Result<Address, String> {
 mod tests {
     use super::*;
 
-    fn options(url: &str) -> MySqlOptions {
-        MySqlOptions {
-            url: url.to_owned(),
-            table: "keel_locks".to_owned(),
-            pool_size: 1,
-            connect_timeout: Duration::from_secs(1),
-            command_timeout: Duration::from_secs(1),
-            sweep_interval: Duration::from_secs(60),
-            tls: None,
-        }
+    fn options(url: &str) -> TableOptions {
+        TableOptions::testing(url, "keel_locks")
     }
 
     #[test]

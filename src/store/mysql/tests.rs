@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{MySqlOptions, MySqlStore};
+use super::MySqlStore;
 use crate::store::event_loop::host::MakeHost;
 use crate::store::event_loop::tests::Harness;
 use crate::store::follow::OnReleased;
@@ -20,6 +20,7 @@ use crate::store::line::contract::{
     leaving_keeps_a_lock_handed_over, more_waiting_keep_their_place,
     the_line_hands_the_lock_over_in_order,
 };
+use crate::store::TableOptions;
 use crate::store::{Acquired, Hold, LockStore, Op, StoreResult, Wait};
 
 /// A throwaway server, killed and its folder removed when dropped.
@@ -164,15 +165,7 @@ impl World {
 
     fn store(&self, told: Option<OnReleased>) -> MySqlStore {
         let make_host = self.harness.make_host();
-        let options = MySqlOptions {
-            url: self.server.url(),
-            table: "keel_rust_test".to_owned(),
-            pool_size: 2,
-            connect_timeout: Duration::from_secs(5),
-            command_timeout: Duration::from_secs(5),
-            sweep_interval: Duration::from_secs(60),
-            tls: None,
-        };
+        let options = TableOptions::testing(&self.server.url(), "keel_rust_test");
         MySqlStore::new(options, told, &make_host as MakeHost<'_>).expect("a store")
     }
 

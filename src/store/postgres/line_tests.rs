@@ -13,7 +13,7 @@ fn store(world: &World, told: OnReleased, on_loop: bool) -> PostgresStore {
     let make_host = world.harness.make_host();
     let options = options(world.cluster.url());
     let host = on_loop.then_some(&make_host as MakeHost<'_>);
-    PostgresStore::new(options, Some(told), None, host).expect("a store")
+    PostgresStore::new(options, None, Some(told), None, host).expect("a store")
 }
 
 #[test]

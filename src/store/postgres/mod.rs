@@ -49,7 +49,6 @@ mod wire;
 use std::sync::Arc;
 
 use self::ops::Plan;
-pub use self::options::PostgresOptions;
 pub(super) use self::wire::target::first_words;
 
 /// The SQL that makes every object a store on `table` uses (what it runs
@@ -67,7 +66,7 @@ use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased, OnWarning, Released};
 use super::sweeps::Sweeps;
 use super::tls::client_config;
-use super::{Acquired, Asked, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
+use super::{Acquired, Asked, Capabilities, Hold, HoldOp, LockStore, Op, TableOptions, Task, Wait};
 use crate::owner;
 
 pub struct PostgresStore {
@@ -79,13 +78,14 @@ impl PostgresStore {
     /// Read the URL and certificates now (a bad one is the caller's mistake,
     /// reported at once); connections open on the first operation.
     pub fn new(
-        options: PostgresOptions,
+        options: TableOptions,
+        listen_url: Option<&str>,
         on_released: Option<OnReleased>,
         on_warning: Option<OnWarning>,
         make_host: Option<MakeHost<'_>>,
     ) -> Result<Self, String> {
         let target = options::target(&options)?;
-        let listen_target = options::listen_target(&options)?;
+        let listen_target = options::listen_target(&options, listen_url)?;
         let mut tls = None;
         let mut tls_for = |wanted: bool| -> Result<_, String> {
             if !wanted {

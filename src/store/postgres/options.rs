@@ -10,24 +10,8 @@ use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::Config;
 
 use crate::store::options::{
-    decoded_part, redacted, unclean_text, unix_socket_refused, TlsOptions,
+    decoded_part, redacted, unclean_text, unix_socket_refused, TableOptions,
 };
-
-/// How a store connects; every field but the URL already checked by the JS layer.
-#[derive(Debug, Clone)]
-pub struct PostgresOptions {
-    pub url: String,
-    /// The lock table, `name` or `schema.name`, lower case (unquoted SQL).
-    pub table: String,
-    pub pool_size: usize,
-    pub connect_timeout: Duration,
-    pub command_timeout: Duration,
-    /// How often expired rows are swept away (at most; only while acquiring).
-    pub sweep_interval: Duration,
-    /// The server the LISTEN connection goes to, when not `url`'s.
-    pub listen_url: Option<String>,
-    pub tls: Option<TlsOptions>,
-}
 
 /// The connection settings read from the URL, and whether they ask for TLS.
 pub(super) struct Target {
@@ -47,15 +31,16 @@ pub(super) struct Target {
 
 /// Read `options.url`; a URL that cannot be used is the caller's mistake,
 /// reported with its password hidden.
-pub(super) fn target(options: &PostgresOptions) -> Result<Target, String> {
+pub(super) fn target(options: &TableOptions) -> Result<Target, String> {
     target_of(options, "url", &options.url)
 }
 
-/// Read `options.listenUrl`, if given, as `url` is read.
-pub(super) fn listen_target(options: &PostgresOptions) -> Result<Option<Target>, String> {
-    options
-        .listen_url
-        .as_deref()
+/// Read `listen_url` (`options.listenUrl`), if given, as `url` is read.
+pub(super) fn listen_target(
+    options: &TableOptions,
+    listen_url: Option<&str>,
+) -> Result<Option<Target>, String> {
+    listen_url
         .map(|url| target_of(options, "listenUrl", url))
         .transpose()
 }
@@ -84,7 +69,7 @@ fn find_silent_hosts(config: &mut Config) {
 }
 
 /// Read `url` (the option `name`) with the store's bounds.
-fn target_of(options: &PostgresOptions, name: &str, url: &str) -> Result<Target, String> {
+fn target_of(options: &TableOptions, name: &str, url: &str) -> Result<Target, String> {
     let shown = redacted(url);
     if let Some(why) = unclean_text(url) {
         return Err(format!("{name} {shown:?} {why}"));
@@ -277,16 +262,12 @@ fn display(config: &Config) -> String {
 mod tests {
     use super::*;
 
-    fn options(url: &str) -> PostgresOptions {
-        PostgresOptions {
-            url: url.to_owned(),
-            table: "locks".to_owned(),
+    fn options(url: &str) -> TableOptions {
+        TableOptions {
             pool_size: 1,
             connect_timeout: Duration::from_secs(1),
             command_timeout: Duration::from_millis(2500),
-            sweep_interval: Duration::from_secs(60),
-            listen_url: None,
-            tls: None,
+            ..TableOptions::testing(url, "locks")
         }
     }
 
@@ -340,16 +321,18 @@ mod tests {
             .err()
             .unwrap();
         assert!(!bad.contains("s3cret"), "{bad}");
-        let mut listening = options("postgres://app@bouncer:6432/db");
-        assert!(listen_target(&listening).unwrap().is_none());
-        listening.listen_url = Some("mysql://app:s3cret@h/db".to_owned());
-        let bad = listen_target(&listening).err().unwrap();
+        let listening = options("postgres://app@bouncer:6432/db");
+        assert!(listen_target(&listening, None).unwrap().is_none());
+        let bad = listen_target(&listening, Some("mysql://app:s3cret@h/db"))
+            .err()
+            .unwrap();
         assert!(
             bad.starts_with("listenUrl ") && !bad.contains("s3cret"),
             "{bad}"
         );
-        listening.listen_url = Some("postgres://app@db:5432/db".to_owned());
-        let direct = listen_target(&listening).unwrap().unwrap();
+        let direct = listen_target(&listening, Some("postgres://app@db:5432/db"))
+            .unwrap()
+            .unwrap();
         assert_eq!(direct.display, "postgres://app@db:5432/db");
     }
 
@@ -410,7 +393,7 @@ mod tests {
             "{bad}"
         );
         let mut with_tls = options("postgres://app@h/db?sslmode=disable");
-        with_tls.tls = Some(TlsOptions::default());
+        with_tls.tls = Some(crate::store::TlsOptions::default());
         let bad = target(&with_tls).err().unwrap();
         assert!(bad.contains("options.tls"), "{bad}");
         with_tls.url = "postgres://app@h/db".to_owned();

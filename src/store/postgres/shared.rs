@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use super::listen::Watch;
-use super::options::PostgresOptions;
 use super::pool::Opener;
 use crate::store::follow::{Follower, OnWarning};
 use crate::store::sweeps::Sweeps;
+use crate::store::TableOptions;
 
 pub struct Shared {
-    pub options: PostgresOptions,
+    pub options: TableOptions,
     pub opener: Arc<Opener>,
     /// Where the LISTEN connection goes: `listenUrl`'s server, else `opener`.
     pub listen_opener: Arc<Opener>,

@@ -8,11 +8,11 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use super::{PostgresOptions, PostgresStore};
+use super::PostgresStore;
 use crate::store::event_loop::host::MakeHost;
 use crate::store::event_loop::tests::Harness;
+use crate::store::TableOptions;
 use crate::store::{Acquired, Hold, LockStore, Op, StoreError, StoreResult, Wait};
 
 const BIN: &str = "/usr/lib/postgresql/15/bin";
@@ -150,6 +150,7 @@ impl World {
             options(self.cluster.url()),
             None,
             None,
+            None,
             on_loop.then_some(&make_host as MakeHost<'_>),
         )
         .expect("a store");
@@ -200,17 +201,8 @@ impl World {
     }
 }
 
-pub(super) fn options(url: String) -> PostgresOptions {
-    PostgresOptions {
-        url,
-        table: "keel_rust_test".to_owned(),
-        pool_size: 2,
-        connect_timeout: Duration::from_secs(5),
-        command_timeout: Duration::from_secs(5),
-        sweep_interval: Duration::from_secs(60),
-        listen_url: None,
-        tls: None,
-    }
+pub(super) fn options(url: String) -> TableOptions {
+    TableOptions::testing(&url, "keel_rust_test")
 }
 
 fn fenced(acquired: Acquired) -> bool {
