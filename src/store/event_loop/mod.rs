@@ -51,7 +51,7 @@ use self::engine::Engine;
 use self::host::MakeHost;
 pub use self::opening::{connect_tcp, start_tls, Refusals};
 pub use self::wire::{error, Failure, Opened, Opening, Verdict, Wire};
-use super::{route, Done, LocalOp, Op};
+use super::{route, Done, LocalOp, Op, StoreResult};
 
 /// The store's side: usable from any thread's point of view (the store
 /// is), acted on only on the thread whose loop drives it.
@@ -108,6 +108,24 @@ impl<W: Wire> Direct<W> {
         (thread::current().id() == self.thread).then(|| Local(Rc::clone(&self.local.0)))
     }
 
+    /// An operation on the connections (`start`, given them and whom to
+    /// tell), settled on this thread; or, off the thread they belong to, the
+    /// error of the operation `name` used from another.
+    pub fn operation<T: 'static>(
+        &self,
+        name: &str,
+        start: impl FnOnce(Local<W>, Done<T>) + 'static,
+    ) -> Op<T> {
+        match self.local() {
+            Some(local) => Op::Local(LocalOp::new(move |done| start(local, done))),
+            None => Op::Ready(Err(error::<W>(
+                W::CODE,
+                name,
+                "used from a thread other than the one it was made on",
+            ))),
+        }
+    }
+
     /// [`Local::sent`] from any thread: at once off the connections' own
     /// thread (nothing of it is sent from there).
     pub fn sent(&self, key: &str) -> super::Op<()> {
@@ -156,6 +174,26 @@ impl<W: Wire> Local<W> {
             .map(Rc::clone);
         if let Some(engine) = engine {
             engine.submit(request, reply);
+        }
+    }
+
+    /// Send `request` on `key`'s connection (None: the one with the fewest
+    /// waiting); `read` makes its answer the operation's outcome (given these
+    /// connections: to name the server, or to send more), and `done` is
+    /// told it, or why there is none, on this thread.
+    pub fn request<T: 'static>(
+        &self,
+        key: Option<&str>,
+        request: W::Request,
+        read: impl FnOnce(&Local<W>, W::Answer) -> StoreResult<T> + 'static,
+        done: Done<T>,
+    ) {
+        let connections = self.clone();
+        let reply: Reply<W> =
+            Box::new(move |outcome| done(outcome.and_then(|answer| read(&connections, answer))));
+        match key {
+            Some(key) => self.submit_keyed(key, request, reply),
+            None => self.submit(request, reply),
         }
     }
 

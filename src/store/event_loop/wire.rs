@@ -93,6 +93,9 @@ pub trait Wire: Sized + 'static {
 
     /// The store's class, which starts every error message.
     const STORE: &'static str;
+    /// The code of this server's own errors (`ERR_LOCK_STORE_<NAME>`), also
+    /// that of a store used from a thread other than its own.
+    const CODE: Code;
     /// The async resource name its callbacks into JS run under.
     const RESOURCE: &'static CStr;
     /// How many times a request that found its connection dead is sent again.

@@ -46,8 +46,8 @@ use super::line::Release;
 use super::sweeps::Sweeps;
 use super::tls::client_config;
 use super::{
-    Acquired, Asked, BackendError, Capabilities, Code, Done, Hold, HoldOp, LocalOp, LockStore, Op,
-    StoreError, StoreResult, TableOptions, Task, Wait,
+    Acquired, Asked, Capabilities, Done, Hold, HoldOp, LockStore, Op, StoreResult, TableOptions,
+    Task, Wait,
 };
 
 /// The SQL that makes every object a store on `table` uses (what it runs
@@ -119,29 +119,15 @@ impl MySqlStore {
         })
     }
 
-    /// The event loop's side of the store, on the thread that made it.
-    fn local(&self) -> StoreResult<Local> {
-        self.direct.local().ok_or_else(|| {
-            StoreError::Backend(BackendError {
-                code: Code::StoreMysql,
-                message: "MySqlLockStore: used from a thread other than the one it was made on"
-                    .to_owned(),
-            })
-        })
-    }
-
     /// Send the operation `plan` makes of the store's statements, on its
     /// key's connection; its answer becomes the operation's on this thread.
     fn run<T: 'static>(&self, plan: impl FnOnce() -> (Request, Reader<T>)) -> Op<T> {
-        let local = match self.local() {
-            Ok(local) => local,
-            Err(error) => return Op::Ready(Err(error)),
-        };
         let planned = plan();
         let shared = Arc::clone(&self.shared);
-        Op::Local(LocalOp::new(move |done: Done<T>| {
+        let name = planned.0.name;
+        self.direct.operation(name, move |local, done| {
             send(&local, &shared, planned, done)
-        }))
+        })
     }
 
     /// A plain acquire; refused, the same attempt through the line. With
@@ -149,18 +135,13 @@ impl MySqlStore {
     /// lock there keeps them a place at the back, which the plain insert
     /// would not.
     fn acquire_lock(&self, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired> {
-        let local = match self.local() {
-            Ok(local) => local,
-            Err(error) => return Op::Ready(Err(error)),
-        };
         if let Wait::InLineWithMore(_) = wait {
-            let plan = ops::acquire_in_line(key, owner, ttl_ms, &self.shared.me, wait);
-            let shared = Arc::clone(&self.shared);
-            return Op::Local(LocalOp::new(move |done| send(&local, &shared, plan, done)));
+            let me = &self.shared.me;
+            return self.run(|| ops::acquire_in_line(key, owner, ttl_ms, me, wait));
         }
         let first = ops::acquire_lock(key, owner, ttl_ms);
         let (shared, key, owner) = (Arc::clone(&self.shared), key.to_owned(), owner.to_owned());
-        Op::Local(LocalOp::new(move |done: Done<Acquired>| {
+        self.direct.operation(first.0.name, move |local, done| {
             let (again, then) = (local.clone(), Arc::clone(&shared));
             let refused = Box::new(move |outcome: StoreResult<Acquired>| match outcome {
                 Ok(Acquired::Refused) => {
@@ -170,19 +151,15 @@ impl MySqlStore {
                 outcome => done(outcome),
             });
             send(&local, &shared, first, refused)
-        }))
+        })
     }
 
     /// A plain release; where someone waits, the lock goes on to the first
     /// in line (a hand-on that fails leaves it free, for the line to find).
     fn release_lock(&self, key: &str, owner: &str) -> Op<bool> {
-        let local = match self.local() {
-            Ok(local) => local,
-            Err(error) => return Op::Ready(Err(error)),
-        };
         let first = ops::release_lock(key, owner);
         let (shared, key, owner) = (Arc::clone(&self.shared), key.to_owned(), owner.to_owned());
-        Op::Local(LocalOp::new(move |done: Done<bool>| {
+        self.direct.operation(first.0.name, move |local, done| {
             let (again, then) = (local.clone(), Arc::clone(&shared));
             let marked = Box::new(move |outcome: StoreResult<Freed>| match outcome {
                 Ok(Freed::Marked) => {
@@ -199,7 +176,7 @@ impl MySqlStore {
                 outcome => done(outcome.map(|freed| freed == Freed::Released)),
             });
             send(&local, &shared, first, marked)
-        }))
+        })
     }
 }
 
@@ -211,24 +188,22 @@ fn send<T: 'static>(
     (request, read): (Request, Reader<T>),
     done: Done<T>,
 ) {
-    let (connections, shared) = (local.clone(), Arc::clone(shared));
+    let shared = Arc::clone(shared);
     let (name, starts_sweep) = (request.name, request.starts_sweep);
-    let reply = Box::new(move |outcome: Result<ServerAnswer, StoreError>| {
-        done(outcome.and_then(|answer| {
-            let display = connections.display();
-            let answer = answer.map_err(|e| errors::server_error(name, display, &e))?;
-            let value = read(answer).map_err(|what| errors::unreadable(name, display, what))?;
-            if starts_sweep && shared.sweeps.due() {
-                sweep(&connections);
-            }
-            Ok(value)
-        }))
-    });
+    let answer = move |connections: &Local, answer: ServerAnswer| {
+        let display = connections.display();
+        let answer = answer.map_err(|e| errors::server_error(name, display, &e))?;
+        let value = read(answer).map_err(|what| errors::unreadable(name, display, what))?;
+        if starts_sweep && shared.sweeps.due() {
+            sweep(connections);
+        }
+        Ok(value)
+    };
     let on_wire = wire::Request {
-        name: request.name,
+        name,
         command: wire::Command::Prepared(request.runs),
     };
-    local.submit_keyed(&request.route, on_wire, reply);
+    local.request(Some(&request.route), on_wire, answer, done);
 }
 
 /// Delete a batch of old rows of each table: found first, then deleted by

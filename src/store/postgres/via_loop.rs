@@ -21,7 +21,7 @@ use super::sql::SWEEP_BATCHES;
 use super::wire::target::Target;
 use super::wire::{self, Direct, Local};
 use crate::store::event_loop::host::MakeHost;
-use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
+use crate::store::{BackendError, Op, StoreError};
 
 /// The store's connections on the loop `make_host` gives (the JS thread
 /// making the store), when the URL names one server over TCP; None when it
@@ -82,47 +82,33 @@ pub(super) fn run<T: 'static>(
     read: Reader<T>,
 ) -> Op<T> {
     let name = request.name;
-    let Some(local) = direct.local() else {
-        return Op::Ready(Err(StoreError::Backend(BackendError {
-            code: Code::StorePostgres,
-            message: format!(
-                "PostgresLockStore.{name}: used from a thread other than the one it was made on"
-            ),
-        })));
-    };
     let shared = Arc::clone(shared);
-    Op::Local(LocalOp::new(move |done: Done<T>| {
-        let connections = local.clone();
+    direct.operation(name, move |local, done| {
         let starts_sweep = request.starts_sweep;
-        let reply = Box::new(move |outcome: Result<wire::ServerAnswer, StoreError>| {
-            done(outcome.and_then(|answer| match answer {
-                Err(e) => {
-                    let (code, verb) = code_and_verb(&e.code);
-                    let display = connections.display();
-                    Err(StoreError::Backend(BackendError {
-                        code,
-                        message: format!(
-                            "PostgresLockStore.{name}: {verb} {display}: {}: {}",
-                            e.severity, e.message
-                        ),
-                    }))
+        let answer = move |connections: &Local, answer: wire::ServerAnswer| match answer {
+            Err(e) => {
+                let (code, verb) = code_and_verb(&e.code);
+                let display = connections.display();
+                Err(StoreError::Backend(BackendError {
+                    code,
+                    message: format!(
+                        "PostgresLockStore.{name}: {verb} {display}: {}: {}",
+                        e.severity, e.message
+                    ),
+                }))
+            }
+            Ok(answer) => {
+                let value =
+                    read(answer).map_err(|what| unreadable(name, connections.display(), what))?;
+                if starts_sweep && shared.sweeps.due() {
+                    sweep_batch(connections.clone(), 1);
                 }
-                Ok(answer) => {
-                    let value = read(answer)
-                        .map_err(|what| unreadable(name, connections.display(), what))?;
-                    if starts_sweep && shared.sweeps.due() {
-                        sweep_batch(connections.clone(), 1);
-                    }
-                    Ok(value)
-                }
-            }))
-        });
+                Ok(value)
+            }
+        };
         let (route, request) = on_wire(&local, request);
-        match route {
-            Some(key) => local.submit_keyed(&key, request, reply),
-            None => local.submit(request, reply),
-        }
-    }))
+        local.request(route.as_deref(), request, answer, done)
+    })
 }
 
 /// `request` as the wire sends it (with the statements' text for the

@@ -17,10 +17,10 @@ use super::ops::Misread;
 use super::request::{Body, Request};
 use super::shared::Shared;
 use super::wire::connect::Target;
-use super::wire::Direct;
+use super::wire::{Direct, Local};
 use crate::store::event_loop::host::MakeHost;
 use crate::store::tls::client_config;
-use crate::store::{BackendError, Code, Done, LocalOp, Op, StoreError};
+use crate::store::{BackendError, Code, Op, StoreError};
 
 pub enum Transport {
     /// One server's connection, driven by the JS thread's own event loop.
@@ -116,28 +116,14 @@ where
     T: 'static,
     R: FnOnce(Value) -> Result<T, Misread> + 'static,
 {
-    let Some(direct) = direct.local() else {
-        return Op::Ready(Err(StoreError::Backend(BackendError {
-            code: Code::StoreRedis,
-            message: format!(
-                "RedisLockStore.{}: used from a thread other than the one it was made on",
-                request.name
-            ),
-        })));
-    };
-    Op::Local(LocalOp::new(move |done: Done<T>| {
-        let name = request.name;
-        let connections = direct.clone();
-        direct.submit(
-            request,
-            Box::new(move |outcome| {
-                done(outcome.and_then(|value| match value {
-                    Value::ServerError(e) => Err(server_error(name, connections.display(), &e)),
-                    value => read(value).map_err(|what| misread(name, connections.display(), what)),
-                }))
-            }),
-        );
-    }))
+    let name = request.name;
+    direct.operation(name, move |local, done| {
+        let answer = move |connections: &Local, value| match value {
+            Value::ServerError(e) => Err(server_error(name, connections.display(), &e)),
+            value => read(value).map_err(|what| misread(name, connections.display(), what)),
+        };
+        local.request(None, request, answer, done)
+    })
 }
 
 /// On Tokio, within the store's time bounds: a command that finds the

@@ -20,6 +20,7 @@ use std::thread;
 use bytes::BytesMut;
 
 use super::{connect_tcp, Direct, Failure, Opened, Opening, Verdict, Wire};
+use crate::store::Code;
 use crate::store::StoreError;
 
 /// A protocol of lines: a request is a line, its answer the next line back.
@@ -45,6 +46,7 @@ impl Wire for Lines {
     type Prepared = ();
 
     const STORE: &'static str = "TestStore";
+    const CODE: Code = Code::StoreRedis;
     const RESOURCE: &'static CStr = c"TestStore";
     const RESENDS: u32 = 1;
 

@@ -82,6 +82,7 @@ impl Wire for MySql {
     type Prepared = StatementIds;
 
     const STORE: &'static str = "MySqlLockStore";
+    const CODE: Code = Code::StoreMysql;
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:mysql";
     const RESENDS: u32 = RESENDS;
     const RUNS_WHAT_IT_READ: bool = false;

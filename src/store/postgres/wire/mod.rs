@@ -105,6 +105,7 @@ impl Wire for Postgres {
     type Prepared = ByName;
 
     const STORE: &'static str = "PostgresLockStore";
+    const CODE: Code = Code::StorePostgres;
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:postgres";
     const RESENDS: u32 = RESENDS;
 

@@ -15,6 +15,7 @@ use self::connect::Target;
 use super::errors::RESENDS;
 use super::request::{Request, SCRIPTS};
 use crate::store::event_loop::{self, Failure, Opening, Verdict, Wire};
+use crate::store::Code;
 
 pub struct Redis;
 
@@ -34,6 +35,7 @@ impl Wire for Redis {
     type Prepared = ();
 
     const STORE: &'static str = "RedisLockStore";
+    const CODE: Code = Code::StoreRedis;
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:redis";
     const RESENDS: u32 = RESENDS;
 
@@ -86,3 +88,4 @@ impl Wire for Redis {
 }
 
 pub type Direct = event_loop::Direct<Redis>;
+pub type Local = event_loop::Local<Redis>;
