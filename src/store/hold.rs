@@ -148,3 +148,22 @@ impl HoldOp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_answers_an_acquire_as_text() {
+        assert_eq!(Acquired::from_line("42"), Ok(Acquired::Fenced(42)));
+        assert_eq!(
+            Acquired::from_line("h 7 a-b"),
+            Ok(Acquired::Handed {
+                owner: SmallStr::from("a-b"),
+                token: 7
+            })
+        );
+        assert!(Acquired::from_line("h 7").is_err());
+        assert!(Acquired::from_line("yes").is_err());
+    }
+}

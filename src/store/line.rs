@@ -191,6 +191,21 @@ mod tests {
     }
 
     #[test]
+    fn a_line_answers_a_release_as_text() {
+        assert_eq!(read_release("1"), Ok(Release::Released));
+        assert_eq!(read_release("0"), Ok(Release::NotHeld));
+        let handed = Handed {
+            token: 9,
+            asked: 1234,
+            owner: SmallStr::from("o"),
+        };
+        let here = read_release("0 9 1234 o");
+        assert_eq!(here, Ok(Release::HandedHere(false, handed)));
+        assert!(read_release("0 9 o").is_err());
+        assert!(read_release("yes").is_err());
+    }
+
+    #[test]
     fn asked_is_never_later_than_the_moment() {
         assert_eq!(Asked::at(1234.999).ms(), 1234);
         assert_eq!(Asked::at(0.5).ms(), 0);

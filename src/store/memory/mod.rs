@@ -300,14 +300,7 @@ impl MemoryStore {
 /// map (the fast path: no group, no vector), the other kinds in their
 /// groups (`shared`).
 impl LockStore for MemoryStore {
-    fn acquire(
-        &self,
-        hold: Hold,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
-        _wait: Wait,
-    ) -> Op<Acquired> {
+    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, _: Wait) -> Op<Acquired> {
         Op::Ready(Ok(match hold {
             Hold::Lock if self.try_acquire(key, owner, ttl_ms) => Acquired::Taken,
             Hold::Lock => Acquired::Refused,

@@ -21,7 +21,7 @@ use crate::store::line::contract::{
     the_line_hands_the_lock_over_in_order,
 };
 use crate::store::TableOptions;
-use crate::store::{Acquired, Hold, LockStore, Op, StoreResult, Wait};
+use crate::store::{Acquired, Hold, LockStore, Wait};
 
 /// A throwaway server, killed and its folder removed when dropped.
 struct Server {
@@ -155,7 +155,7 @@ impl World {
         // Once the server takes logins (its `test` database made by the install).
         let store = world.store(None);
         let deadline = Instant::now() + Duration::from_secs(30);
-        while let Err(e) = world.settle(store.ping()) {
+        while let Err(e) = world.harness.settle(store.ping()) {
             assert!(Instant::now() < deadline, "no login within 30 s: {e:?}");
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -168,17 +168,6 @@ impl World {
         let options = TableOptions::testing(&self.server.url(), "keel_rust_test");
         MySqlStore::new(options, told, &make_host as MakeHost<'_>).expect("a store")
     }
-
-    fn ok<T: 'static>(&self, op: Op<T>) -> T {
-        match self.settle(op) {
-            Ok(value) => value,
-            Err(e) => panic!("{e:?}"),
-        }
-    }
-
-    fn settle<T: 'static>(&self, op: Op<T>) -> StoreResult<T> {
-        self.harness.settle(op)
-    }
 }
 
 fn fenced(acquired: Acquired) -> bool {
@@ -189,66 +178,54 @@ fn fenced(acquired: Acquired) -> bool {
 fn every_operation_answers_as_the_readers_expect() {
     let world = World::new();
     let store = world.store(None);
+    let h = &world.harness;
+    let take = |hold, key, owner| h.ok(store.acquire(hold, key, owner, 5_000.0, Wait::Not));
     let lock = Hold::Lock;
-    assert!(fenced(world.ok(store.acquire(
-        lock,
-        "k",
-        "a",
-        5_000.0,
-        Wait::Not
-    ))));
-    let other = world.ok(store.acquire(lock, "k", "b", 5_000.0, Wait::Not));
+    assert!(fenced(take(lock, "k", "a")));
+    let other = take(lock, "k", "b");
     assert_eq!(other, Acquired::Refused);
-    assert!(world.ok(store.would_wait(lock, "k")));
-    assert!(world.ok(store.holds(lock, "k", "a")));
-    assert!(!world.ok(store.holds(lock, "k", "b")));
-    let left = world.ok(store.remaining(lock, "k", None));
+    assert!(h.ok(store.would_wait(lock, "k")));
+    assert!(h.ok(store.holds(lock, "k", "a")));
+    assert!(!h.ok(store.holds(lock, "k", "b")));
+    let left = h.ok(store.remaining(lock, "k", None));
     assert!(left.is_some_and(|ms| ms > 0.0 && ms <= 5_000.0), "{left:?}");
-    assert!(world.ok(store.extend(lock, "k", "a", 9_000.0)));
-    assert!(!world.ok(store.extend(lock, "k", "b", 9_000.0)));
-    assert!(!world.ok(store.release(lock, "k", "b")));
-    assert!(world.ok(store.release(lock, "k", "a")));
-    assert!(!world.ok(store.would_wait(lock, "k")));
-    assert_eq!(world.ok(store.remaining(lock, "k", None)), None);
+    assert!(h.ok(store.extend(lock, "k", "a", 9_000.0)));
+    assert!(!h.ok(store.extend(lock, "k", "b", 9_000.0)));
+    assert!(!h.ok(store.release(lock, "k", "b")));
+    assert!(h.ok(store.release(lock, "k", "a")));
+    assert!(!h.ok(store.would_wait(lock, "k")));
+    assert_eq!(h.ok(store.remaining(lock, "k", None)), None);
     // Tokens grow across acquisitions of a key.
-    let Acquired::Fenced(first) = world.ok(store.acquire(lock, "t", "a", 5_000.0, Wait::Not))
-    else {
+    let Acquired::Fenced(first) = take(lock, "t", "a") else {
         panic!("fenced");
     };
-    assert!(world.ok(store.release(lock, "t", "a")));
-    let Acquired::Fenced(second) = world.ok(store.acquire(lock, "t", "b", 5_000.0, Wait::Not))
-    else {
+    assert!(h.ok(store.release(lock, "t", "a")));
+    let Acquired::Fenced(second) = take(lock, "t", "b") else {
         panic!("fenced");
     };
     assert!(second > first, "{first} then {second}");
 
     let permit = Hold::Permit { limit: 1 };
-    assert!(fenced(world.ok(store.acquire(
-        permit,
-        "s",
-        "a",
-        5_000.0,
-        Wait::Not
-    ))));
-    let other = world.ok(store.acquire(permit, "s", "b", 5_000.0, Wait::Not));
+    assert!(fenced(take(permit, "s", "a")));
+    let other = take(permit, "s", "b");
     assert_eq!(other, Acquired::Refused);
-    assert_eq!(world.ok(store.holders(permit, "s")), 1.0);
-    assert!(world.ok(store.holds(permit, "s", "a")));
-    assert!(world.ok(store.extend(permit, "s", "a", 9_000.0)));
-    assert!(world.ok(store.release(permit, "s", "a")));
-    assert!(!world.ok(store.release(permit, "s", "a")));
-    assert_eq!(world.ok(store.holders(permit, "s")), 0.0);
+    assert_eq!(h.ok(store.holders(permit, "s")), 1.0);
+    assert!(h.ok(store.holds(permit, "s", "a")));
+    assert!(h.ok(store.extend(permit, "s", "a", 9_000.0)));
+    assert!(h.ok(store.release(permit, "s", "a")));
+    assert!(!h.ok(store.release(permit, "s", "a")));
+    assert_eq!(h.ok(store.holders(permit, "s")), 0.0);
 
-    assert!(fenced(world.ok(store.acquire(
+    assert!(fenced(h.ok(store.acquire(
         Hold::Read,
         "rw",
         "r",
         5_000.0,
         Wait::Not
     ))));
-    assert!(world.ok(store.would_wait(Hold::Write, "rw")));
-    world.ok(store.withdraw(Hold::Write, "rw"));
-    assert!(world.ok(store.release(Hold::Read, "rw", "r")));
+    assert!(h.ok(store.would_wait(Hold::Write, "rw")));
+    h.ok(store.withdraw(Hold::Write, "rw"));
+    assert!(h.ok(store.release(Hold::Read, "rw", "r")));
     store.close();
     world.harness.lp.run_for(40);
 }

@@ -13,7 +13,7 @@ use super::PostgresStore;
 use crate::store::event_loop::host::MakeHost;
 use crate::store::event_loop::tests::Harness;
 use crate::store::TableOptions;
-use crate::store::{Acquired, Hold, LockStore, Op, StoreError, StoreResult, Wait};
+use crate::store::{Acquired, Hold, LockStore, StoreError, Wait};
 
 const BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -187,18 +187,6 @@ impl World {
     fn until(&self, what: &str, done: impl Fn() -> bool) {
         self.harness.lp.run_until(what, done);
     }
-
-    /// The answer of `op`, which must not fail.
-    fn ok<T: 'static>(&self, op: Op<T>) -> T {
-        match self.settle(op) {
-            Ok(value) => value,
-            Err(e) => panic!("{e:?}"),
-        }
-    }
-
-    fn settle<T: 'static>(&self, op: Op<T>) -> StoreResult<T> {
-        self.harness.settle(op)
-    }
 }
 
 pub(super) fn options(url: String) -> TableOptions {
@@ -211,73 +199,57 @@ fn fenced(acquired: Acquired) -> bool {
 
 /// Every operation once, on a store whose keys start with `prefix`.
 fn every_operation(world: &World, store: &PostgresStore, prefix: &str) {
+    let h = &world.harness;
+    let take = |hold, key: &str, owner| h.ok(store.acquire(hold, key, owner, 5_000.0, Wait::Not));
     let key = format!("{prefix}:lock");
-    assert!(fenced(world.ok(store.acquire(
-        Hold::Lock,
-        &key,
-        "a",
-        5_000.0,
-        Wait::Not
-    ))));
-    let other = world.ok(store.acquire(Hold::Lock, &key, "b", 5_000.0, Wait::Not));
+    assert!(fenced(take(Hold::Lock, &key, "a")));
+    let other = take(Hold::Lock, &key, "b");
     assert_eq!(other, Acquired::Refused);
-    assert!(world.ok(store.would_wait(Hold::Lock, &key)));
-    assert_eq!(world.ok(store.holders(Hold::Lock, &key)), 1.0);
-    assert!(world.ok(store.holds(Hold::Lock, &key, "a")));
-    assert!(!world.ok(store.holds(Hold::Lock, &key, "b")));
-    let left = world.ok(store.remaining(Hold::Lock, &key, None));
+    assert!(h.ok(store.would_wait(Hold::Lock, &key)));
+    assert_eq!(h.ok(store.holders(Hold::Lock, &key)), 1.0);
+    assert!(h.ok(store.holds(Hold::Lock, &key, "a")));
+    assert!(!h.ok(store.holds(Hold::Lock, &key, "b")));
+    let left = h.ok(store.remaining(Hold::Lock, &key, None));
     assert!(left.is_some_and(|ms| ms > 0.0 && ms <= 5_000.0), "{left:?}");
-    assert!(world.ok(store.extend(Hold::Lock, &key, "a", 9_000.0)));
-    assert!(!world.ok(store.extend(Hold::Lock, &key, "b", 9_000.0)));
-    assert!(!world.ok(store.release(Hold::Lock, &key, "b")));
-    assert!(world.ok(store.release(Hold::Lock, &key, "a")));
-    assert!(!world.ok(store.would_wait(Hold::Lock, &key)));
-    assert_eq!(world.ok(store.remaining(Hold::Lock, &key, None)), None);
+    assert!(h.ok(store.extend(Hold::Lock, &key, "a", 9_000.0)));
+    assert!(!h.ok(store.extend(Hold::Lock, &key, "b", 9_000.0)));
+    assert!(!h.ok(store.release(Hold::Lock, &key, "b")));
+    assert!(h.ok(store.release(Hold::Lock, &key, "a")));
+    assert!(!h.ok(store.would_wait(Hold::Lock, &key)));
+    assert_eq!(h.ok(store.remaining(Hold::Lock, &key, None)), None);
 
     // No round trip for a key PostgreSQL text cannot hold.
     let nul = "a\0b";
     assert!(matches!(
-        world.settle(store.acquire(Hold::Lock, nul, "a", 5_000.0, Wait::Not)),
+        h.settle(store.acquire(Hold::Lock, nul, "a", 5_000.0, Wait::Not)),
         Err(StoreError::Type(_))
     ));
-    assert!(!world.ok(store.release(Hold::Lock, nul, "a")));
-    assert!(!world.ok(store.would_wait(Hold::Lock, nul)));
+    assert!(!h.ok(store.release(Hold::Lock, nul, "a")));
+    assert!(!h.ok(store.would_wait(Hold::Lock, nul)));
 
     let key = format!("{prefix}:semaphore");
     let permit = Hold::Permit { limit: 1 };
-    assert!(fenced(world.ok(store.acquire(
-        permit,
-        &key,
-        "a",
-        5_000.0,
-        Wait::Not
-    ))));
-    let other = world.ok(store.acquire(permit, &key, "b", 5_000.0, Wait::Not));
+    assert!(fenced(take(permit, &key, "a")));
+    let other = take(permit, &key, "b");
     assert_eq!(other, Acquired::Refused);
-    assert_eq!(world.ok(store.holders(permit, &key)), 1.0);
-    assert!(world.ok(store.holds(permit, &key, "a")));
-    let left = world.ok(store.remaining(permit, &key, Some("a")));
+    assert_eq!(h.ok(store.holders(permit, &key)), 1.0);
+    assert!(h.ok(store.holds(permit, &key, "a")));
+    let left = h.ok(store.remaining(permit, &key, Some("a")));
     assert!(left.is_some_and(|ms| ms > 0.0 && ms <= 5_000.0), "{left:?}");
-    assert!(world.ok(store.extend(permit, &key, "a", 9_000.0)));
-    assert!(world.ok(store.release(permit, &key, "a")));
-    assert!(!world.ok(store.release(permit, &key, "a")));
-    assert_eq!(world.ok(store.holders(permit, &key)), 0.0);
+    assert!(h.ok(store.extend(permit, &key, "a", 9_000.0)));
+    assert!(h.ok(store.release(permit, &key, "a")));
+    assert!(!h.ok(store.release(permit, &key, "a")));
+    assert_eq!(h.ok(store.holders(permit, &key)), 0.0);
     assert!(matches!(
-        world.settle(store.release(permit, nul, "a")),
+        h.settle(store.release(permit, nul, "a")),
         Err(StoreError::Type(_))
     ));
 
     let key = format!("{prefix}:read-write");
-    assert!(fenced(world.ok(store.acquire(
-        Hold::Read,
-        &key,
-        "r",
-        5_000.0,
-        Wait::Not
-    ))));
-    assert!(world.ok(store.would_wait(Hold::Write, &key)));
-    world.ok(store.withdraw(Hold::Write, &key));
-    assert!(world.ok(store.release(Hold::Read, &key, "r")));
+    assert!(fenced(take(Hold::Read, &key, "r")));
+    assert!(h.ok(store.would_wait(Hold::Write, &key)));
+    h.ok(store.withdraw(Hold::Write, &key));
+    assert!(h.ok(store.release(Hold::Read, &key, "r")));
     store.close();
 }
 
@@ -308,7 +280,7 @@ fn an_acquire_sweeps_expired_rows_on_either_transport() {
         // A new store has not swept yet: its first acquire does.
         let store = world.store(on_loop);
         let key = format!("{prefix}:new");
-        assert!(fenced(world.ok(store.acquire(
+        assert!(fenced(world.harness.ok(store.acquire(
             Hold::Lock,
             &key,
             "b",

@@ -198,6 +198,14 @@ impl Harness {
         &self.tokio
     }
 
+    /// The answer of `op`, which must not fail.
+    pub fn ok<T: 'static>(&self, op: Op<T>) -> T {
+        match self.settle(op) {
+            Ok(value) => value,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
     /// Run `op` to its outcome: on this loop, or on Tokio.
     pub fn settle<T: 'static>(&self, op: Op<T>) -> StoreResult<T> {
         match op {
