@@ -2,13 +2,12 @@
 //! use, answers in order however the bytes arrive, back-pressure, a peer
 //! that closes or goes silent, a refused connection, closing and collection.
 
-use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::Duration;
 
 use super::super::conn::State;
 use super::super::uv;
-use super::{read_line, send, server, World};
+use super::{failure, read_line, send, server, World};
 
 fn ok(answer: &str) -> Result<String, (String, String)> {
     Ok(answer.to_owned())
@@ -26,18 +25,13 @@ fn opens_on_first_use_and_answers_in_order() {
     let (port, accepted) = server(|_, mut stream, reader| echo(reader, &mut stream));
     let world = World::new(port, 2_000);
     world.harness.lp.run_for(20);
-    assert_eq!(
-        accepted.load(Ordering::SeqCst),
-        0,
-        "no connection before a command"
-    );
+    assert_eq!(accepted.count(), 0, "no connection before a command");
     for request in ["a", "b", "c"] {
         world.submit(request);
     }
     assert_eq!(world.outcomes(3), [ok("re:a"), ok("re:b"), ok("re:c")]);
-    world.submit("d");
-    assert_eq!(world.outcomes(4)[3], ok("re:d"));
-    assert_eq!(accepted.load(Ordering::SeqCst), 1, "one connection for all");
+    assert_eq!(world.ask("d"), ok("re:d"));
+    assert_eq!(accepted.count(), 1, "one connection for all");
     assert!(
         world.harness.seen.scopes.get() > 0,
         "answers delivered inside a callback scope"
@@ -65,11 +59,7 @@ fn a_request_the_server_would_not_read_fails_alone() {
         .iter()
         .filter(|o| matches!(o, Err((_, message)) if message.contains("too long")));
     assert_eq!(refused.count(), 2, "{outcomes:?}");
-    assert_eq!(
-        accepted.load(Ordering::SeqCst),
-        1,
-        "the connection lived on"
-    );
+    assert_eq!(accepted.count(), 1, "the connection lived on");
 }
 
 #[test]
@@ -119,8 +109,7 @@ fn a_request_larger_than_the_socket_takes_waits_for_room_to_write() {
         "the rest waits for room"
     );
     assert_eq!(world.outcomes(1), [Ok(format!("len:{SIZE}"))]);
-    world.submit("after");
-    assert_eq!(world.outcomes(2)[1], ok("re:after"));
+    assert_eq!(world.ask("after"), ok("re:after"));
 }
 
 #[test]
@@ -134,9 +123,8 @@ fn a_peer_closing_mid_reply_has_the_request_sent_again_on_a_fresh_connection() {
         echo(reader, &mut stream);
     });
     let world = World::new(port, 2_000);
-    world.submit("a");
-    assert_eq!(world.outcomes(1), [ok("re:a")]);
-    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(world.ask("a"), ok("re:a"));
+    assert_eq!(accepted.count(), 2);
 }
 
 #[test]
@@ -145,19 +133,12 @@ fn a_peer_that_keeps_closing_fails_the_request_once_its_resends_are_spent() {
         read_line(reader);
     });
     let world = World::new(port, 2_000);
-    world.submit("a");
-    let outcomes = world.outcomes(1);
-    let Err((code, message)) = &outcomes[0] else {
-        panic!("answered: {outcomes:?}");
-    };
+    let outcome = world.ask("a");
+    let (code, message) = failure(&outcome);
     assert_eq!(code, "ERR_LOCK_STORE_CONNECTION");
     assert!(message.starts_with("TestStore.op: lost the connection to the test server"));
     assert!(message.ends_with("the server closed it"), "{message}");
-    assert_eq!(
-        accepted.load(Ordering::SeqCst),
-        2,
-        "sent, then sent once again"
-    );
+    assert_eq!(accepted.count(), 2, "sent, then sent once again");
 }
 
 #[test]
@@ -172,9 +153,8 @@ fn what_is_not_the_protocol_gives_the_connection_up() {
         echo(reader, &mut stream);
     });
     let world = World::new(port, 2_000);
-    world.submit("a");
-    assert_eq!(world.outcomes(1), [ok("re:a")]);
-    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(world.ask("a"), ok("re:a"));
+    assert_eq!(accepted.count(), 2);
 }
 
 #[test]
@@ -185,9 +165,8 @@ fn an_answer_asking_for_the_request_again_sends_it_on_the_same_connection() {
         echo(reader, &mut stream);
     });
     let world = World::new(port, 2_000);
-    world.submit("a");
-    assert_eq!(world.outcomes(1), [ok("re:a")]);
-    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(world.ask("a"), ok("re:a"));
+    assert_eq!(accepted.count(), 1);
 }
 
 #[test]
@@ -201,23 +180,15 @@ fn a_silent_server_times_the_command_out_and_the_next_use_connects_again() {
         echo(reader, &mut stream);
     });
     let world = World::new(port, 200);
-    world.submit("a");
-    let outcomes = world.outcomes(1);
-    let Err((code, message)) = &outcomes[0] else {
-        panic!("answered: {outcomes:?}");
-    };
+    let outcome = world.ask("a");
+    let (code, message) = failure(&outcome);
     assert_eq!(code, "ERR_LOCK_STORE_TIMEOUT");
     assert!(
         message.contains("no answer from the test server"),
         "{message}"
     );
-    world.submit("b");
-    assert_eq!(world.outcomes(2)[1], ok("re:b"));
-    assert_eq!(
-        accepted.load(Ordering::SeqCst),
-        2,
-        "the silent one given up"
-    );
+    assert_eq!(world.ask("b"), ok("re:b"));
+    assert_eq!(accepted.count(), 2, "the silent one given up");
 }
 
 #[test]
@@ -247,11 +218,7 @@ fn a_slow_answer_times_out_and_the_answers_after_it_still_meet_their_own() {
         ok("re:b"),
         "the late answer read and dropped"
     );
-    assert_eq!(
-        accepted.load(Ordering::SeqCst),
-        1,
-        "a slow connection is kept"
-    );
+    assert_eq!(accepted.count(), 1, "a slow connection is kept");
 }
 
 #[test]
@@ -261,11 +228,8 @@ fn a_refused_connection_fails_the_requests_waiting_for_it() {
         listener.local_addr().expect("its address").port()
     };
     let world = World::new(port, 2_000);
-    world.submit("a");
-    let outcomes = world.outcomes(1);
-    let Err((code, message)) = &outcomes[0] else {
-        panic!("answered: {outcomes:?}");
-    };
+    let outcome = world.ask("a");
+    let (code, message) = failure(&outcome);
     assert_eq!(code, "ERR_LOCK_STORE_CONNECTION");
     assert!(
         message.contains("could not connect to the test server"),
@@ -281,14 +245,12 @@ fn closing_fails_what_waits_and_what_comes_later_and_closes_every_handle() {
     world
         .harness
         .lp
-        .run_until("the connection", || accepted.load(Ordering::SeqCst) == 1);
+        .run_until("the connection", || accepted.count() == 1);
     world.direct().close();
     world.submit("b");
     let outcomes = world.outcomes(2);
     for outcome in &outcomes {
-        let Err((code, message)) = outcome else {
-            panic!("answered: {outcomes:?}");
-        };
+        let (code, message) = failure(outcome);
         assert_eq!(code, "ERR_LOCK_STORE_CLOSED");
         assert_eq!(message, "TestStore.op: the store is closed");
     }
@@ -305,7 +267,7 @@ fn a_collected_store_closes_at_the_end_of_the_turn_inside_a_callback_scope() {
     world
         .harness
         .lp
-        .run_until("the connection", || accepted.load(Ordering::SeqCst) == 1);
+        .run_until("the connection", || accepted.count() == 1);
     let scopes = world.harness.seen.scopes.get();
     world.direct = None;
     assert!(

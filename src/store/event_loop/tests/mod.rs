@@ -170,6 +170,13 @@ impl World {
         });
         self.answers.borrow().iter().map(outcome).collect()
     }
+
+    /// Submit `request` and run the loop until its outcome is in.
+    pub fn ask(&self, request: &str) -> Result<String, (String, String)> {
+        let before = self.answers.borrow().len();
+        self.submit(request);
+        self.outcomes(before + 1).swap_remove(before)
+    }
 }
 
 /// A server on a free port of 127.0.0.1 whose connections are each served
@@ -178,7 +185,7 @@ impl World {
 /// connections came.
 pub fn server(
     serve: impl Fn(usize, TcpStream, &mut BufReader<TcpStream>) + Send + Sync + 'static,
-) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+) -> (u16, Accepted) {
     let serve = Arc::new(serve);
     let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
     let port = listener.local_addr().expect("its address").port();
@@ -195,7 +202,24 @@ pub fn server(
             });
         }
     });
-    (port, accepted)
+    (port, Accepted(accepted))
+}
+
+/// How many connections a test server accepted.
+pub struct Accepted(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Accepted {
+    pub fn count(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The code and message a request failed with; a test fails on an answer.
+pub fn failure(outcome: &Result<String, (String, String)>) -> (&str, &str) {
+    match outcome {
+        Err((code, message)) => (code, message),
+        Ok(answer) => panic!("answered {answer:?}, where a failure was due"),
+    }
 }
 
 /// The next request line a server connection got (without its newline).
