@@ -123,13 +123,6 @@ impl PostgresStore {
         Ok(PostgresStore { shared, transport })
     }
 
-    /// Drop the connections. Operations after this fail with a "closed"
-    /// error; ones already sent finish on the connection they hold.
-    fn shut(&self) {
-        self.transport.close();
-        self.shared.follower.close();
-    }
-
     /// Run `plan` on the store's transport (or answer it at once, when it
     /// needs no round trip).
     fn run<T: Send + 'static>(&self, plan: Plan<T>) -> Op<T> {
@@ -277,8 +270,11 @@ impl LockStore for PostgresStore {
         self.run(ops::ping())
     }
 
+    /// Drop the connections. Operations after this fail with a "closed"
+    /// error; ones already sent finish on the connection they hold.
     fn close(&self) {
-        self.shut();
+        self.transport.close();
+        self.shared.follower.close();
     }
 
     fn sent(&self, key: &str) -> Op<()> {

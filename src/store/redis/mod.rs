@@ -142,18 +142,6 @@ impl RedisStore {
         })
     }
 
-    /// Drop the connection. Operations after this fail with a "closed" error;
-    /// ones already sent finish on the connection they hold. The release
-    /// callback goes too: it refers to the JS store, which can then be
-    /// collected with everything it holds.
-    fn shut(&self) {
-        self.transport.close();
-        if let Ok(mut connection) = self.shared.connection.lock() {
-            *connection = Connection::Closed;
-        }
-        self.shared.follower.close();
-    }
-
     /// Send `request`, its reply read by `read`.
     fn run<T, R>(&self, request: Request, read: R) -> Op<T>
     where
@@ -303,8 +291,16 @@ impl LockStore for RedisStore {
         self.run(ops::ping(), ops::answered)
     }
 
+    /// Drop the connection. Operations after this fail with a "closed" error;
+    /// ones already sent finish on the connection they hold. The release
+    /// callback goes too: it refers to the JS store, which can then be
+    /// collected with everything it holds.
     fn close(&self) {
-        self.shut();
+        self.transport.close();
+        if let Ok(mut connection) = self.shared.connection.lock() {
+            *connection = Connection::Closed;
+        }
+        self.shared.follower.close();
     }
 
     fn sent(&self, key: &str) -> Op<()> {
