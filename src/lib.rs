@@ -83,7 +83,8 @@
 //!   connections), `opening.rs` (TCP, TLS and remembered
 //!   refusals, for opening on Tokio), `due.rs` (what a connection hands
 //!   back: answers due, a connection to open), `conn.rs` (one connection's state),
-//!   `socket.rs` (bytes in and out, plain or TLS), `callbacks.rs` (the libuv
+//!   `socket.rs` (bytes in and out, plain or TLS), `stream.rs` (TCP or a
+//!   unix socket), `callbacks.rs` (the libuv
 //!   callbacks), `engine.rs` (what they drive), `host.rs` (the runtime whose
 //!   loop it is: Node's is the napi surface's), `uv/`, `tests/`.
 //! - `src/store/event_loop/uv/`: `mod.rs`, `ffi.rs` (libuv's functions as

@@ -329,7 +329,7 @@ impl<W: Wire> Engine<W> {
     pub(super) fn install(self: &Rc<Self>, opened: Outcome<W::Prepared>) {
         let next = match opened {
             Ok(Opened {
-                tcp,
+                stream,
                 tls,
                 server_process,
                 prepared,
@@ -337,12 +337,13 @@ impl<W: Wire> Engine<W> {
                 // SAFETY: on the loop's thread; the socket is open, and is
                 // closed only after the poll handle (field order in `Socket`);
                 // the engine outlives its handles (`keep`).
-                match unsafe { uv::Poll::new(self.loop_, &tcp, self.data(), self.on_socket) } {
+                match unsafe {
+                    uv::Poll::new(self.loop_, stream.os_sock(), self.data(), self.on_socket)
+                } {
                     Ok(poll) => {
-                        let session =
-                            server_process.zip(tcp.local_addr().ok().map(|address| address.port()));
+                        let session = server_process.zip(stream.local_port());
                         self.conn.borrow_mut().opened(
-                            Socket::new(poll, tcp, tls),
+                            Socket::new(poll, stream, tls),
                             session,
                             prepared,
                         )

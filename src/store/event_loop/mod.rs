@@ -36,6 +36,7 @@ mod engine;
 pub mod host;
 mod opening;
 mod socket;
+mod stream;
 #[cfg(test)]
 pub mod tests;
 pub mod uv;
@@ -50,6 +51,7 @@ pub use self::due::Reply;
 use self::engine::Engine;
 use self::host::MakeHost;
 pub use self::opening::{connect_tcp, start_tls, Refusals};
+pub use self::stream::Stream;
 pub use self::wire::{error, Failure, Opened, Opening, Verdict, Wire};
 use super::{route, Done, LocalOp, Op, StoreResult};
 

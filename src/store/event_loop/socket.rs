@@ -3,20 +3,20 @@
 //! what has arrived.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 
 use bytes::BytesMut;
 use rustls::ClientConnection;
 
+use super::stream::Stream;
 use super::uv;
 
 pub struct Socket {
     // Declared first, so it is closed (and stops watching the descriptor)
-    // before `tcp` closes it.
+    // before `stream` closes it.
     pub poll: uv::Poll,
     /// The events `poll` watches now.
     pub watching: i32,
-    tcp: TcpStream,
+    stream: Stream,
     tls: Option<ClientConnection>,
 }
 
@@ -29,11 +29,11 @@ pub enum Arrived {
 }
 
 impl Socket {
-    pub fn new(poll: uv::Poll, tcp: TcpStream, tls: Option<ClientConnection>) -> Socket {
+    pub fn new(poll: uv::Poll, stream: Stream, tls: Option<ClientConnection>) -> Socket {
         Socket {
             poll,
             watching: 0,
-            tcp,
+            stream,
             tls,
         }
     }
@@ -45,7 +45,7 @@ impl Socket {
             None => {
                 let mut sent = 0;
                 while sent < out.len() {
-                    match self.tcp.write(&out[sent..]) {
+                    match self.stream.write(&out[sent..]) {
                         Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                         Ok(n) => sent += n,
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -76,7 +76,7 @@ impl Socket {
                         }
                         return Err(io::Error::other("TLS took no more bytes to send"));
                     }
-                    match tls.write_tls(&mut self.tcp) {
+                    match tls.write_tls(&mut self.stream) {
                         Ok(_) => {}
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => break false,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -95,7 +95,7 @@ impl Socket {
             None => {
                 let mut chunk = [0u8; 16 * 1024];
                 loop {
-                    match self.tcp.read(&mut chunk) {
+                    match self.stream.read(&mut chunk) {
                         Ok(0) => return Ok(Arrived::Closed),
                         Ok(n) => {
                             into.extend_from_slice(&chunk[..n]);
@@ -120,7 +120,7 @@ impl Socket {
                     if take_plaintext(tls, into)? {
                         return Ok(Arrived::Closed);
                     }
-                    match tls.read_tls(&mut self.tcp) {
+                    match tls.read_tls(&mut self.stream) {
                         Ok(0) => break,
                         Ok(_) => {
                             tls.process_new_packets().map_err(io::Error::other)?;

@@ -10,13 +10,14 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 
+use super::stream::Stream;
 use crate::store::{BackendError, Code, StoreError};
 
 /// A connected, greeted socket, in non-blocking mode, ready for the event
 /// loop, with what its protocol made of it as it opened (`P`, its
 /// [`Wire::Prepared`]).
 pub struct Opened<P> {
-    pub tcp: std::net::TcpStream,
+    pub stream: Stream,
     pub tls: Option<rustls::ClientConnection>,
     /// The server process serving the connection, when the server names it:
     /// what [`Wire::fence`] ends.

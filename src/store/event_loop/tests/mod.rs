@@ -102,7 +102,7 @@ impl Wire for Lines {
                 text: e.to_string(),
             })?;
             Ok(Opened {
-                tcp,
+                stream: tcp.into(),
                 tls: None,
                 server_process: None,
                 prepared: (),

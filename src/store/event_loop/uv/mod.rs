@@ -22,7 +22,7 @@ mod timer;
 mod turn;
 mod wake;
 
-pub use self::ffi::{load, Cb, Loop, PollCb};
+pub use self::ffi::{load, Cb, Loop, OsSock, PollCb};
 pub use self::handle::{CloseGroup, UvError};
 pub use self::poll::{Poll, READABLE, WRITABLE};
 pub use self::timer::Timer;

@@ -1,7 +1,6 @@
 //! A socket watcher.
 
 use std::ffi::{c_int, c_void};
-use std::net::TcpStream;
 use std::rc::Rc;
 
 use super::ffi::{self, Loop, PollCb};
@@ -19,7 +18,8 @@ pub struct Poll {
 any_handle!(Poll);
 
 impl Poll {
-    /// A watcher of `socket`, whose callbacks find their owner through `data`.
+    /// A watcher of the socket `socket` (its descriptor), whose callbacks
+    /// find their owner through `data`.
     ///
     /// # Safety
     /// For every constructor of a typed handle: `loop_` is this thread's live loop; `data` is what `cb` expects to
@@ -27,11 +27,10 @@ impl Poll {
     /// handle, `socket` also stays open until the handle is closed.
     pub unsafe fn new(
         loop_: *mut Loop,
-        socket: &TcpStream,
+        socket: ffi::OsSock,
         data: *mut c_void,
         cb: PollCb,
     ) -> Result<Poll, UvError> {
-        let socket = os_sock(socket);
         // SAFETY: as the caller promises; the init matches the kind.
         let handle = unsafe {
             Handle::new(UV_POLL, data, |h| {
@@ -47,20 +46,4 @@ impl Poll {
         // SAFETY: a live poll handle, with the callback it was made for.
         checked(unsafe { ffi::uv_poll_start(self.handle.raw, events, self.cb) })
     }
-}
-
-/// What libuv takes for `socket`: its descriptor.
-#[cfg(unix)]
-fn os_sock(socket: &TcpStream) -> ffi::OsSock {
-    use std::os::fd::AsRawFd;
-    socket.as_raw_fd()
-}
-
-/// What libuv takes for `socket`: its `SOCKET`. Rust keeps one in a `u64`
-/// whatever the pointer width; Windows gives out only values a `SOCKET`
-/// holds, so the conversion keeps it whole.
-#[cfg(windows)]
-fn os_sock(socket: &TcpStream) -> ffi::OsSock {
-    use std::os::windows::io::AsRawSocket;
-    socket.as_raw_socket() as ffi::OsSock
 }

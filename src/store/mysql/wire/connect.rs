@@ -43,30 +43,23 @@ pub async fn open(target: Arc<Target>) -> Result<Opened<StatementIds>, Failure> 
         .open(&target.display, target.connect_timeout, ready)
         .await?;
     let server_process = i32::try_from(connection_id).ok();
-    let (tcp, tls) = match connected {
-        Connected::Tcp(tcp) => (tcp.into_std().map_err(|e| lost(&target, &e))?, None),
+    let (stream, tls) = match connected {
+        Connected::Tcp(tcp) => (tcp.into_std().map_err(|e| lost(&target, &e))?.into(), None),
         Connected::Tls(tls) => {
             let (tcp, session) = (*tls).into_inner();
-            (
-                tcp.into_std().map_err(|e| lost(&target, &e))?,
-                Some(session),
-            )
+            let tcp = tcp.into_std().map_err(|e| lost(&target, &e))?;
+            (tcp.into(), Some(session))
         }
+        // (A unix socket has no local port, so a silent connection is given
+        // up without the fence.)
         #[cfg(unix)]
-        Connected::Unix(unix) => {
-            let unix = unix.into_std().map_err(|e| lost(&target, &e))?;
-            // The event loop reads and writes a socket descriptor, whatever
-            // its family: a unix socket's goes where a TCP one would. (It
-            // has no local port, so a silent connection is given up without
-            // the fence.)
-            (
-                std::net::TcpStream::from(std::os::fd::OwnedFd::from(unix)),
-                None,
-            )
-        }
+        Connected::Unix(unix) => (
+            crate::store::event_loop::Stream::Unix(unix.into_std().map_err(|e| lost(&target, &e))?),
+            None,
+        ),
     };
     Ok(Opened {
-        tcp,
+        stream,
         tls,
         server_process,
         prepared: ids,

@@ -53,7 +53,7 @@ async fn in_plain_text(
     let (server_process, prepared) = start(&mut tcp, target, heard).await?;
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
     Ok(Opened {
-        tcp,
+        stream: tcp.into(),
         tls: None,
         server_process,
         prepared: ByName(prepared),
@@ -112,7 +112,7 @@ async fn connect_once(target: &Target) -> Result<Opened<ByName>, Failure> {
     let (tcp, session) = tls.into_inner();
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
     Ok(Opened {
-        tcp,
+        stream: tcp.into(),
         tls: Some(session),
         server_process,
         prepared: ByName(prepared),

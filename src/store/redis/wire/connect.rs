@@ -67,7 +67,7 @@ async fn connect(target: &Target) -> Result<Opened<()>, Failure> {
         learn_limits(&mut tcp, target).await?;
         let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
         return Ok(Opened {
-            tcp,
+            stream: tcp.into(),
             tls: None,
             server_process: None,
             prepared: (),
@@ -79,7 +79,7 @@ async fn connect(target: &Target) -> Result<Opened<()>, Failure> {
     let (tcp, session) = tls.into_inner();
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;
     Ok(Opened {
-        tcp,
+        stream: tcp.into(),
         tls: Some(session),
         server_process: None,
         prepared: (),
