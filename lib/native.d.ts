@@ -116,8 +116,8 @@ export declare function fencingToken(handle: object, key: string, hold: HoldKind
 export declare function holders(handle: object, key: string, hold: HoldKind): number | Promise<number>
 
 /**
- * Which kind of hold an operation is about, as JS names it. Every store
- * operation below takes one, beside the key.
+ * The kind of hold ([`HoldKind`]) as JS names it. Every store operation
+ * takes one, beside the key.
  */
 export declare enum HoldKind {
   Lock = 0,
@@ -128,12 +128,6 @@ export declare enum HoldKind {
 
 /** Whether `owner` holds `key` in this hold now. */
 export declare function holds(handle: object, key: string, hold: HoldKind, owner: string): boolean | Promise<boolean>
-
-/**
- * Whether an acquire in this hold (with this limit) would be refused now:
- * for a plain lock, whether anyone holds it.
- */
-export declare function isLocked(handle: object, key: string, hold: HoldKind, limit: number): boolean | Promise<boolean>
 
 /**
  * Every waiter of this process for the plain lock `key` gave up: its place
@@ -246,3 +240,9 @@ export declare function watchReleases(handle: object, key: string, hold: HoldKin
 
 /** A waiting writer gave up: new readers need not wait for it any more. */
 export declare function withdraw(handle: object, key: string, hold: HoldKind): void | Promise<void>
+
+/**
+ * Whether an acquire in this hold (with this limit) would be refused now:
+ * for a plain lock, whether anyone holds it.
+ */
+export declare function wouldWait(handle: object, key: string, hold: HoldKind, limit: number): boolean | Promise<boolean>

@@ -40,7 +40,7 @@
 //! - `src/store/line/`: `contract.rs` (what every store that keeps a line
 //!   does with it, run by each such store's tests).
 //! - `src/store/memory/`: `mod.rs` (the store), `clock.rs` (expiry on the
-//!   monotonic clock), `shared.rs` (semaphores' and read-write keys' groups),
+//!   monotonic clock), `groups.rs` (semaphores' and read-write keys' groups),
 //!   `tests.rs`.
 //! - `src/store/redis/`: `mod.rs` (the store, one dispatch on the kind of
 //!   hold), `ops.rs` (each operation once: request and reply reader),
@@ -63,6 +63,7 @@
 //!   `options.rs`, `tests.rs`, `line_tests.rs`.
 //! - `src/store/postgres/wire/`: `mod.rs` (PostgreSQL's protocol on the event
 //!   loop), `connect.rs` (TCP and TLS), `session.rs` (logging in, preparing),
+//!   `reply.rs` (a row as text, an error the server reported),
 //!   `target.rs` (where connections go, and how opening one fails).
 //! - `src/store/mysql/`: `mod.rs` (the store, one dispatch on the kind of
 //!   hold), `ops.rs` (each operation once: statements, key and answer

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::owner;
-use crate::store::{Acquired, Hold, LockStore, Op, Wait};
+use crate::store::{Acquired, HoldKind, LockStore, Op, Wait};
 use crate::text::SmallStr;
 
 /// The default TTL of `lock(key)`: 30 s.
@@ -47,7 +47,7 @@ pub struct Grant {
 /// nobody more now.
 pub fn acquire(
     store: &Arc<dyn LockStore>,
-    hold: Hold,
+    hold: HoldKind,
     key: &str,
     ttl_ms: f64,
     wait: Wait,
@@ -120,7 +120,12 @@ fn grant(owner: SmallStr, answer: Acquired) -> Option<Grant> {
 /// gets the error at once; the release finishes on its own. (This runs on
 /// Tokio; a JS store's promise that fails on the JS thread is given back there,
 /// by the JS layer's settle function.)
-fn give_back_in_background(store: Arc<dyn LockStore>, hold: Hold, key: String, owner: SmallStr) {
+fn give_back_in_background(
+    store: Arc<dyn LockStore>,
+    hold: HoldKind,
+    key: String,
+    owner: SmallStr,
+) {
     let released = store.release(hold, &key, &owner).settle();
     tokio::spawn(async move {
         let _ = released.await;
@@ -230,17 +235,17 @@ mod tests {
     #[test]
     fn each_acquisition_mints_a_new_owner() {
         let store = store_here();
-        let a = ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).unwrap();
-        assert!(ready(store.release(Hold::Lock, "k", &a.owner)));
-        let b = ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).unwrap();
+        let a = ready(acquire(&store, HoldKind::Lock, "k", 1000.0, Wait::Now)).unwrap();
+        assert!(ready(store.release(HoldKind::Lock, "k", &a.owner)));
+        let b = ready(acquire(&store, HoldKind::Lock, "k", 1000.0, Wait::Now)).unwrap();
         assert_ne!(a.owner, b.owner);
     }
 
     #[test]
     fn a_held_lock_is_refused_at_once() {
         let store = store_here();
-        assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).is_some());
-        assert!(ready(acquire(&store, Hold::Lock, "k", 1000.0, Wait::Now)).is_none());
+        assert!(ready(acquire(&store, HoldKind::Lock, "k", 1000.0, Wait::Now)).is_some());
+        assert!(ready(acquire(&store, HoldKind::Lock, "k", 1000.0, Wait::Now)).is_none());
     }
 
     /// A store that takes the lock and then fails to say so.
@@ -252,7 +257,7 @@ mod tests {
         }
         fn acquire(
             &self,
-            hold: Hold,
+            hold: HoldKind,
             key: &str,
             owner: &str,
             ttl_ms: f64,
@@ -261,22 +266,22 @@ mod tests {
             let _ = self.0.acquire(hold, key, owner, ttl_ms, wait);
             Op::Ready(Err(crate::store::StoreError::Type("garbled reply".into())))
         }
-        fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
             self.0.release(hold, key, owner)
         }
-        fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
             self.0.extend(hold, key, owner, ttl_ms)
         }
-        fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+        fn holds(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
             self.0.holds(hold, key, owner)
         }
-        fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+        fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
             self.0.remaining(hold, key, owner)
         }
-        fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
+        fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool> {
             self.0.would_wait(hold, key)
         }
-        fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+        fn holders(&self, hold: HoldKind, key: &str) -> Op<f64> {
             self.0.holders(hold, key)
         }
     }
@@ -284,13 +289,13 @@ mod tests {
     #[tokio::test]
     async fn a_failed_acquire_gives_back_whatever_it_may_have_taken() {
         let store: Arc<dyn LockStore> = Arc::new(TakesThenFails(store_here()));
-        let err = acquire(&store, Hold::Lock, "k", 60_000.0, Wait::Now)
+        let err = acquire(&store, HoldKind::Lock, "k", 60_000.0, Wait::Now)
             .settle()
             .await
             .expect_err("the store failed");
         assert_eq!(err.to_string(), "garbled reply");
         for _ in 0..100 {
-            if !ready(store.would_wait(Hold::Lock, "k")) {
+            if !ready(store.would_wait(HoldKind::Lock, "k")) {
                 return;
             }
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;

@@ -599,7 +599,11 @@ export function storeContract(
         Array(PROCESSES).fill(0),
       )
       assert.equal(Number(readFileSync(file, 'utf8')), PROCESSES * INCREMENTS)
-      assert.equal(await lock(key).isLocked(), false, 'every holder released')
+      // Every release was answered before its process closed. On a store with a line, the last
+      // one can hand the lock to the place of a process closing that very moment, too late for
+      // it to take the lock or give it back: the hand-over lapses unclaimed after its claim
+      // window (half a second), never at the TTL (10 s), which a lost release would take.
+      await eventually(async () => assert.equal(await lock(key).isLocked(), false, 'every holder released'), 1_000)
     })
 
     test('process.exit() right after run() resolves leaves the lock free, however the callback ended', async () => {

@@ -52,7 +52,7 @@ function readWriteOps(write) {
       }),
     release: (handle, key, owner) => answer(call(storeOf(handle), 'releaseHold', key, owner), released),
     extend: (handle, key, owner, ttlMs) => answer(call(storeOf(handle), 'extendHold', key, owner, Math.ceil(ttlMs)), extended),
-    isLocked: write
+    wouldWait: write
       ? (handle, key) => answer(call(storeOf(handle), 'holders', key), (n) => count(n) > 0)
       : (handle, key) => answer(call(storeOf(handle), 'readersWait', key), readersWait),
     remainingTime: (handle, key, owner) => (owner === undefined ? null : answer(call(storeOf(handle), 'holdRemaining', key, owner), left)),

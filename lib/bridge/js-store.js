@@ -171,7 +171,7 @@ const jsOps = {
   release: (handle, key, owner) => answer(call(/** @type {JsHandle} */ (handle).store, 'release', key, owner), released),
   extend: (handle, key, owner, ttlMs) =>
     answer(call(/** @type {JsHandle} */ (handle).store, 'extend', key, owner, Math.ceil(ttlMs)), extended),
-  isLocked: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'isLocked', key), locked),
+  wouldWait: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'isLocked', key), locked),
   remainingTime: (handle, key) => answer(call(/** @type {JsHandle} */ (handle).store, 'remainingTime', key), left),
   // A JS store can only say whether anyone holds a key, and gives no token here.
   holds: () => null,

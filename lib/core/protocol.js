@@ -45,7 +45,9 @@ const { HoldKind } = native
  *   the place it takes tells back)
  * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean>} release
  * @property {(handle: object, key: string, owner: string, ttlMs: number) => boolean | Promise<boolean>} extend
- * @property {(handle: object, key: string) => boolean | Promise<boolean>} isLocked
+ * @property {(handle: object, key: string) => boolean | Promise<boolean>} wouldWait
+ *   whether an acquire of this kind (with its limit) would be refused now: for a plain lock,
+ *   whether anyone holds it (a JS store's isLocked)
  * @property {(handle: object, key: string, owner?: string) => number | null | Promise<number | null>} remainingTime
  *   a plain lock's: the key's; a semaphore's or read-write hold's: `owner`'s (null without one)
  * @property {(handle: object, key: string, owner: string) => boolean | Promise<boolean> | null} holds
@@ -96,12 +98,12 @@ const laneOf = (tagged) => {
 function nativeOps(hold, limit) {
   // Taken from the addon once: a lookup on its exports object per call is
   // what a plain lock's cycle would otherwise pay for naming the hold.
-  const { acquire, release, extend, isLocked, remainingTime, holds, fencingToken, holders, withdraw, watchReleases, sent, claim, leaveLine } = native
+  const { acquire, release, extend, wouldWait, remainingTime, holds, fencingToken, holders, withdraw, watchReleases, sent, claim, leaveLine } = native
   return {
     acquire: (handle, key, ttlMs, wait = WAIT.now, asked = 0) => acquire(handle, key, hold, limit, ttlMs, wait, asked),
     release: (handle, key, owner) => release(handle, key, hold, owner),
     extend: (handle, key, owner, ttlMs) => extend(handle, key, hold, owner, ttlMs),
-    isLocked: (handle, key) => isLocked(handle, key, hold, limit),
+    wouldWait: (handle, key) => wouldWait(handle, key, hold, limit),
     remainingTime: (handle, key, owner) => remainingTime(handle, key, hold, owner),
     holds: (handle, key, owner) => holds(handle, key, hold, owner),
     fencingToken: (handle, key, owner) => fencingToken(handle, key, hold, owner),

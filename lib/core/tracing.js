@@ -58,7 +58,7 @@ const lostChannel = diagnostics.channel(CHANNELS.lost)
  */
 
 /**
- * @param {import('../lock/hold.js').Target} target
+ * @param {import('../lock/acquisition.js').Target} target
  * @returns {About}
  */
 function about({ key, holdKind, store, ttlMs }) {
@@ -125,9 +125,9 @@ function traced(channel, context, operation, finish) {
  * One acquisition attempt of a handle, traced; `take(context)` makes it,
  * counting its store round trips in `context.attempts`.
  *
- * @param {import('../lock/hold.js').Target} target
+ * @param {import('../lock/acquisition.js').Target} target
  * @param {number} timeoutMs
- * @param {(context: { attempts: number }) => import('../lock/hold.js').Hold | null | Promise<import('../lock/hold.js').Hold | null>} take
+ * @param {(context: { attempts: number }) => import('../lock/acquisition.js').Acquisition | null | Promise<import('../lock/acquisition.js').Acquisition | null>} take
  */
 function traceAcquire(target, timeoutMs, take) {
   const context = { ...about(target), timeoutMs, waitedMs: 0, attempts: 0, fencingToken: /** @type {number | bigint | null} */ (null) }
@@ -146,7 +146,7 @@ function traceAcquire(target, timeoutMs, take) {
  * A whole run(), its callback included.
  *
  * @template T
- * @param {import('../lock/hold.js').Target} target
+ * @param {import('../lock/acquisition.js').Target} target
  * @param {unknown} options run()'s options, as given (checked by the run)
  * @param {() => Promise<T>} run
  */
@@ -160,7 +160,7 @@ function traceRun(target, options, run) {
  * A release, with how long the hold was held (null when that is unknown
  * here: restored, or taken while nobody listened).
  *
- * @param {import('../lock/hold.js').Hold} hold
+ * @param {import('../lock/acquisition.js').Acquisition} hold
  * @param {() => boolean | Promise<boolean>} release
  */
 function traceRelease(hold, release) {
@@ -174,7 +174,7 @@ function traceRelease(hold, release) {
  * every other outcome (a hold not held, or known lost, a store that says
  * it is gone, a store that failed) is a rejection, so an `error` event.
  *
- * @param {import('../lock/hold.js').Target} target
+ * @param {import('../lock/acquisition.js').Target} target
  * @param {number} ttlMs
  * @param {() => Promise<void>} extend
  */
@@ -188,7 +188,7 @@ function traceExtend(target, ttlMs, extend) {
  * answer, as nobody awaits it: a refusal there is a lost hold (told on
  * `keel:lock:lost`), not a rejection; a store that failed is one.
  *
- * @param {import('../lock/hold.js').Target} target
+ * @param {import('../lock/acquisition.js').Target} target
  * @param {number} ttlMs
  * @param {() => boolean | Promise<boolean>} extend
  */
@@ -200,7 +200,7 @@ function traceRenewal(target, ttlMs, extend) {
 /**
  * A hold known to be lost, told once.
  *
- * @param {import('../lock/hold.js').Target} target
+ * @param {import('../lock/acquisition.js').Target} target
  * @param {LostReason} reason
  */
 function publishLost(target, reason) {

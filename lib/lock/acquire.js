@@ -16,13 +16,13 @@ const { waitersOf, takeTicket, firstTriesOut, enqueue } = require('../wait/waiti
 const { Waiter, refused, kTook } = require('../wait/waiter.js')
 
 /** @typedef {import('../wait/waiting.js').Grant} Grant */
-/** @typedef {import('./hold.js').Target} Target */
-/** @typedef {import('./hold.js').Hold} Hold */
+/** @typedef {import('./acquisition.js').Target} Target */
+/** @typedef {import('./acquisition.js').Acquisition} Acquisition */
 /** @typedef {import('../wait/waiter.js').Taker} Taker */
 /** @typedef {import('../wait/waiter.js').Trace} Trace */
 
 /**
- * Acquire `target` for a fresh owner, for `taker`: its Hold, or null if the
+ * Acquire `target` for a fresh owner, for `taker`: its Acquisition, or null if the
  * lock stayed held for `timeout` ms; or a promise of that when the store (or
  * the wait) has to be awaited. Throws (or rejects with) `signal`'s reason
  * once it aborted.
@@ -33,7 +33,7 @@ const { Waiter, refused, kTook } = require('../wait/waiter.js')
  * @param {number} retryDelay
  * @param {AbortSignal | undefined} signal
  * @param {Trace | undefined} trace
- * @returns {Hold | null | Promise<Hold | null>}
+ * @returns {Acquisition | null | Promise<Acquisition | null>}
  */
 function acquire(taker, target, timeout, retryDelay, signal, trace) {
   if (signal?.aborted) throw signal.reason

@@ -62,7 +62,7 @@ function slotOf(owner) {
 function slotOps(limit) {
   /** @param {object} handle @param {string} key */
   const eachSlot = (handle, key) =>
-    Promise.all(Array.from({ length: limit }, (_, slot) => opsOf(handle).isLocked(handle, slotKey(key, slot))))
+    Promise.all(Array.from({ length: limit }, (_, slot) => opsOf(handle).wouldWait(handle, slotKey(key, slot))))
   return {
     async acquire(handle, key, ttlMs) {
       const ops = opsOf(handle)
@@ -81,7 +81,7 @@ function slotOps(limit) {
       const [slot, token] = slotOf(owner)
       return slot < 0 ? false : opsOf(handle).extend(handle, slotKey(key, slot), token, ttlMs)
     },
-    isLocked: async (handle, key) => (await eachSlot(handle, key)).every(Boolean),
+    wouldWait: async (handle, key) => (await eachSlot(handle, key)).every(Boolean),
     remainingTime(handle, key, owner) {
       const [slot] = owner === undefined ? [-1] : slotOf(owner)
       return slot < 0 ? null : opsOf(handle).remainingTime(handle, slotKey(key, slot))
@@ -89,7 +89,7 @@ function slotOps(limit) {
     // Such a store can say whether anyone holds the permit's slot.
     holds(handle, key, owner) {
       const [slot] = slotOf(owner)
-      return slot < 0 ? false : opsOf(handle).isLocked(handle, slotKey(key, slot))
+      return slot < 0 ? false : opsOf(handle).wouldWait(handle, slotKey(key, slot))
     },
     fencingToken: () => null,
     holders: async (handle, key) => (await eachSlot(handle, key)).filter(Boolean).length,
@@ -112,7 +112,7 @@ function withoutReadWrite(store) {
   const fail = () => {
     throw new TypeError(`${name} does not support read-write locks${why}`)
   }
-  return { acquire: fail, release: fail, extend: fail, isLocked: fail, remainingTime: fail, holds: fail, fencingToken: fail, holders: fail }
+  return { acquire: fail, release: fail, extend: fail, wouldWait: fail, remainingTime: fail, holds: fail, fencingToken: fail, holders: fail }
 }
 
 /**

@@ -13,24 +13,24 @@
  *    clock that decides it.
  *
  * A Lock handle is what lock() and restoreLock() return: what it is on (its
- * Target) and its latest acquisition (a Hold). run() gives its callback a
+ * Target) and its latest Acquisition. run() gives its callback a
  * handle of its own, bound to that run's acquisition alone. The decisions
  * that make the lock correct (owner tokens, the compare-and-act store
  * operations, expiry) live in the addon and the store; this file keeps what
  * is cheapest in JS: the handle and run()'s try/finally. An acquire is
- * lib/lock/acquire.js's; the handle turns its grant into a Hold.
+ * lib/lock/acquire.js's; the handle turns its grant into an Acquisition.
  */
 
 const { describe, checkMs, readOptions, isThenable } = require('../core/check.js')
 const { LockNotHeldError, fromStore } = require('../core/errors.js')
 const { realNow } = require('../core/timers.js')
-const { Hold } = require('./hold.js')
+const { Acquisition } = require('./acquisition.js')
 const { acquire, kTook } = require('./acquire.js')
 const { acquireChannel, runChannel, extendChannel, traceAcquire, traceRun, traceExtend } = require('../core/tracing.js')
 
 const kCreate = Symbol('Lock.create')
 
-/** @typedef {import('./hold.js').Target} Target */
+/** @typedef {import('./acquisition.js').Target} Target */
 /** @typedef {import('../wait/waiting.js').Grant} Grant */
 
 class Lock {
@@ -42,7 +42,7 @@ class Lock {
   /**
    * @param {symbol} token
    * @param {Target} target
-   * @param {Hold | null} hold
+   * @param {Acquisition | null} hold
    */
   constructor(token, target, hold) {
     if (token !== kCreate) {
@@ -70,7 +70,7 @@ class Lock {
    * not a loss: the signal of a hold you released is left as it was.
    */
   get signal() {
-    return (this.#hold ??= Hold.nothing(this.#target)).signal()
+    return (this.#hold ??= Acquisition.nothing(this.#target)).signal()
   }
 
   /** The key this lock guards. */
@@ -119,7 +119,7 @@ class Lock {
       }
     }
     if (hold === null) return [false, undefined]
-    const held = /** @type {Hold} */ (hold)
+    const held = /** @type {Acquisition} */ (hold)
     if (options?.autoExtend === true) held.renewLater()
     let result
     try {
@@ -221,7 +221,7 @@ class Lock {
 
   async isLocked() {
     try {
-      const locked = this.#target.ops.isLocked(this.#target.handle, this.#target.key)
+      const locked = this.#target.ops.wouldWait(this.#target.handle, this.#target.key)
       return isThenable(locked) ? await locked : locked
     } catch (error) {
       throw this.#failed(error)
@@ -237,7 +237,7 @@ class Lock {
     // say whether anyone holds the key.
     let held
     try {
-      held = ops.holds(handle, key, hold.owner) ?? ops.isLocked(handle, key)
+      held = ops.holds(handle, key, hold.owner) ?? ops.wouldWait(handle, key)
       if (isThenable(held)) held = await held
     } catch (error) {
       throw this.#failed(error)
@@ -272,7 +272,7 @@ class Lock {
     const { ops, handle, key } = this.#target
     try {
       if (ops.holders !== undefined) return await ops.holders(handle, key)
-      return (await ops.isLocked(handle, key)) ? 1 : 0
+      return (await ops.wouldWait(handle, key)) ? 1 : 0
     } catch (error) {
       throw this.#failed(error)
     }
@@ -300,12 +300,12 @@ class Lock {
   }
 
   /**
-   * Acquire for a fresh owner: the new Hold, or null if the lock stayed held;
+   * Acquire for a fresh owner: the new Acquisition, or null if the lock stayed held;
    * or a promise of that when the store (or the wait) has to be awaited.
    *
    * @param {string} where
    * @param {unknown} options
-   * @returns {Hold | null | Promise<Hold | null>}
+   * @returns {Acquisition | null | Promise<Acquisition | null>}
    */
   #take(where, options) {
     const [timeout, retryDelay, signal] = readOptions(where, options)
@@ -315,16 +315,16 @@ class Lock {
 
   /**
    * A grant the store gave (the owner token, or [owner, fencing token] from a
-   * native server store) made this handle's latest Hold (lib/lock/acquire.js calls it).
+   * native server store) made this handle's latest Acquisition (lib/lock/acquire.js calls it).
    *
    * @param {NonNullable<Grant>} grant
    * @param {number} since when the attempt that took it was sent
-   * @returns {Hold | Promise<Hold>}
+   * @returns {Acquisition | Promise<Acquisition>}
    */
   [kTook](grant, since) {
     const target = this.#target
-    if (typeof grant !== 'string') return (this.#hold = new Hold(target, grant[0], since, grant[1]).watchIfListened())
-    const hold = new Hold(target, grant, since, undefined).watchIfListened()
+    if (typeof grant !== 'string') return (this.#hold = new Acquisition(target, grant[0], since, grant[1]).watchIfListened())
+    const hold = new Acquisition(target, grant, since, undefined).watchIfListened()
     this.#hold = hold
     // (A JS store's fencingToken speaks for its plain locks only.)
     const fenced = target.capabilities.fencesAfterAcquire && target.holdKind === undefined
@@ -339,6 +339,6 @@ Object.defineProperty(Lock.prototype, Symbol.toStringTag, { value: 'Lock' })
  * @param {Target} target
  * @param {string | null} owner a restored acquisition's owner token
  */
-const newLock = (target, owner) => new Lock(kCreate, target, owner === null ? null : Hold.restored(target, owner))
+const newLock = (target, owner) => new Lock(kCreate, target, owner === null ? null : Acquisition.restored(target, owner))
 
 module.exports = { Lock, newLock }

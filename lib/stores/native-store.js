@@ -84,7 +84,7 @@ class NativeLockStore {
   async isLocked(key) {
     checkKey(`${this.#name}.isLocked`, key)
     try {
-      const locked = native.isLocked(this.#handle, key, LOCK, 0)
+      const locked = native.wouldWait(this.#handle, key, LOCK, 0)
       return isThenable(locked) ? await locked : locked
     } catch (error) {
       throw fromStore(error)

@@ -23,17 +23,17 @@ const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, leaveUnwant
 const { firstTake, wasTaken } = require('./handed.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
-/** @typedef {import('../lock/hold.js').Target} Target */
-/** @typedef {import('../lock/hold.js').Hold} Hold */
+/** @typedef {import('../lock/acquisition.js').Target} Target */
+/** @typedef {import('../lock/acquisition.js').Acquisition} Acquisition */
 
-/** The method of what an acquire is for (a Lock) that turns a grant into its Hold. */
+/** The method of what an acquire is for (a Lock) that turns a grant into its Acquisition. */
 const kTook = Symbol('Lock.took')
 
 /**
- * What an acquire is for: a Lock, which makes the store's grant a Hold (given
+ * What an acquire is for: a Lock, which makes the store's grant an Acquisition (given
  * `since`, when the attempt that took it was sent) and keeps it as its latest.
  *
- * @typedef {{ [kTook](grant: NonNullable<Grant>, since: number): Hold | Promise<Hold> }} Taker
+ * @typedef {{ [kTook](grant: NonNullable<Grant>, since: number): Acquisition | Promise<Acquisition> }} Taker
  */
 
 /**
@@ -90,11 +90,11 @@ class Waiter {
     this.queue = undefined
     /** @type {import('../core/timers.js').Timer | undefined} */
     this.poll = undefined
-    /** @type {(hold: Hold | null | Promise<Hold | null>) => void} */
+    /** @type {(hold: Acquisition | null | Promise<Acquisition | null>) => void} */
     this.resolve = noop
     /** @type {(error: unknown) => void} */
     this.reject = noop
-    /** @type {Promise<Hold | null>} */
+    /** @type {Promise<Acquisition | null>} */
     this.settled = new Promise((resolve, reject) => {
       this.resolve = resolve
       this.reject = reject
@@ -309,7 +309,7 @@ class Waiter {
   tookHanded(owner, token, since) {
     let hold
     try {
-      hold = /** @type {Hold} */ (this.taker[kTook]([owner, token], since))
+      hold = /** @type {Acquisition} */ (this.taker[kTook]([owner, token], since))
     } catch (error) {
       return this.reject(error)
     }
@@ -347,7 +347,7 @@ class Waiter {
   }
 
   /**
-   * Settle with the Hold the grant is for its taker.
+   * Settle with the Acquisition the grant is for its taker.
    *
    * @param {NonNullable<Grant>} grant
    */

@@ -36,7 +36,7 @@ const { firstTake, forget } = require('./handed.js')
  */
 
 /**
- * What a waiter waits for: a Target (lib/lock/hold.js), of which waiting needs this.
+ * What a waiter waits for: a Target (lib/lock/acquisition.js), of which waiting needs this.
  *
  * @typedef {object} Want
  * @property {object} handle

@@ -10,7 +10,7 @@ use super::errors::{contain_panics, js_error};
 use super::handle::StoreHandle;
 use super::pump::{settle_deferred, Settle};
 use crate::lock::Grant;
-use crate::store::{Hold, Op};
+use crate::store::{HoldKind, Op};
 use crate::text::{self, SmallStr};
 
 // Keys and owners cross as `SmallStr`: one copy into a buffer on the stack
@@ -79,10 +79,10 @@ impl ToNapiValue for SmallStr {
     }
 }
 
-/// Which kind of hold an operation is about, as JS names it. Every store
-/// operation below takes one, beside the key.
-#[napi]
-pub enum HoldKind {
+/// The kind of hold ([`HoldKind`]) as JS names it. Every store operation
+/// takes one, beside the key.
+#[napi(js_name = "HoldKind")]
+pub enum JsHoldKind {
     Lock,
     Permit,
     Read,
@@ -92,14 +92,14 @@ pub enum HoldKind {
 /// The store's hold: `limit` (a positive safe integer, checked by the JS
 /// layer) matters to a permit's acquire and would-wait only; the other
 /// operations find a permit by its owner, and pass 0.
-pub fn hold(HoldArg(kind): HoldArg, limit: f64) -> Hold {
+pub fn hold(HoldArg(kind): HoldArg, limit: f64) -> HoldKind {
     match kind {
-        HoldKind::Lock => Hold::Lock,
-        HoldKind::Permit => Hold::Permit {
+        JsHoldKind::Lock => HoldKind::Lock,
+        JsHoldKind::Permit => HoldKind::Permit {
             limit: limit as u64,
         },
-        HoldKind::Read => Hold::Read,
-        HoldKind::Write => Hold::Write,
+        JsHoldKind::Read => HoldKind::Read,
+        JsHoldKind::Write => HoldKind::Write,
     }
 }
 
@@ -107,7 +107,7 @@ pub fn hold(HoldArg(kind): HoldArg, limit: f64) -> Hold {
 /// read with one napi call and a match, where napi-rs's enum conversion
 /// takes two layers of checks. It crosses with every operation, a plain
 /// lock's included, whose cycle is counted in nanoseconds.
-pub struct HoldArg(pub HoldKind);
+pub struct HoldArg(pub JsHoldKind);
 
 impl FromNapiValue for HoldArg {
     unsafe fn from_napi_value(
@@ -118,10 +118,10 @@ impl FromNapiValue for HoldArg {
         // SAFETY: `env` and `value` are this call's; napi writes one i32.
         check_status!(unsafe { napi::sys::napi_get_value_int32(env, value, &mut number) })?;
         let kind = match number {
-            n if n == HoldKind::Lock as i32 => HoldKind::Lock,
-            n if n == HoldKind::Permit as i32 => HoldKind::Permit,
-            n if n == HoldKind::Read as i32 => HoldKind::Read,
-            n if n == HoldKind::Write as i32 => HoldKind::Write,
+            n if n == JsHoldKind::Lock as i32 => JsHoldKind::Lock,
+            n if n == JsHoldKind::Permit as i32 => JsHoldKind::Permit,
+            n if n == JsHoldKind::Read as i32 => JsHoldKind::Read,
+            n if n == JsHoldKind::Write as i32 => JsHoldKind::Write,
             _ => return Err(Error::new(Status::InvalidArg, "expected a HoldKind")),
         };
         Ok(HoldArg(kind))

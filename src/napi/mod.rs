@@ -6,7 +6,7 @@
 //! settled at once comes back as a plain value; one that has to wait comes
 //! back as a promise ([`convert::to_js`]). Each store operation is one
 //! function for every kind of hold (a plain lock, a semaphore permit, a
-//! reader, a writer): it names the hold ([`convert::HoldKind`]) beside the key, and
+//! reader, a writer): it names the hold ([`convert::JsHoldKind`]) beside the key, and
 //! the store's one method for it answers. Beside this file: the functions
 //! that make stores, one file each ([`stores`]), the handle ([`handle`]), the conversions
 //! ([`convert`]), errors and panics ([`errors`]), the promise pump ([`pump`]) and
@@ -85,7 +85,7 @@ pub fn store_acquire<'env>(
 ) -> Result<Settled<'env, bool>> {
     let op = handle
         .store
-        .acquire(hold(kind, limit), &key, &owner, ttl_ms, Wait::Not)
+        .acquire(hold(kind, limit), &key, &owner, ttl_ms, Wait::Now)
         .map(Acquired::is_taken);
     to_js(env, &handle, op)
 }
@@ -130,7 +130,7 @@ pub fn extend<'env>(
     ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number",
     ts_return_type = "boolean | Promise<boolean>"
 )]
-pub fn is_locked<'env>(
+pub fn would_wait<'env>(
     env: &'env Env,
     handle: Handle,
     key: SmallStr,

@@ -13,7 +13,7 @@ use crate::text::SmallStr;
 
 /// Which kind of hold an operation is about. Every store operation names one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hold {
+pub enum HoldKind {
     /// A plain lock: one owner.
     Lock,
     /// A semaphore permit; the caller's own limit decides whether it is admitted.
@@ -24,21 +24,21 @@ pub enum Hold {
     Write,
 }
 
-impl Hold {
+impl HoldKind {
     /// Semaphores and read-write keys keep their data apart: whether this
     /// is a semaphore's.
     pub fn is_permit(self) -> bool {
-        matches!(self, Hold::Permit { .. })
+        matches!(self, HoldKind::Permit { .. })
     }
 
     /// Its name in the server stores' scripts and functions, and its limit
     /// (0 for all but a permit).
     pub fn name_and_limit(self) -> (&'static str, u64) {
         match self {
-            Hold::Lock => ("lock", 0),
-            Hold::Permit { limit } => ("permit", limit),
-            Hold::Read => ("read", 0),
-            Hold::Write => ("write", 0),
+            HoldKind::Lock => ("lock", 0),
+            HoldKind::Permit { limit } => ("permit", limit),
+            HoldKind::Read => ("read", 0),
+            HoldKind::Write => ("write", 0),
         }
     }
 }
@@ -47,11 +47,10 @@ impl Hold {
 /// line, on a store that keeps one ([`super::Capabilities::waits_in_line`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
-    /// Outside the lock: the store's own `acquire(key, owner, ttl)`, for
-    /// that owner alone (never handed a lock meant for this process).
-    Not,
-    /// A lock's attempt that does not wait (`acquireImmediately`): it takes
-    /// the lock only if it is free and nobody's turn, and never waits in line.
+    /// An attempt that does not wait (`acquireImmediately`, or the store's
+    /// own `acquire(key, owner, ttl)`): it takes the lock only if it is free
+    /// and nobody's turn, never waits in line, and is never handed a lock
+    /// meant for this process's waiters.
     Now,
     /// A waiter's attempt, sent when it says: refused, it takes (or keeps)
     /// this process's place.

@@ -33,7 +33,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use crate::error::{BackendError, Code, StoreError};
-pub use hold::{Acquired, Hold, HoldOp, Wait};
+pub use hold::{Acquired, HoldKind, HoldOp, Wait};
 pub use line::Asked;
 pub use memory::MemoryStore;
 pub use mysql::MySqlStore;
@@ -208,7 +208,7 @@ impl Capabilities {
 /// A lock backend. Times are milliseconds; `ttl_ms` is always a positive,
 /// finite number (the API layer rejects anything else before a store sees it).
 ///
-/// Every operation names the kind of hold it is about ([`Hold`]): the plain
+/// Every operation names the kind of hold it is about ([`HoldKind`]): the plain
 /// lock, a semaphore permit, a reader or a writer. One method per operation,
 /// whatever the hold, so a caller (the napi functions, the acquire
 /// algorithm) dispatches once; each store decides per hold where its data
@@ -218,41 +218,48 @@ pub trait LockStore: Send + Sync + 'static {
     fn capabilities(&self) -> Capabilities;
     /// Take `key` in `hold` for `owner` if the hold admits it now. Atomic: a
     /// plain lock is a set-if-absent. `wait` matters to a store that keeps a
-    /// line ([`Capabilities::waits_in_line`]); the others take it as [`Wait::Not`].
-    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired>;
+    /// line ([`Capabilities::waits_in_line`]); the others take it as [`Wait::Now`].
+    fn acquire(
+        &self,
+        hold: HoldKind,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+        wait: Wait,
+    ) -> Op<Acquired>;
     /// Give back `owner`'s hold, only if it is still live (a plain lock:
     /// delete `key` only if `owner` still holds it).
-    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool>;
+    fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool>;
     /// Push `owner`'s hold out to `ttl_ms` from now, only if it is still live.
-    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool>;
+    fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool>;
     /// Whether `owner` holds `key` in `hold` now.
-    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool>;
+    fn holds(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool>;
     /// Milliseconds until a hold expires, `None` if there is none: a plain
     /// lock's, whoever holds it (`owner` is not asked); in the other kinds
     /// `owner`'s, and `None` without an owner.
-    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>>;
+    fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>>;
     /// Whether an acquire in `hold` would be refused now: for a plain lock,
     /// whether anyone holds it.
-    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool>;
+    fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool>;
     /// How many hold `key` now: 1 or 0 for a plain lock, permits for a
     /// semaphore, readers (or 1 for a writer) for a read-write key.
-    fn holders(&self, hold: Hold, key: &str) -> Op<f64>;
+    fn holders(&self, hold: HoldKind, key: &str) -> Op<f64>;
     /// The fencing token `owner`'s hold of `key` was given: a number that
     /// only grows, per key, across every client of the store. Answered at
     /// once, from what the store keeps with the hold, by stores whose acquire
     /// answers [`Acquired::Taken`]; `None` when the store has none for it (not
     /// held, or it handed its tokens over with the acquire instead).
-    fn fencing_token(&self, _hold: Hold, _key: &str, _owner: &str) -> Option<f64> {
+    fn fencing_token(&self, _hold: HoldKind, _key: &str, _owner: &str) -> Option<f64> {
         None
     }
     /// A writer waiting in `hold` gave up: stop holding back new readers for it.
-    fn withdraw(&self, _hold: Hold, _key: &str) -> Op<()> {
+    fn withdraw(&self, _hold: HoldKind, _key: &str) -> Op<()> {
         Op::Ready(Ok(()))
     }
     /// Follow (or stop following) releases of `key`'s holds that other
     /// clients announce. The first call may return the listener task for the
     /// caller to run on Tokio. Stores that cannot hear releases do nothing.
-    fn watch(&self, _hold: Hold, _key: &str, _on: bool) -> Option<Task> {
+    fn watch(&self, _hold: HoldKind, _key: &str, _on: bool) -> Option<Task> {
         None
     }
     /// Settles once everything asked about `key` so far is written to the
@@ -268,7 +275,7 @@ pub trait LockStore: Send + Sync + 'static {
     /// process waiting (asked for when the claim was sent), it keeps a
     /// place at the back of the line.
     fn claim(&self, key: &str, owner: &str, ttl_ms: f64, _more: Option<Asked>) -> Op<bool> {
-        self.extend(Hold::Lock, key, owner, ttl_ms)
+        self.extend(HoldKind::Lock, key, owner, ttl_ms)
     }
     /// Every waiter of this process for the plain lock `key` gave up: its
     /// place in the store's line goes. A lock handed to the place meanwhile

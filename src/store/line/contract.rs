@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::store::event_loop::tests::Harness;
 use crate::store::follow::{OnReleased, Released};
-use crate::store::{line, Acquired, Asked, Hold, LockStore, Op, Wait};
+use crate::store::{line, Acquired, Asked, HoldKind, LockStore, Op, Wait};
 
 /// What the stores were told, in order (the stores stand for processes;
 /// they share it).
@@ -50,9 +50,9 @@ pub fn the_line_hands_the_lock_over_in_order<S: LockStore>(
 ) {
     let told = Told::default();
     let (a, b) = (make(told.tell()), make(told.tell()));
-    let lock = Hold::Lock;
+    let lock = HoldKind::Lock;
     assert!(matches!(
-        ok(harness, a.acquire(lock, "k", "a1", 10_000.0, Wait::Not)),
+        ok(harness, a.acquire(lock, "k", "a1", 10_000.0, Wait::Now)),
         Acquired::Fenced(_)
     ));
     assert_eq!(
@@ -118,7 +118,7 @@ pub fn more_waiting_keep_their_place<S: LockStore>(
 ) {
     let told = Told::default();
     let (a, b) = (make(told.tell()), make(told.tell()));
-    let lock = Hold::Lock;
+    let lock = HoldKind::Lock;
     let refused = |store: &S, owner: &str| {
         ok(
             harness,
@@ -180,10 +180,10 @@ pub fn leaving_keeps_a_lock_handed_over<S: LockStore>(
 ) {
     let told = Told::default();
     let (a, b) = (make(told.tell()), make(told.tell()));
-    let lock = Hold::Lock;
+    let lock = HoldKind::Lock;
     let handed_to_b = |owner: &str, asked: u64| {
         assert!(matches!(
-            ok(harness, a.acquire(lock, "h", "a", 10_000.0, Wait::Not)),
+            ok(harness, a.acquire(lock, "h", "a", 10_000.0, Wait::Now)),
             Acquired::Fenced(_)
         ));
         assert_eq!(
@@ -200,7 +200,7 @@ pub fn leaving_keeps_a_lock_handed_over<S: LockStore>(
             "still b's after it left"
         );
         assert_eq!(
-            ok(harness, a.acquire(lock, "h", "a", 10_000.0, Wait::Not)),
+            ok(harness, a.acquire(lock, "h", "a", 10_000.0, Wait::Now)),
             Acquired::Refused
         );
     };
@@ -217,7 +217,7 @@ pub fn leaving_keeps_a_lock_handed_over<S: LockStore>(
     handed_to_b("b4", 8);
     std::thread::sleep(std::time::Duration::from_millis(line::CLAIM_MS + 50));
     assert!(matches!(
-        ok(harness, a.acquire(lock, "h", "a", 10_000.0, Wait::Not)),
+        ok(harness, a.acquire(lock, "h", "a", 10_000.0, Wait::Now)),
         Acquired::Fenced(_)
     ));
     assert!(ok(harness, a.release(lock, "h", "a")));

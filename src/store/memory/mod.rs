@@ -7,7 +7,7 @@
 //! up.
 
 mod clock;
-mod shared;
+mod groups;
 
 use std::collections::HashMap;
 
@@ -16,8 +16,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use self::clock::{expiry, ms_until};
-use self::shared::{Groups, Held};
-use super::{Acquired, Capabilities, Hold, LockStore, Op, Wait};
+use self::groups::{Groups, Held};
+use super::{Acquired, Capabilities, HoldKind, LockStore, Op, Wait};
 
 /// A sweep runs when something may have expired and the last sweep is at
 /// least this old, or when the map has doubled since the last sweep.
@@ -55,7 +55,7 @@ struct Entries {
     /// kept for keys nobody holds.
     last_token: u64,
     /// Semaphores' and read-write keys' holds.
-    shared: Groups,
+    groups: Groups,
 }
 
 impl Entries {
@@ -76,7 +76,7 @@ impl Entries {
     fn maybe_sweep(&mut self, now: Instant) {
         let due = self.sweep.earliest_expiry.is_some_and(|e| e <= now)
             && now.duration_since(self.sweep.last_run) >= SWEEP_INTERVAL;
-        if due || self.map.len() + self.shared.len() >= self.sweep.grow_limit {
+        if due || self.map.len() + self.groups.len() >= self.sweep.grow_limit {
             self.sweep_now(now);
         }
     }
@@ -88,9 +88,9 @@ impl Entries {
             return_freed_memory();
         }
         let locks = self.map.values().map(|e| e.expires_at).min();
-        self.sweep.earliest_expiry = locks.into_iter().chain(self.shared.sweep(now)).min();
+        self.sweep.earliest_expiry = locks.into_iter().chain(self.groups.sweep(now)).min();
         self.sweep.last_run = now;
-        self.sweep.grow_limit = (2 * (self.map.len() + self.shared.len())).max(SWEEP_MIN_LEN);
+        self.sweep.grow_limit = (2 * (self.map.len() + self.groups.len())).max(SWEEP_MIN_LEN);
     }
 }
 
@@ -134,7 +134,7 @@ impl MemoryStore {
                     grow_limit: SWEEP_MIN_LEN,
                 },
                 last_token: 0,
-                shared: Groups::default(),
+                groups: Groups::default(),
             }),
         }
     }
@@ -149,7 +149,7 @@ impl MemoryStore {
     /// expired ones not yet swept.
     pub fn len(&self) -> usize {
         let entries = self.entries();
-        entries.map.len() + entries.shared.len()
+        entries.map.len() + entries.groups.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -227,7 +227,13 @@ impl MemoryStore {
             .map(|e| ms_until(e.expires_at, now))
     }
 
-    pub fn try_acquire_in(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Option<u64> {
+    pub fn try_acquire_in(
+        &self,
+        hold: HoldKind,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+    ) -> Option<u64> {
         let now = Instant::now();
         let mut entries = self.entries();
         entries.maybe_sweep(now);
@@ -238,7 +244,7 @@ impl MemoryStore {
             expires_at,
             token,
         };
-        if !entries.shared.admit(hold, key, held, now) {
+        if !entries.groups.admit(hold, key, held, now) {
             return None;
         }
         entries.last_token = token;
@@ -246,16 +252,16 @@ impl MemoryStore {
         Some(token)
     }
 
-    pub fn try_release_in(&self, hold: Hold, key: &str, owner: &str) -> bool {
+    pub fn try_release_in(&self, hold: HoldKind, key: &str, owner: &str) -> bool {
         let now = Instant::now();
-        self.entries().shared.release(hold, key, owner, now)
+        self.entries().groups.release(hold, key, owner, now)
     }
 
-    pub fn try_extend_in(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> bool {
+    pub fn try_extend_in(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> bool {
         let now = Instant::now();
         let mut entries = self.entries();
         let expires_at = expiry(now, ttl_ms);
-        let Some(held) = entries.shared.held(hold, key, owner, now) else {
+        let Some(held) = entries.groups.held(hold, key, owner, now) else {
             return false;
         };
         held.expires_at = expires_at;
@@ -263,105 +269,112 @@ impl MemoryStore {
         true
     }
 
-    pub fn held_in(&self, hold: Hold, key: &str, owner: &str) -> bool {
+    pub fn held_in(&self, hold: HoldKind, key: &str, owner: &str) -> bool {
         let now = Instant::now();
-        self.entries().shared.held(hold, key, owner, now).is_some()
+        self.entries().groups.held(hold, key, owner, now).is_some()
     }
 
-    pub fn remaining_in_ms(&self, hold: Hold, key: &str, owner: &str) -> Option<f64> {
+    pub fn remaining_in_ms(&self, hold: HoldKind, key: &str, owner: &str) -> Option<f64> {
         let now = Instant::now();
         let mut entries = self.entries();
-        let held = entries.shared.held(hold, key, owner, now)?;
+        let held = entries.groups.held(hold, key, owner, now)?;
         Some(ms_until(held.expires_at, now))
     }
 
-    pub fn waits(&self, hold: Hold, key: &str) -> bool {
-        self.entries().shared.would_wait(hold, key, Instant::now())
+    pub fn waits(&self, hold: HoldKind, key: &str) -> bool {
+        self.entries().groups.would_wait(hold, key, Instant::now())
     }
 
-    pub fn count(&self, hold: Hold, key: &str) -> usize {
-        self.entries().shared.count(hold, key, Instant::now())
+    pub fn count(&self, hold: HoldKind, key: &str) -> usize {
+        self.entries().groups.count(hold, key, Instant::now())
     }
 
-    pub fn stop_holding_back(&self, hold: Hold, key: &str) {
+    pub fn stop_holding_back(&self, hold: HoldKind, key: &str) {
         let now = Instant::now();
-        self.entries().shared.stop_holding_back(hold, key, now);
+        self.entries().groups.stop_holding_back(hold, key, now);
     }
 
     /// The fencing token of `owner`'s live hold on `key` in `hold`.
-    pub fn token_in(&self, hold: Hold, key: &str, owner: &str) -> Option<u64> {
+    pub fn token_in(&self, hold: HoldKind, key: &str, owner: &str) -> Option<u64> {
         let now = Instant::now();
         let mut entries = self.entries();
-        entries.shared.held(hold, key, owner, now).map(|h| h.token)
+        entries.groups.held(hold, key, owner, now).map(|h| h.token)
     }
 }
 
 /// One dispatch on the kind of hold: plain locks live in the store's own
 /// map (the fast path: no group, no vector), the other kinds in their
-/// groups (`shared`).
+/// groups (`groups`).
 impl LockStore for MemoryStore {
-    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, _: Wait) -> Op<Acquired> {
+    fn acquire(
+        &self,
+        hold: HoldKind,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+        _: Wait,
+    ) -> Op<Acquired> {
         Op::Ready(Ok(match hold {
-            Hold::Lock if self.try_acquire(key, owner, ttl_ms) => Acquired::Taken,
-            Hold::Lock => Acquired::Refused,
+            HoldKind::Lock if self.try_acquire(key, owner, ttl_ms) => Acquired::Taken,
+            HoldKind::Lock => Acquired::Refused,
             _ => Acquired::from_token(self.try_acquire_in(hold, key, owner, ttl_ms)),
         }))
     }
 
-    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+    fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
         Op::Ready(Ok(match hold {
-            Hold::Lock => self.try_release(key, owner),
+            HoldKind::Lock => self.try_release(key, owner),
             _ => self.try_release_in(hold, key, owner),
         }))
     }
 
-    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+    fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         Op::Ready(Ok(match hold {
-            Hold::Lock => self.try_extend(key, owner, ttl_ms),
+            HoldKind::Lock => self.try_extend(key, owner, ttl_ms),
             _ => self.try_extend_in(hold, key, owner, ttl_ms),
         }))
     }
 
-    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+    fn holds(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
         Op::Ready(Ok(match hold {
-            Hold::Lock => self.held_by(key, owner),
+            HoldKind::Lock => self.held_by(key, owner),
             _ => self.held_in(hold, key, owner),
         }))
     }
 
-    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+    fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         Op::Ready(Ok(match (hold, owner) {
-            (Hold::Lock, _) => self.time_left(key),
+            (HoldKind::Lock, _) => self.time_left(key),
             (_, Some(owner)) => self.remaining_in_ms(hold, key, owner),
             (_, None) => None,
         }))
     }
 
-    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
+    fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool> {
         Op::Ready(Ok(match hold {
-            Hold::Lock => self.locked(key),
+            HoldKind::Lock => self.locked(key),
             _ => self.waits(hold, key),
         }))
     }
 
-    fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+    fn holders(&self, hold: HoldKind, key: &str) -> Op<f64> {
         let count = match hold {
-            Hold::Lock => usize::from(self.locked(key)),
+            HoldKind::Lock => usize::from(self.locked(key)),
             _ => self.count(hold, key),
         };
         Op::Ready(Ok(count as f64))
     }
 
-    fn fencing_token(&self, hold: Hold, key: &str, owner: &str) -> Option<f64> {
+    fn fencing_token(&self, hold: HoldKind, key: &str, owner: &str) -> Option<f64> {
         let token = match hold {
-            Hold::Lock => self.token_of(key, owner),
+            HoldKind::Lock => self.token_of(key, owner),
             _ => self.token_in(hold, key, owner),
         };
         token.map(|t| t as f64)
     }
 
-    fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
-        if hold == Hold::Write {
+    fn withdraw(&self, hold: HoldKind, key: &str) -> Op<()> {
+        if hold == HoldKind::Write {
             self.stop_holding_back(hold, key);
         }
         Op::Ready(Ok(()))

@@ -132,44 +132,44 @@ fn every_operation_names_its_hold() {
         }
     }
     let store = MemoryStore::new();
-    let permit = Hold::Permit { limit: 1 };
+    let permit = HoldKind::Permit { limit: 1 };
     // A plain lock keeps its token with the hold; the other kinds hand it over.
     assert_eq!(
-        now(store.acquire(Hold::Lock, "k", "a", 10_000.0, Wait::Not)),
+        now(store.acquire(HoldKind::Lock, "k", "a", 10_000.0, Wait::Now)),
         Acquired::Taken
     );
-    assert!(store.fencing_token(Hold::Lock, "k", "a").is_some());
-    let Acquired::Fenced(token) = now(store.acquire(permit, "k", "p", 10_000.0, Wait::Not)) else {
+    assert!(store.fencing_token(HoldKind::Lock, "k", "a").is_some());
+    let Acquired::Fenced(token) = now(store.acquire(permit, "k", "p", 10_000.0, Wait::Now)) else {
         panic!("a permit is handed over with its token");
     };
     assert_eq!(store.fencing_token(permit, "k", "p"), Some(token as f64));
     assert_eq!(
-        now(store.acquire(permit, "k", "q", 10_000.0, Wait::Not)),
+        now(store.acquire(permit, "k", "q", 10_000.0, Wait::Now)),
         Acquired::Refused
     );
-    assert!(now(store.would_wait(Hold::Lock, "k")));
+    assert!(now(store.would_wait(HoldKind::Lock, "k")));
     assert!(now(store.would_wait(permit, "k")));
-    assert!(!now(store.would_wait(Hold::Read, "k")));
-    assert_eq!(now(store.holders(Hold::Lock, "k")), 1.0);
+    assert!(!now(store.would_wait(HoldKind::Read, "k")));
+    assert_eq!(now(store.holders(HoldKind::Lock, "k")), 1.0);
     assert_eq!(now(store.holders(permit, "k")), 1.0);
-    assert_eq!(now(store.holders(Hold::Write, "k")), 0.0);
+    assert_eq!(now(store.holders(HoldKind::Write, "k")), 0.0);
     // A plain lock's time left is the key's, whoever asks; a permit's is its owner's.
-    assert!(now(store.remaining(Hold::Lock, "k", None)).is_some());
+    assert!(now(store.remaining(HoldKind::Lock, "k", None)).is_some());
     assert!(now(store.remaining(permit, "k", Some("p"))).is_some());
     assert_eq!(now(store.remaining(permit, "k", None)), None);
-    assert!(now(store.holds(Hold::Lock, "k", "a")));
+    assert!(now(store.holds(HoldKind::Lock, "k", "a")));
     assert!(!now(store.holds(permit, "k", "a")));
     assert!(
         !now(store.release(permit, "k", "a")),
         "a plain lock's owner"
     );
     assert!(now(store.extend(permit, "k", "p", 20_000.0)));
-    assert!(now(store.release(Hold::Lock, "k", "a")));
+    assert!(now(store.release(HoldKind::Lock, "k", "a")));
     assert!(now(store.release(permit, "k", "p")));
     assert_eq!(store.entries_in_process(), 0);
 }
 
-const PERMIT3: Hold = Hold::Permit { limit: 3 };
+const PERMIT3: HoldKind = HoldKind::Permit { limit: 3 };
 
 #[test]
 fn a_semaphore_admits_up_to_its_limit() {
@@ -184,7 +184,7 @@ fn a_semaphore_admits_up_to_its_limit() {
     assert_eq!(store.count(PERMIT3, "s"), 3);
     // A caller with a higher limit is admitted while fewer than its own are held.
     assert!(store
-        .try_acquire_in(Hold::Permit { limit: 4 }, "s", "e", 10_000.0)
+        .try_acquire_in(HoldKind::Permit { limit: 4 }, "s", "e", 10_000.0)
         .is_some());
     assert!(store.try_release_in(PERMIT3, "s", "a"));
     assert!(!store.try_release_in(PERMIT3, "s", "a"), "only once");
@@ -201,12 +201,12 @@ fn kinds_of_hold_never_see_each_other() {
     let store = MemoryStore::new();
     assert!(store.try_acquire("k", "plain", 10_000.0));
     assert!(store
-        .try_acquire_in(Hold::Permit { limit: 1 }, "k", "p", 10_000.0)
+        .try_acquire_in(HoldKind::Permit { limit: 1 }, "k", "p", 10_000.0)
         .is_some());
     assert!(store
-        .try_acquire_in(Hold::Write, "k", "w", 10_000.0)
+        .try_acquire_in(HoldKind::Write, "k", "w", 10_000.0)
         .is_some());
-    assert!(!store.try_release_in(Hold::Write, "k", "p"));
+    assert!(!store.try_release_in(HoldKind::Write, "k", "p"));
     assert!(!store.try_release_in(PERMIT3, "k", "w"));
     assert!(!store.try_release("k", "w"));
 }
@@ -231,38 +231,38 @@ fn permits_expire_one_by_one() {
 fn readers_share_and_a_writer_excludes() {
     let store = MemoryStore::new();
     assert!(store
-        .try_acquire_in(Hold::Read, "rw", "r1", 10_000.0)
+        .try_acquire_in(HoldKind::Read, "rw", "r1", 10_000.0)
         .is_some());
     assert!(store
-        .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
+        .try_acquire_in(HoldKind::Read, "rw", "r2", 10_000.0)
         .is_some());
-    assert_eq!(store.count(Hold::Read, "rw"), 2);
+    assert_eq!(store.count(HoldKind::Read, "rw"), 2);
     assert!(store
-        .try_acquire_in(Hold::Write, "rw", "w", 10_000.0)
+        .try_acquire_in(HoldKind::Write, "rw", "w", 10_000.0)
         .is_none());
     // The refused writer holds back new readers...
     assert!(store
-        .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
+        .try_acquire_in(HoldKind::Read, "rw", "r3", 10_000.0)
         .is_none());
-    assert!(store.waits(Hold::Read, "rw"));
-    assert!(store.try_release_in(Hold::Read, "rw", "r1"));
-    assert!(store.try_release_in(Hold::Read, "rw", "r2"));
+    assert!(store.waits(HoldKind::Read, "rw"));
+    assert!(store.try_release_in(HoldKind::Read, "rw", "r1"));
+    assert!(store.try_release_in(HoldKind::Read, "rw", "r2"));
     // ...and gets in once they are gone; then nobody else does.
     let token = store
-        .try_acquire_in(Hold::Write, "rw", "w", 10_000.0)
+        .try_acquire_in(HoldKind::Write, "rw", "w", 10_000.0)
         .expect("writer admitted");
-    assert_eq!(store.token_in(Hold::Write, "rw", "w"), Some(token));
+    assert_eq!(store.token_in(HoldKind::Write, "rw", "w"), Some(token));
     assert!(store
-        .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
+        .try_acquire_in(HoldKind::Read, "rw", "r3", 10_000.0)
         .is_none());
     assert!(store
-        .try_acquire_in(Hold::Write, "rw", "w2", 10_000.0)
+        .try_acquire_in(HoldKind::Write, "rw", "w2", 10_000.0)
         .is_none());
-    assert!(store.try_release_in(Hold::Write, "rw", "w"));
+    assert!(store.try_release_in(HoldKind::Write, "rw", "w"));
     // w2's refusal held readers back; its withdrawal lets them in.
-    store.stop_holding_back(Hold::Write, "rw");
+    store.stop_holding_back(HoldKind::Write, "rw");
     assert!(store
-        .try_acquire_in(Hold::Read, "rw", "r3", 10_000.0)
+        .try_acquire_in(HoldKind::Read, "rw", "r3", 10_000.0)
         .is_some());
 }
 
@@ -270,17 +270,17 @@ fn readers_share_and_a_writer_excludes() {
 fn a_waiting_writer_holds_readers_back_only_for_its_ttl() {
     let store = MemoryStore::new();
     assert!(store
-        .try_acquire_in(Hold::Read, "rw", "r1", 10_000.0)
+        .try_acquire_in(HoldKind::Read, "rw", "r1", 10_000.0)
         .is_some());
     assert!(store
-        .try_acquire_in(Hold::Write, "rw", "w", 100.0)
+        .try_acquire_in(HoldKind::Write, "rw", "w", 100.0)
         .is_none());
     assert!(store
-        .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
+        .try_acquire_in(HoldKind::Read, "rw", "r2", 10_000.0)
         .is_none());
     sleep(Duration::from_millis(150));
     assert!(store
-        .try_acquire_in(Hold::Read, "rw", "r2", 10_000.0)
+        .try_acquire_in(HoldKind::Read, "rw", "r2", 10_000.0)
         .is_some());
 }
 

@@ -46,8 +46,8 @@ use super::line::Release;
 use super::sweeps::Sweeps;
 use super::tls::client_config;
 use super::{
-    Acquired, Asked, Capabilities, Done, Hold, HoldOp, LockStore, Op, StoreResult, TableOptions,
-    Task, Wait,
+    Acquired, Asked, Capabilities, Done, HoldKind, HoldOp, LockStore, Op, StoreResult,
+    TableOptions, Task, Wait,
 };
 
 /// The SQL that makes every object a store on `table` uses (what it runs
@@ -121,12 +121,12 @@ impl MySqlStore {
 
     /// Send the operation `plan` makes of the store's statements, on its
     /// key's connection; its answer becomes the operation's on this thread.
-    fn run<T: 'static>(&self, plan: impl FnOnce() -> (Request, Reader<T>)) -> Op<T> {
+    fn send<T: 'static>(&self, plan: impl FnOnce() -> (Request, Reader<T>)) -> Op<T> {
         let planned = plan();
         let shared = Arc::clone(&self.shared);
         let name = planned.0.name;
         self.direct.operation(name, move |local, done| {
-            send(&local, &shared, planned, done)
+            submit(&local, &shared, planned, done)
         })
     }
 
@@ -137,7 +137,7 @@ impl MySqlStore {
     fn acquire_lock(&self, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired> {
         if let Wait::InLineWithMore(_) = wait {
             let me = &self.shared.me;
-            return self.run(|| ops::acquire_in_line(key, owner, ttl_ms, me, wait));
+            return self.send(|| ops::acquire_in_line(key, owner, ttl_ms, me, wait));
         }
         let first = ops::acquire_lock(key, owner, ttl_ms);
         let (shared, key, owner) = (Arc::clone(&self.shared), key.to_owned(), owner.to_owned());
@@ -146,11 +146,11 @@ impl MySqlStore {
             let refused = Box::new(move |outcome: StoreResult<Acquired>| match outcome {
                 Ok(Acquired::Refused) => {
                     let plan = ops::acquire_in_line(&key, &owner, ttl_ms, &then.me, wait);
-                    send(&again, &then, plan, done)
+                    submit(&again, &then, plan, done)
                 }
                 outcome => done(outcome),
             });
-            send(&local, &shared, first, refused)
+            submit(&local, &shared, first, refused)
         })
     }
 
@@ -171,18 +171,18 @@ impl MySqlStore {
                         }
                         done(Ok(true))
                     });
-                    send(&again, &then, plan, handed)
+                    submit(&again, &then, plan, handed)
                 }
                 outcome => done(outcome.map(|freed| freed == Freed::Released)),
             });
-            send(&local, &shared, first, marked)
+            submit(&local, &shared, first, marked)
         })
     }
 }
 
 /// Send `request` on its key's connection; `read` makes its answer the
 /// operation's, given to `done` on this thread.
-fn send<T: 'static>(
+fn submit<T: 'static>(
     local: &Local,
     shared: &Arc<Shared>,
     (request, read): (Request, Reader<T>),
@@ -251,10 +251,17 @@ impl LockStore for MySqlStore {
         }
     }
 
-    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired> {
+    fn acquire(
+        &self,
+        hold: HoldKind,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+        wait: Wait,
+    ) -> Op<Acquired> {
         match hold {
-            Hold::Lock => self.acquire_lock(key, owner, ttl_ms, wait),
-            _ => self.run(|| {
+            HoldKind::Lock => self.acquire_lock(key, owner, ttl_ms, wait),
+            _ => self.send(|| {
                 ops::hold(
                     HoldOp::Acquire,
                     hold,
@@ -267,59 +274,59 @@ impl LockStore for MySqlStore {
         }
     }
 
-    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+    fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.release_lock(key, owner),
-            _ => self.run(|| ops::hold(HoldOp::Release, hold, key, owner, 1.0, answer::hold_done)),
+            HoldKind::Lock => self.release_lock(key, owner),
+            _ => self.send(|| ops::hold(HoldOp::Release, hold, key, owner, 1.0, answer::hold_done)),
         }
     }
 
-    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        self.run(|| match hold {
-            Hold::Lock => ops::extend_lock(key, owner, ttl_ms),
+    fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        self.send(|| match hold {
+            HoldKind::Lock => ops::extend_lock(key, owner, ttl_ms),
             _ => ops::hold(HoldOp::Extend, hold, key, owner, ttl_ms, answer::hold_done),
         })
     }
 
-    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+    fn holds(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.run(|| ops::lock_held_by(key, owner)),
+            HoldKind::Lock => self.send(|| ops::lock_held_by(key, owner)),
             _ => self
-                .run(|| ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_left))
+                .send(|| ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_left))
                 .map(|left| left.is_some()),
         }
     }
 
-    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+    fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         match (hold, owner) {
-            (Hold::Lock, _) => self.run(|| ops::lock_remaining(key)),
+            (HoldKind::Lock, _) => self.send(|| ops::lock_remaining(key)),
             (_, Some(owner)) => {
-                self.run(|| ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_left))
+                self.send(|| ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_left))
             }
             (_, None) => Op::Ready(Ok(None)),
         }
     }
 
-    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
-        self.run(|| match hold {
-            Hold::Lock => ops::is_locked(key),
+    fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool> {
+        self.send(|| match hold {
+            HoldKind::Lock => ops::is_locked(key),
             _ => ops::hold(HoldOp::Waits, hold, key, "", 1.0, answer::hold_done),
         })
     }
 
-    fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+    fn holders(&self, hold: HoldKind, key: &str) -> Op<f64> {
         match hold {
-            Hold::Lock => self
-                .run(|| ops::is_locked(key))
+            HoldKind::Lock => self
+                .send(|| ops::is_locked(key))
                 .map(|locked| f64::from(u8::from(locked))),
-            _ => self.run(|| ops::hold(HoldOp::Count, hold, key, "", 1.0, answer::hold_count)),
+            _ => self.send(|| ops::hold(HoldOp::Count, hold, key, "", 1.0, answer::hold_count)),
         }
     }
 
-    fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
+    fn withdraw(&self, hold: HoldKind, key: &str) -> Op<()> {
         match hold {
-            Hold::Write => {
-                self.run(|| ops::hold(HoldOp::Withdraw, hold, key, "", 1.0, answer::hold_nothing))
+            HoldKind::Write => {
+                self.send(|| ops::hold(HoldOp::Withdraw, hold, key, "", 1.0, answer::hold_nothing))
             }
             _ => Op::Ready(Ok(())),
         }
@@ -329,8 +336,8 @@ impl LockStore for MySqlStore {
         self.direct.sent(key)
     }
 
-    fn watch(&self, hold: Hold, key: &str, on: bool) -> Option<Task> {
-        if hold != Hold::Lock {
+    fn watch(&self, hold: HoldKind, key: &str, on: bool) -> Option<Task> {
+        if hold != HoldKind::Lock {
             return None;
         }
         let target = self.direct.local()?.shared_target();
@@ -343,15 +350,15 @@ impl LockStore for MySqlStore {
     }
 
     fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {
-        self.run(|| ops::claim_lock(key, owner, ttl_ms, &self.shared.me, more))
+        self.send(|| ops::claim_lock(key, owner, ttl_ms, &self.shared.me, more))
     }
 
     fn leave_line(&self, key: &str) -> Op<()> {
-        self.run(|| ops::leave_line(key, &self.shared.me))
+        self.send(|| ops::leave_line(key, &self.shared.me))
     }
 
     fn ping(&self) -> Op<()> {
-        self.run(ops::ping)
+        self.send(ops::ping)
     }
 
     fn close(&self) {

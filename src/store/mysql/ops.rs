@@ -19,7 +19,7 @@ use super::wire::prepared::{Execute, Param};
 use crate::owner;
 use crate::store::line::{Asked, Release};
 use crate::store::options::whole_ms;
-use crate::store::{Acquired, Hold, HoldOp, Wait};
+use crate::store::{Acquired, HoldKind, HoldOp, Wait};
 
 /// Prepared statements to run.
 pub(super) struct Request {
@@ -133,7 +133,7 @@ pub(super) fn acquire_in_line(
     // An attempt that does not wait asks as nobody in line: it takes the
     // lock only if it is free and nobody's turn.
     let (me, code, asked) = match wait {
-        Wait::Not | Wait::Now => ("", 0, None),
+        Wait::Now => ("", 0, None),
         Wait::InLine(asked) => (me, 1, Some(asked)),
         Wait::InLineWithMore(asked) => (me, 2, Some(asked)),
     };
@@ -237,7 +237,7 @@ pub(super) fn is_locked(key: &str) -> (Request, Reader<bool>) {
 /// procedure, read by `read`.
 pub(super) fn hold<T>(
     op: HoldOp,
-    hold: Hold,
+    hold: HoldKind,
     key: &str,
     owner: &str,
     ttl_ms: f64,

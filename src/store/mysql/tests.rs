@@ -21,7 +21,7 @@ use crate::store::line::contract::{
     the_line_hands_the_lock_over_in_order,
 };
 use crate::store::TableOptions;
-use crate::store::{Acquired, Hold, LockStore, Wait};
+use crate::store::{Acquired, HoldKind, LockStore, Wait};
 
 /// A throwaway server, killed and its folder removed when dropped.
 struct Server {
@@ -179,8 +179,8 @@ fn every_operation_answers_as_the_readers_expect() {
     let world = World::new();
     let store = world.store(None);
     let h = &world.harness;
-    let take = |hold, key, owner| h.ok(store.acquire(hold, key, owner, 5_000.0, Wait::Not));
-    let lock = Hold::Lock;
+    let take = |hold, key, owner| h.ok(store.acquire(hold, key, owner, 5_000.0, Wait::Now));
+    let lock = HoldKind::Lock;
     assert!(fenced(take(lock, "k", "a")));
     let other = take(lock, "k", "b");
     assert_eq!(other, Acquired::Refused);
@@ -205,7 +205,7 @@ fn every_operation_answers_as_the_readers_expect() {
     };
     assert!(second > first, "{first} then {second}");
 
-    let permit = Hold::Permit { limit: 1 };
+    let permit = HoldKind::Permit { limit: 1 };
     assert!(fenced(take(permit, "s", "a")));
     let other = take(permit, "s", "b");
     assert_eq!(other, Acquired::Refused);
@@ -217,15 +217,15 @@ fn every_operation_answers_as_the_readers_expect() {
     assert_eq!(h.ok(store.holders(permit, "s")), 0.0);
 
     assert!(fenced(h.ok(store.acquire(
-        Hold::Read,
+        HoldKind::Read,
         "rw",
         "r",
         5_000.0,
-        Wait::Not
+        Wait::Now
     ))));
-    assert!(h.ok(store.would_wait(Hold::Write, "rw")));
-    h.ok(store.withdraw(Hold::Write, "rw"));
-    assert!(h.ok(store.release(Hold::Read, "rw", "r")));
+    assert!(h.ok(store.would_wait(HoldKind::Write, "rw")));
+    h.ok(store.withdraw(HoldKind::Write, "rw"));
+    assert!(h.ok(store.release(HoldKind::Read, "rw", "r")));
     store.close();
     world.harness.lp.run_for(40);
 }

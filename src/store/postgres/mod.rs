@@ -66,7 +66,9 @@ use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased, OnWarning, Released};
 use super::sweeps::Sweeps;
 use super::tls::client_config;
-use super::{Acquired, Asked, Capabilities, Hold, HoldOp, LockStore, Op, TableOptions, Task, Wait};
+use super::{
+    Acquired, Asked, Capabilities, HoldKind, HoldOp, LockStore, Op, TableOptions, Task, Wait,
+};
 use crate::owner;
 
 pub struct PostgresStore {
@@ -125,9 +127,9 @@ impl PostgresStore {
 
     /// Run `plan` on the store's transport (or answer it at once, when it
     /// needs no round trip).
-    fn run<T: Send + 'static>(&self, plan: Plan<T>) -> Op<T> {
+    fn send<T: Send + 'static>(&self, plan: Plan<T>) -> Op<T> {
         match plan {
-            Plan::Send(request, read) => self.transport.run(&self.shared, request, read),
+            Plan::Send(request, read) => self.transport.send(&self.shared, request, read),
             Plan::Known(result) => Op::Ready(result),
         }
     }
@@ -137,9 +139,16 @@ impl PostgresStore {
 /// one statement per operation; the other kinds are one call each of the
 /// hold function (both in `ops`).
 impl LockStore for PostgresStore {
-    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired> {
-        self.run(match hold {
-            Hold::Lock => ops::acquire_lock(key, owner, ttl_ms, self.shared.line(), wait),
+    fn acquire(
+        &self,
+        hold: HoldKind,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+        wait: Wait,
+    ) -> Op<Acquired> {
+        self.send(match hold {
+            HoldKind::Lock => ops::acquire_lock(key, owner, ttl_ms, self.shared.line(), wait),
             _ => ops::hold(
                 HoldOp::Acquire,
                 hold,
@@ -151,14 +160,14 @@ impl LockStore for PostgresStore {
         })
     }
 
-    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+    fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => {
+            HoldKind::Lock => {
                 let (shared, key) = (Arc::clone(&self.shared), key.to_owned());
-                self.run(ops::release_lock(&key, owner, shared.line()))
+                self.send(ops::release_lock(&key, owner, shared.line()))
                     .map(move |release| release.tell(&key, &shared.follower))
             }
-            _ => self.run(ops::hold(
+            _ => self.send(ops::hold(
                 HoldOp::Release,
                 hold,
                 key,
@@ -169,41 +178,41 @@ impl LockStore for PostgresStore {
         }
     }
 
-    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        self.run(match hold {
-            Hold::Lock => ops::extend_lock(key, owner, ttl_ms),
+    fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        self.send(match hold {
+            HoldKind::Lock => ops::extend_lock(key, owner, ttl_ms),
             _ => ops::hold(HoldOp::Extend, hold, key, owner, ttl_ms, answer::hold_done),
         })
     }
 
-    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
-        self.run(match hold {
-            Hold::Lock => ops::lock_held_by(key, owner),
+    fn holds(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
+        self.send(match hold {
+            HoldKind::Lock => ops::lock_held_by(key, owner),
             _ => ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_done),
         })
     }
 
-    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
-        self.run(match (hold, owner) {
-            (Hold::Lock, _) => ops::lock_remaining(key),
+    fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+        self.send(match (hold, owner) {
+            (HoldKind::Lock, _) => ops::lock_remaining(key),
             (_, Some(owner)) => ops::hold(HoldOp::Left, hold, key, owner, 1.0, answer::hold_left),
             (_, None) => Plan::Known(Ok(None)),
         })
     }
 
-    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
-        self.run(match hold {
-            Hold::Lock => ops::is_locked(key),
+    fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool> {
+        self.send(match hold {
+            HoldKind::Lock => ops::is_locked(key),
             _ => ops::hold(HoldOp::Waits, hold, key, "", 1.0, answer::hold_done),
         })
     }
 
-    fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+    fn holders(&self, hold: HoldKind, key: &str) -> Op<f64> {
         match hold {
-            Hold::Lock => self
-                .run(ops::is_locked(key))
+            HoldKind::Lock => self
+                .send(ops::is_locked(key))
                 .map(|locked| f64::from(u8::from(locked))),
-            _ => self.run(ops::hold(
+            _ => self.send(ops::hold(
                 HoldOp::Count,
                 hold,
                 key,
@@ -214,9 +223,9 @@ impl LockStore for PostgresStore {
         }
     }
 
-    fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
+    fn withdraw(&self, hold: HoldKind, key: &str) -> Op<()> {
         match hold {
-            Hold::Write => self.run(ops::hold(
+            HoldKind::Write => self.send(ops::hold(
                 HoldOp::Withdraw,
                 hold,
                 key,
@@ -230,11 +239,11 @@ impl LockStore for PostgresStore {
 
     /// Follow (or stop following) announced releases of `key`'s holds in
     /// `hold`: the first call returns the listener task (`listen`).
-    fn watch(&self, hold: Hold, key: &str, on: bool) -> Option<Task> {
+    fn watch(&self, hold: HoldKind, key: &str, on: bool) -> Option<Task> {
         let released = match hold {
-            Hold::Lock => Released::Lock,
-            Hold::Permit { .. } => Released::Semaphore,
-            Hold::Read | Hold::Write => Released::ReadWrite,
+            HoldKind::Lock => Released::Lock,
+            HoldKind::Permit { .. } => Released::Semaphore,
+            HoldKind::Read | HoldKind::Write => Released::ReadWrite,
         };
         let shared = &self.shared;
         let watch = ((released, key.to_owned()), on);
@@ -254,20 +263,20 @@ impl LockStore for PostgresStore {
 
     fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {
         match self.shared.line() {
-            Some(me) => self.run(ops::claim_lock(key, owner, ttl_ms, me, more)),
-            None => self.extend(Hold::Lock, key, owner, ttl_ms),
+            Some(me) => self.send(ops::claim_lock(key, owner, ttl_ms, me, more)),
+            None => self.extend(HoldKind::Lock, key, owner, ttl_ms),
         }
     }
 
     fn leave_line(&self, key: &str) -> Op<()> {
         match self.shared.line() {
-            Some(me) => self.run(ops::leave_line(key, me)),
+            Some(me) => self.send(ops::leave_line(key, me)),
             None => Op::Ready(Ok(())),
         }
     }
 
     fn ping(&self) -> Op<()> {
-        self.run(ops::ping())
+        self.send(ops::ping())
     }
 
     /// Drop the connections. Operations after this fail with a "closed"

@@ -18,7 +18,7 @@ use super::sql::{Statement, SWEEP_BATCH};
 use crate::owner;
 use crate::store::line::{Asked, Release};
 use crate::store::options::whole_ms;
-use crate::store::{Acquired, Hold, HoldOp, StoreError, StoreResult, Wait};
+use crate::store::{Acquired, HoldKind, HoldOp, StoreError, StoreResult, Wait};
 
 /// A statement to send: what the transports carry.
 pub(super) struct Request {
@@ -104,7 +104,7 @@ pub(super) fn acquire_lock(
             // An attempt that does not wait asks as nobody in line: it takes
             // the lock only if it is free and nobody's turn.
             let (me, code, asked) = match wait {
-                Wait::Not | Wait::Now => ("", 0, None),
+                Wait::Now => ("", 0, None),
                 Wait::InLine(asked) => (me, 1, Some(asked)),
                 Wait::InLineWithMore(asked) => (me, 2, Some(asked)),
             };
@@ -253,7 +253,7 @@ pub(super) fn is_locked(key: &str) -> Plan<bool> {
 /// (a bigint or NULL) `read` takes (one of the `hold_*` readers).
 pub(super) fn hold<T>(
     op: HoldOp,
-    hold: Hold,
+    hold: HoldKind,
     key: &str,
     owner: &str,
     ttl_ms: f64,
@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn each_operation_goes_on_its_keys_connection() {
         // A TTL is whole milliseconds, rounded up.
-        let acquire = sent(acquire_lock("k", "me", 1_000.4, None, Wait::Not));
+        let acquire = sent(acquire_lock("k", "me", 1_000.4, None, Wait::Now));
         assert_eq!(acquire.statement, Statement::Acquire);
         assert_eq!(
             acquire.params,
@@ -341,14 +341,21 @@ mod tests {
             sent(lock_held_by("k", "me")),
             sent(lock_remaining("k")),
             sent(is_locked("k")),
-            sent(hold(HoldOp::Count, Hold::Read, "k", "", 1.0, hold_count)),
+            sent(hold(
+                HoldOp::Count,
+                HoldKind::Read,
+                "k",
+                "",
+                1.0,
+                hold_count,
+            )),
         ] {
             assert_eq!(request.route.as_deref(), Some("k"), "{}", request.name);
             assert!(!request.starts_sweep, "{}", request.name);
         }
         let permit = sent(hold(
             HoldOp::Acquire,
-            Hold::Permit { limit: 3 },
+            HoldKind::Permit { limit: 3 },
             "k",
             "me",
             10.0,
@@ -363,11 +370,18 @@ mod tests {
     fn a_nul_character_is_refused_where_it_would_be_stored_and_free_elsewhere() {
         let nul = "a\0b";
         assert!(matches!(
-            known(acquire_lock(nul, "me", 1.0, None, Wait::Not)),
+            known(acquire_lock(nul, "me", 1.0, None, Wait::Now)),
             Err(StoreError::Type(_))
         ));
         assert!(matches!(
-            known(hold(HoldOp::Release, Hold::Read, "k", nul, 1.0, hold_done)),
+            known(hold(
+                HoldOp::Release,
+                HoldKind::Read,
+                "k",
+                nul,
+                1.0,
+                hold_done
+            )),
             Err(StoreError::Type(_))
         ));
         assert!(matches!(

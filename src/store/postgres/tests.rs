@@ -13,7 +13,7 @@ use super::PostgresStore;
 use crate::store::event_loop::host::MakeHost;
 use crate::store::event_loop::tests::Harness;
 use crate::store::TableOptions;
-use crate::store::{Acquired, Hold, LockStore, StoreError, Wait};
+use crate::store::{Acquired, HoldKind, LockStore, StoreError, Wait};
 
 const BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -200,35 +200,35 @@ fn fenced(acquired: Acquired) -> bool {
 /// Every operation once, on a store whose keys start with `prefix`.
 fn every_operation(world: &World, store: &PostgresStore, prefix: &str) {
     let h = &world.harness;
-    let take = |hold, key: &str, owner| h.ok(store.acquire(hold, key, owner, 5_000.0, Wait::Not));
+    let take = |hold, key: &str, owner| h.ok(store.acquire(hold, key, owner, 5_000.0, Wait::Now));
     let key = format!("{prefix}:lock");
-    assert!(fenced(take(Hold::Lock, &key, "a")));
-    let other = take(Hold::Lock, &key, "b");
+    assert!(fenced(take(HoldKind::Lock, &key, "a")));
+    let other = take(HoldKind::Lock, &key, "b");
     assert_eq!(other, Acquired::Refused);
-    assert!(h.ok(store.would_wait(Hold::Lock, &key)));
-    assert_eq!(h.ok(store.holders(Hold::Lock, &key)), 1.0);
-    assert!(h.ok(store.holds(Hold::Lock, &key, "a")));
-    assert!(!h.ok(store.holds(Hold::Lock, &key, "b")));
-    let left = h.ok(store.remaining(Hold::Lock, &key, None));
+    assert!(h.ok(store.would_wait(HoldKind::Lock, &key)));
+    assert_eq!(h.ok(store.holders(HoldKind::Lock, &key)), 1.0);
+    assert!(h.ok(store.holds(HoldKind::Lock, &key, "a")));
+    assert!(!h.ok(store.holds(HoldKind::Lock, &key, "b")));
+    let left = h.ok(store.remaining(HoldKind::Lock, &key, None));
     assert!(left.is_some_and(|ms| ms > 0.0 && ms <= 5_000.0), "{left:?}");
-    assert!(h.ok(store.extend(Hold::Lock, &key, "a", 9_000.0)));
-    assert!(!h.ok(store.extend(Hold::Lock, &key, "b", 9_000.0)));
-    assert!(!h.ok(store.release(Hold::Lock, &key, "b")));
-    assert!(h.ok(store.release(Hold::Lock, &key, "a")));
-    assert!(!h.ok(store.would_wait(Hold::Lock, &key)));
-    assert_eq!(h.ok(store.remaining(Hold::Lock, &key, None)), None);
+    assert!(h.ok(store.extend(HoldKind::Lock, &key, "a", 9_000.0)));
+    assert!(!h.ok(store.extend(HoldKind::Lock, &key, "b", 9_000.0)));
+    assert!(!h.ok(store.release(HoldKind::Lock, &key, "b")));
+    assert!(h.ok(store.release(HoldKind::Lock, &key, "a")));
+    assert!(!h.ok(store.would_wait(HoldKind::Lock, &key)));
+    assert_eq!(h.ok(store.remaining(HoldKind::Lock, &key, None)), None);
 
     // No round trip for a key PostgreSQL text cannot hold.
     let nul = "a\0b";
     assert!(matches!(
-        h.settle(store.acquire(Hold::Lock, nul, "a", 5_000.0, Wait::Not)),
+        h.settle(store.acquire(HoldKind::Lock, nul, "a", 5_000.0, Wait::Now)),
         Err(StoreError::Type(_))
     ));
-    assert!(!h.ok(store.release(Hold::Lock, nul, "a")));
-    assert!(!h.ok(store.would_wait(Hold::Lock, nul)));
+    assert!(!h.ok(store.release(HoldKind::Lock, nul, "a")));
+    assert!(!h.ok(store.would_wait(HoldKind::Lock, nul)));
 
     let key = format!("{prefix}:semaphore");
-    let permit = Hold::Permit { limit: 1 };
+    let permit = HoldKind::Permit { limit: 1 };
     assert!(fenced(take(permit, &key, "a")));
     let other = take(permit, &key, "b");
     assert_eq!(other, Acquired::Refused);
@@ -246,10 +246,10 @@ fn every_operation(world: &World, store: &PostgresStore, prefix: &str) {
     ));
 
     let key = format!("{prefix}:read-write");
-    assert!(fenced(take(Hold::Read, &key, "r")));
-    assert!(h.ok(store.would_wait(Hold::Write, &key)));
-    h.ok(store.withdraw(Hold::Write, &key));
-    assert!(h.ok(store.release(Hold::Read, &key, "r")));
+    assert!(fenced(take(HoldKind::Read, &key, "r")));
+    assert!(h.ok(store.would_wait(HoldKind::Write, &key)));
+    h.ok(store.withdraw(HoldKind::Write, &key));
+    assert!(h.ok(store.release(HoldKind::Read, &key, "r")));
     store.close();
 }
 
@@ -281,11 +281,11 @@ fn an_acquire_sweeps_expired_rows_on_either_transport() {
         let store = world.store(on_loop);
         let key = format!("{prefix}:new");
         assert!(fenced(world.harness.ok(store.acquire(
-            Hold::Lock,
+            HoldKind::Lock,
             &key,
             "b",
             5_000.0,
-            Wait::Not
+            Wait::Now
         ))));
         world.until("the sweep", || world.rows(&old) == 0);
         assert_eq!(world.rows(&key), 1, "a live row stays");

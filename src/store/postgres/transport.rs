@@ -43,15 +43,15 @@ impl Transport {
     }
 
     /// Send `request`; its answer becomes the operation's through `read`.
-    pub fn run<T: Send + 'static>(
+    pub fn send<T: Send + 'static>(
         &self,
         shared: &Arc<Shared>,
         request: Request,
         read: Reader<T>,
     ) -> Op<T> {
         match self {
-            Transport::EventLoop(direct) => via_loop::run(direct, shared, request, read),
-            Transport::Tokio(pool) => via_tokio::run(pool, shared, request, read),
+            Transport::EventLoop(direct) => via_loop::send(direct, shared, request, read),
+            Transport::Tokio(pool) => via_tokio::send(pool, shared, request, read),
         }
     }
 

@@ -75,7 +75,7 @@ pub(super) fn connections(
 
 /// Send `request` on its key's connection (any, if it has none); its
 /// answer becomes the operation's through `read`, on this thread.
-pub(super) fn run<T: 'static>(
+pub(super) fn send<T: 'static>(
     direct: &Direct,
     shared: &Arc<Shared>,
     request: Request,

@@ -21,7 +21,7 @@ use crate::store::Op;
 
 /// Send `request` on its key's pooled connection, within the store's time
 /// bounds; sent again on a fresh connection if it found its own dead.
-pub(super) fn run<T: Send + 'static>(
+pub(super) fn send<T: Send + 'static>(
     pool: &Arc<Pool>,
     shared: &Arc<Shared>,
     request: Request,

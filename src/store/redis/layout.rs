@@ -20,7 +20,7 @@
 
 use super::fencing;
 use crate::store::follow::Released;
-use crate::store::Hold;
+use crate::store::HoldKind;
 
 const SEMAPHORE: &str = "keel:semaphore:{k:";
 const READ_WRITE: &str = "keel:rw:{k:";
@@ -47,7 +47,7 @@ impl Layout {
     }
 
     /// The sorted set of `key`'s holds of a semaphore or read-write kind.
-    pub fn holds(&self, hold: Hold, key: &str) -> String {
+    pub fn holds(&self, hold: HoldKind, key: &str) -> String {
         let form = if hold.is_permit() {
             SEMAPHORE
         } else {
@@ -57,9 +57,9 @@ impl Layout {
     }
 
     /// The key of any kind of hold: what its release announces.
-    pub fn of(&self, hold: Hold, key: &str) -> String {
+    pub fn of(&self, hold: HoldKind, key: &str) -> String {
         match hold {
-            Hold::Lock => self.lock(key),
+            HoldKind::Lock => self.lock(key),
             _ => self.holds(hold, key),
         }
     }
@@ -131,9 +131,9 @@ mod tests {
             line: Some("me".into()),
         };
         assert_eq!(layout.lock("k"), "app:k");
-        assert_eq!(layout.holds(Hold::Read, "k"), "app:keel:rw:{k:k}");
+        assert_eq!(layout.holds(HoldKind::Read, "k"), "app:keel:rw:{k:k}");
         assert_eq!(
-            layout.holds(Hold::Permit { limit: 3 }, "k"),
+            layout.holds(HoldKind::Permit { limit: 3 }, "k"),
             "app:keel:semaphore:{k:k}"
         );
         assert_eq!(layout.counter("app:k"), "app:keel:fencing-counter");

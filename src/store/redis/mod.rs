@@ -59,7 +59,7 @@ pub(super) use self::wire::connect::first_words;
 use super::event_loop::host::MakeHost;
 use super::follow::{FirstOpened, Follower, OnReleased};
 use super::options::{redacted, TlsOptions};
-use super::{Acquired, Asked, Capabilities, Hold, HoldOp, LockStore, Op, Task, Wait};
+use super::{Acquired, Asked, Capabilities, HoldKind, HoldOp, LockStore, Op, Task, Wait};
 use crate::owner;
 
 pub struct RedisStore {
@@ -143,7 +143,7 @@ impl RedisStore {
     }
 
     /// Send `request`, its reply read by `read`.
-    fn run<T, R>(&self, request: Request, read: R) -> Op<T>
+    fn send<T, R>(&self, request: Request, read: R) -> Op<T>
     where
         T: Send + 'static,
         R: FnOnce(redis::Value) -> Result<T, Misread> + Send + 'static,
@@ -151,21 +151,21 @@ impl RedisStore {
         if let Some(refused) = self.shared.limits.refusal(&request, "RedisLockStore") {
             return Op::Ready(Err(refused));
         }
-        self.transport.run(&self.shared, request, read)
+        self.transport.send(&self.shared, request, read)
     }
 
     /// `op` on a semaphore's or read-write key's holds.
     fn holds_op<T: Send + 'static>(
         &self,
         op: HoldOp,
-        hold: Hold,
+        hold: HoldKind,
         key: &str,
         owner: &str,
         ttl_ms: f64,
         read: fn(redis::Value) -> Result<T, Misread>,
     ) -> Op<T> {
         match ops::holds(&self.shared.layout, op, hold, key, owner, ttl_ms) {
-            Ok(request) => self.run(request, read),
+            Ok(request) => self.send(request, read),
             Err(refused) => Op::Ready(Err(refused)),
         }
     }
@@ -175,10 +175,17 @@ impl RedisStore {
 /// own scripts and commands; the other kinds are one call each of the
 /// operation's script (`ops`, `scripts`).
 impl LockStore for RedisStore {
-    fn acquire(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64, wait: Wait) -> Op<Acquired> {
+    fn acquire(
+        &self,
+        hold: HoldKind,
+        key: &str,
+        owner: &str,
+        ttl_ms: f64,
+        wait: Wait,
+    ) -> Op<Acquired> {
         let layout = &self.shared.layout;
         match hold {
-            Hold::Lock => self.run(
+            HoldKind::Lock => self.send(
                 ops::acquire_lock(layout, key, owner, ttl_ms, wait),
                 ops::token,
             ),
@@ -186,31 +193,33 @@ impl LockStore for RedisStore {
         }
     }
 
-    fn release(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+    fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => {
+            HoldKind::Lock => {
                 // A lock handed to this process in the reply goes to its
                 // waiters as one told by message would.
                 let (shared, key) = (Arc::clone(&self.shared), key.to_owned());
                 let request = ops::release_lock(&self.shared.layout, key.as_str(), owner);
-                self.run(request, ops::release)
+                self.send(request, ops::release)
                     .map(move |release| release.tell(&key, &shared.follower))
             }
             _ => self.holds_op(HoldOp::Release, hold, key, owner, 0.0, ops::one),
         }
     }
 
-    fn extend(&self, hold: Hold, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+    fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let layout = &self.shared.layout;
         match hold {
-            Hold::Lock => self.run(ops::extend_lock(layout, key, owner, ttl_ms, None), ops::one),
+            HoldKind::Lock => {
+                self.send(ops::extend_lock(layout, key, owner, ttl_ms, None), ops::one)
+            }
             _ => self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, ops::one),
         }
     }
 
-    fn holds(&self, hold: Hold, key: &str, owner: &str) -> Op<bool> {
+    fn holds(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.run(
+            HoldKind::Lock => self.send(
                 ops::lock_owner(&self.shared.layout, key),
                 ops::owned_by(owner),
             ),
@@ -218,47 +227,49 @@ impl LockStore for RedisStore {
         }
     }
 
-    fn remaining(&self, hold: Hold, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+    fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         match (hold, owner) {
-            (Hold::Lock, _) => self.run(ops::lock_remaining(&self.shared.layout, key), ops::pttl),
+            (HoldKind::Lock, _) => {
+                self.send(ops::lock_remaining(&self.shared.layout, key), ops::pttl)
+            }
             (_, Some(owner)) => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, ops::left),
             (_, None) => Op::Ready(Ok(None)),
         }
     }
 
-    fn would_wait(&self, hold: Hold, key: &str) -> Op<bool> {
+    fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool> {
         match hold {
-            Hold::Lock => self.run(ops::is_locked(&self.shared.layout, key), ops::one),
+            HoldKind::Lock => self.send(ops::is_locked(&self.shared.layout, key), ops::one),
             _ => self.holds_op(HoldOp::Waits, hold, key, "", 0.0, ops::one),
         }
     }
 
-    fn holders(&self, hold: Hold, key: &str) -> Op<f64> {
+    fn holders(&self, hold: HoldKind, key: &str) -> Op<f64> {
         match hold {
-            Hold::Lock => self
+            HoldKind::Lock => self
                 .would_wait(hold, key)
                 .map(|locked| f64::from(u8::from(locked))),
             _ => self.holds_op(HoldOp::Count, hold, key, "", 0.0, ops::count),
         }
     }
 
-    fn withdraw(&self, hold: Hold, key: &str) -> Op<()> {
+    fn withdraw(&self, hold: HoldKind, key: &str) -> Op<()> {
         match hold {
-            Hold::Write => self.holds_op(HoldOp::Withdraw, hold, key, "", 0.0, ops::nothing),
+            HoldKind::Write => self.holds_op(HoldOp::Withdraw, hold, key, "", 0.0, ops::nothing),
             _ => Op::Ready(Ok(())),
         }
     }
 
     /// Follow (or stop following) announced releases of `key`'s holds in
     /// `hold`: the first call returns the subscriber task (`pubsub`).
-    fn watch(&self, hold: Hold, key: &str, on: bool) -> Option<Task> {
+    fn watch(&self, hold: HoldKind, key: &str, on: bool) -> Option<Task> {
         let shared = &self.shared;
         let layout = &shared.layout;
         let wake = layout.line.as_ref().map(|me| format!("{WAKE}{me}"));
         let watch = match (hold, &wake) {
             // Its own channel serves every key: followed once, kept.
-            (Hold::Lock, Some(_)) if !on => return None,
-            (Hold::Lock, Some(wake)) => (wake.clone(), true),
+            (HoldKind::Lock, Some(_)) if !on => return None,
+            (HoldKind::Lock, Some(wake)) => (wake.clone(), true),
             _ => (channel(&layout.of(hold, key)), on),
         };
         let subscriber = shared.follower.follow(watch, |inbox, on_released| {
@@ -277,18 +288,18 @@ impl LockStore for RedisStore {
 
     fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {
         let request = ops::extend_lock(&self.shared.layout, key, owner, ttl_ms, more);
-        self.run(request, ops::one)
+        self.send(request, ops::one)
     }
 
     fn leave_line(&self, key: &str) -> Op<()> {
         match ops::leave_line(&self.shared.layout, key) {
-            Some(request) => self.run(request, ops::nothing),
+            Some(request) => self.send(request, ops::nothing),
             None => Op::Ready(Ok(())),
         }
     }
 
     fn ping(&self) -> Op<()> {
-        self.run(ops::ping(), ops::answered)
+        self.send(ops::ping(), ops::answered)
     }
 
     /// Drop the connection. Operations after this fail with a "closed" error;

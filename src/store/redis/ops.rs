@@ -14,7 +14,7 @@ use super::request::{scripts, Body, Lua, Request};
 use crate::owner;
 use crate::store::line::{Asked, Handed, Release, CLAIM_MS, LEASE_MS};
 use crate::store::options::whole_ms;
-use crate::store::{Acquired, Hold, HoldOp, StoreError, Wait};
+use crate::store::{Acquired, HoldKind, HoldOp, StoreError, Wait};
 use crate::text::SmallStr;
 
 /// What a reply that is not the operation's answer was instead.
@@ -29,7 +29,7 @@ pub fn acquire_lock(layout: &Layout, key: &str, owner: &str, ttl_ms: f64, wait: 
         // lock only if it is free and nobody's turn, and never one handed
         // to this process (that is its waiters', told by message).
         let (me, code, spare, asked) = match wait {
-            Wait::Not | Wait::Now => ("", "0", SmallStr::from(""), 0),
+            Wait::Now => ("", "0", SmallStr::from(""), 0),
             Wait::InLine(asked) => (me.as_str(), "1", SmallStr::from(""), asked.ms()),
             Wait::InLineWithMore(asked) => (me.as_str(), "2", owner::mint(), asked.ms()),
         };
@@ -160,7 +160,7 @@ pub fn is_locked(layout: &Layout, key: &str) -> Request {
 pub fn holds(
     layout: &Layout,
     op: HoldOp,
-    hold: Hold,
+    hold: HoldKind,
     key: &str,
     owner: &str,
     ttl_ms: f64,
@@ -308,7 +308,7 @@ mod tests {
         let request = holds(
             &layout(false),
             HoldOp::Acquire,
-            Hold::Permit { limit: 3 },
+            HoldKind::Permit { limit: 3 },
             "k",
             "me",
             1500.2,
@@ -344,9 +344,17 @@ mod tests {
             cluster: true,
             line: None,
         };
-        let refused = holds(&bad, HoldOp::Acquire, Hold::Read, "k", "me", 10.0);
+        let refused = holds(&bad, HoldOp::Acquire, HoldKind::Read, "k", "me", 10.0);
         assert!(matches!(refused, Err(StoreError::Type(m)) if m.contains("prefix")));
-        assert!(holds(&layout(true), HoldOp::Acquire, Hold::Read, "k", "me", 10.0).is_ok());
+        assert!(holds(
+            &layout(true),
+            HoldOp::Acquire,
+            HoldKind::Read,
+            "k",
+            "me",
+            10.0
+        )
+        .is_ok());
     }
 
     #[test]

@@ -84,22 +84,22 @@ fn on_loop(harness: &Harness, options: RedisOptions) -> RedisStore {
 /// Every operation of every kind of hold, with the answers a store owes.
 fn every_operation_answers(harness: &Harness, store: &RedisStore) {
     let (lock, permit, read, write) = (
-        Hold::Lock,
-        Hold::Permit { limit: 2 },
-        Hold::Read,
-        Hold::Write,
+        HoldKind::Lock,
+        HoldKind::Permit { limit: 2 },
+        HoldKind::Read,
+        HoldKind::Write,
     );
     let Ok(Acquired::Fenced(first)) =
-        harness.settle(store.acquire(lock, "k", "a", 10_000.0, Wait::Not))
+        harness.settle(store.acquire(lock, "k", "a", 10_000.0, Wait::Now))
     else {
         panic!("the first acquire takes the lock with a token");
     };
     assert!(matches!(
-        harness.settle(store.acquire(lock, "k", "b", 10_000.0, Wait::Not)),
+        harness.settle(store.acquire(lock, "k", "b", 10_000.0, Wait::Now)),
         Ok(Acquired::Refused)
     ));
     assert!(
-        matches!(harness.settle(store.acquire(lock, "k", "a", 10_000.0, Wait::Not)), Ok(Acquired::Fenced(t)) if t > first),
+        matches!(harness.settle(store.acquire(lock, "k", "a", 10_000.0, Wait::Now)), Ok(Acquired::Fenced(t)) if t > first),
         "an acquire sent again finds its own lock"
     );
     assert_eq!(harness.settle(store.holds(lock, "k", "a")).ok(), Some(true));
@@ -143,12 +143,12 @@ fn every_operation_answers(harness: &Harness, store: &RedisStore) {
 
     for owner in ["a", "b"] {
         assert!(matches!(
-            harness.settle(store.acquire(permit, "s", owner, 10_000.0, Wait::Not)),
+            harness.settle(store.acquire(permit, "s", owner, 10_000.0, Wait::Now)),
             Ok(Acquired::Fenced(_))
         ));
     }
     assert!(matches!(
-        harness.settle(store.acquire(permit, "s", "c", 10_000.0, Wait::Not)),
+        harness.settle(store.acquire(permit, "s", "c", 10_000.0, Wait::Now)),
         Ok(Acquired::Refused)
     ));
     assert_eq!(harness.settle(store.holders(permit, "s")).ok(), Some(2.0));
@@ -167,11 +167,11 @@ fn every_operation_answers(harness: &Harness, store: &RedisStore) {
     assert_eq!(harness.settle(store.holders(permit, "s")).ok(), Some(1.0));
 
     assert!(matches!(
-        harness.settle(store.acquire(read, "rw", "r1", 10_000.0, Wait::Not)),
+        harness.settle(store.acquire(read, "rw", "r1", 10_000.0, Wait::Now)),
         Ok(Acquired::Fenced(_))
     ));
     assert!(matches!(
-        harness.settle(store.acquire(write, "rw", "w", 10_000.0, Wait::Not)),
+        harness.settle(store.acquire(write, "rw", "w", 10_000.0, Wait::Now)),
         Ok(Acquired::Refused)
     ));
     assert_eq!(
@@ -184,7 +184,7 @@ fn every_operation_answers(harness: &Harness, store: &RedisStore) {
         Some(true)
     );
     assert!(matches!(
-        harness.settle(store.acquire(write, "rw", "w", 10_000.0, Wait::Not)),
+        harness.settle(store.acquire(write, "rw", "w", 10_000.0, Wait::Now)),
         Ok(Acquired::Fenced(_))
     ));
     assert_eq!(
@@ -214,14 +214,14 @@ fn on_tokio_every_operation_answers_the_same() {
 fn on_the_event_loop_scripts_the_server_forgot_are_loaded_again() {
     let (server, harness) = (Server::start(), Harness::new());
     let store = on_loop(&harness, server.options());
-    let acquired = harness.settle(store.acquire(Hold::Lock, "k", "a", 10_000.0, Wait::Not));
+    let acquired = harness.settle(store.acquire(HoldKind::Lock, "k", "a", 10_000.0, Wait::Now));
     assert!(matches!(acquired, Ok(Acquired::Fenced(_))));
     assert_eq!(
         server.command(&["SCRIPT", "FLUSH"]).as_deref(),
         Some("+OK\r\n")
     );
     assert_eq!(
-        harness.settle(store.release(Hold::Lock, "k", "a")).ok(),
+        harness.settle(store.release(HoldKind::Lock, "k", "a")).ok(),
         Some(true),
         "the release is sent again as EVAL"
     );
@@ -232,7 +232,7 @@ fn on_the_event_loop_a_connection_the_server_killed_is_made_again() {
     let (server, harness) = (Server::start(), Harness::new());
     let store = on_loop(&harness, server.options());
     assert_eq!(
-        harness.settle(store.would_wait(Hold::Lock, "k")).ok(),
+        harness.settle(store.would_wait(HoldKind::Lock, "k")).ok(),
         Some(false)
     );
     let killed = server.command(&["CLIENT", "KILL", "TYPE", "normal"]);
@@ -240,7 +240,7 @@ fn on_the_event_loop_a_connection_the_server_killed_is_made_again() {
         matches!(killed.as_deref(), Some(n) if n.starts_with(':')),
         "{killed:?}"
     );
-    let acquired = harness.settle(store.acquire(Hold::Lock, "k", "a", 10_000.0, Wait::Not));
+    let acquired = harness.settle(store.acquire(HoldKind::Lock, "k", "a", 10_000.0, Wait::Now));
     assert!(matches!(acquired, Ok(Acquired::Fenced(_))), "{acquired:?}");
 }
 
@@ -251,7 +251,7 @@ fn on_the_event_loop_a_stopped_server_is_a_connection_error_not_a_hang() {
     drop(server);
     let harness = Harness::new();
     let store = on_loop(&harness, options);
-    let Err(StoreError::Backend(e)) = harness.settle(store.would_wait(Hold::Lock, "k")) else {
+    let Err(StoreError::Backend(e)) = harness.settle(store.would_wait(HoldKind::Lock, "k")) else {
         panic!("an error");
     };
     assert_eq!(
@@ -327,7 +327,7 @@ async fn a_closed_store_refuses_operations() {
     .expect("valid url");
     store.close();
     let err = store
-        .would_wait(Hold::Lock, "k")
+        .would_wait(HoldKind::Lock, "k")
         .settle()
         .await
         .expect_err("closed");

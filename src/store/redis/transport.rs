@@ -70,7 +70,7 @@ impl Transport {
     }
 
     /// Send `request`; its reply becomes the operation's answer through `read`.
-    pub fn run<T, R>(&self, shared: &Arc<Shared>, request: Request, read: R) -> Op<T>
+    pub fn send<T, R>(&self, shared: &Arc<Shared>, request: Request, read: R) -> Op<T>
     where
         T: Send + 'static,
         R: FnOnce(Value) -> Result<T, Misread> + Send + 'static,

@@ -10,15 +10,18 @@
 //! [`connect`].
 
 pub mod connect;
+mod reply;
 mod session;
 pub mod target;
 
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use postgres_protocol::message::backend::{DataRowBody, ErrorFields, Message};
+use postgres_protocol::message::backend::Message;
 
 use self::connect::ByName;
+use self::reply::row_values;
+pub use self::reply::{DbError, ServerAnswer};
 use self::target::Target;
 use super::answer::Answer;
 use super::errors::RESENDS;
@@ -40,44 +43,6 @@ pub struct Request {
     /// The statements' text for the store's table.
     pub sql: Arc<Sql>,
     pub params: Vec<Param>,
-}
-
-/// What the server answered a statement with: the operations' answer
-/// shape (what they read of it), or the error it reported.
-pub type ServerAnswer = Result<Answer, DbError>;
-
-/// An error the server reported: its severity, SQLSTATE and message.
-#[derive(Debug, Clone)]
-pub struct DbError {
-    pub severity: String,
-    pub code: String,
-    pub message: String,
-}
-
-impl DbError {
-    fn read(mut fields: ErrorFields<'_>) -> DbError {
-        use fallible_iterator::FallibleIterator;
-        let mut error = DbError {
-            severity: "ERROR".to_owned(),
-            code: String::new(),
-            message: String::new(),
-        };
-        while let Ok(Some(field)) = fields.next() {
-            let value = String::from_utf8_lossy(field.value_bytes()).into_owned();
-            match field.type_() {
-                b'V' => error.severity = value,
-                b'C' => error.code = value,
-                b'M' => error.message = value,
-                _ => {}
-            }
-        }
-        error
-    }
-
-    /// The session is ending (the server is shutting down, or killed it).
-    pub fn ends_session(&self) -> bool {
-        matches!(self.severity.as_str(), "FATAL" | "PANIC") || self.code.starts_with("57P")
-    }
 }
 
 /// A connection's state: whether it prepared the statements by name, and
@@ -261,18 +226,6 @@ impl Wire for Postgres {
 
 pub type Direct = event_loop::Direct<Postgres>;
 pub type Local = event_loop::Local<Postgres>;
-
-/// A row's columns as text (None: NULL).
-pub(super) fn row_values(row: &DataRowBody) -> Vec<Option<String>> {
-    use fallible_iterator::FallibleIterator;
-    let buffer = row.buffer();
-    let mut values = Vec::new();
-    let mut ranges = row.ranges();
-    while let Ok(Some(range)) = ranges.next() {
-        values.push(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()));
-    }
-    values
-}
 
 /// A Bind of `statement` (named, or "" the unnamed one) with `params` as text, results as text.
 fn bind(out: &mut Vec<u8>, statement: &str, params: &[Param]) {

@@ -14,8 +14,8 @@ use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::reply::{row_values, DbError};
 use super::target::{failure, lost, not_postgres, Target, POSTGRES_HINT};
-use super::{row_values, DbError};
 use crate::store::event_loop::Failure;
 use crate::store::postgres::errors::{code_and_verb, missing_objects};
 use crate::store::postgres::sql::Statement;

@@ -2,7 +2,7 @@
 /**
  * One acquisition: its owner token and what is known about it. Every Lock
  * handle that speaks for an acquisition (the handle that took it, and the
- * one run() gives its callback) shares its Hold, so an extension through
+ * one run() gives its callback) shares its Acquisition, so an extension through
  * either moves both, and a later acquisition through the same handle never
  * changes it. What only some holds need (the lost-lock signal, autoExtend's
  * timer, a hold length other than the TTL) is made on first need, so a
@@ -46,7 +46,7 @@ const { releaseChannel, extendChannel, lostChannel, traceRelease, traceRenewal, 
  * @property {boolean} watched its expiry is watched (for its signal, or a listener of lost holds)
  */
 
-class Hold {
+class Acquisition {
   /**
    * @param {Target} target
    * @param {string} owner
@@ -78,7 +78,7 @@ class Hold {
 
   /** A hold restored from serialize(): it started elsewhere, at a time unknown here. @param {Target} target @param {string} owner */
   static restored(target, owner) {
-    const hold = new Hold(target, owner, 0, undefined)
+    const hold = new Acquisition(target, owner, 0, undefined)
     // Until an extension dates it, its signal aborts only on a loss the store reports.
     hold.extras().heldFor = Infinity
     hold.takenAt = 0
@@ -96,7 +96,7 @@ class Hold {
 
   /** What a handle that never held anything speaks for. @param {Target} target */
   static nothing(target) {
-    const hold = new Hold(target, '', 0, undefined)
+    const hold = new Acquisition(target, '', 0, undefined)
     hold.ended()
     return hold
   }
@@ -366,7 +366,7 @@ class Hold {
    * A JS store's own fencing token for this acquisition (its optional
    * `fencingToken(key, owner)`); if that fails, the acquisition is given back.
    *
-   * @returns {Hold | Promise<Hold>}
+   * @returns {Acquisition | Promise<Acquisition>}
    */
   fetchToken() {
     const { store, key } = this.target
@@ -402,4 +402,4 @@ class Hold {
   }
 }
 
-module.exports = { Hold }
+module.exports = { Acquisition }

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::store::Hold;
+use crate::store::HoldKind;
 use crate::text::SmallStr;
 
 /// One hold in a group: whose, until when, and its fencing token.
@@ -52,19 +52,21 @@ impl Group {
             .min()
     }
 
-    fn would_wait(&self, hold: Hold) -> bool {
+    fn would_wait(&self, hold: HoldKind) -> bool {
         match hold {
-            Hold::Permit { limit } => self.many.len() as u64 >= limit,
-            Hold::Read => self.writer.is_some() || self.writer_waiting_until.is_some(),
-            Hold::Write | Hold::Lock => self.writer.is_some() || !self.many.is_empty(),
+            HoldKind::Permit { limit } => self.many.len() as u64 >= limit,
+            HoldKind::Read => self.writer.is_some() || self.writer_waiting_until.is_some(),
+            HoldKind::Write | HoldKind::Lock => self.writer.is_some() || !self.many.is_empty(),
         }
     }
 
-    fn hold_of(&mut self, hold: Hold, owner: &str) -> Option<&mut Held> {
+    fn hold_of(&mut self, hold: HoldKind, owner: &str) -> Option<&mut Held> {
         match hold {
             // (A plain lock never reaches a group: the store keeps those in its own map.)
-            Hold::Write | Hold::Lock => self.writer.as_mut().filter(|w| &*w.owner == owner),
-            Hold::Permit { .. } | Hold::Read => self.many.iter_mut().find(|h| &*h.owner == owner),
+            HoldKind::Write | HoldKind::Lock => self.writer.as_mut().filter(|w| &*w.owner == owner),
+            HoldKind::Permit { .. } | HoldKind::Read => {
+                self.many.iter_mut().find(|h| &*h.owner == owner)
+            }
         }
     }
 }
@@ -77,7 +79,7 @@ pub(super) struct Groups {
 }
 
 impl Groups {
-    fn of(&mut self, hold: Hold) -> &mut HashMap<SmallStr, Group> {
+    fn of(&mut self, hold: HoldKind) -> &mut HashMap<SmallStr, Group> {
         if hold.is_permit() {
             &mut self.semaphores
         } else {
@@ -103,7 +105,7 @@ impl Groups {
     }
 
     /// `key`'s live group in `hold`'s map, if it has one.
-    fn live(&mut self, hold: Hold, key: &str, now: Instant) -> Option<&mut Group> {
+    fn live(&mut self, hold: HoldKind, key: &str, now: Instant) -> Option<&mut Group> {
         let group = self.of(hold).get_mut(key)?;
         group.prune(now);
         Some(group)
@@ -111,17 +113,17 @@ impl Groups {
 
     /// Admit `held` to `key`'s group, if `hold` need not wait there. A
     /// writer refused holds new readers back until it gets in or lapses.
-    pub(super) fn admit(&mut self, hold: Hold, key: &str, held: Held, now: Instant) -> bool {
+    pub(super) fn admit(&mut self, hold: HoldKind, key: &str, held: Held, now: Instant) -> bool {
         let group = self.of(hold).entry(key.into()).or_default();
         group.prune(now);
         if group.would_wait(hold) {
-            if hold == Hold::Write {
+            if hold == HoldKind::Write {
                 let until = Some(held.expires_at);
                 group.writer_waiting_until = group.writer_waiting_until.max(until);
             }
             return false;
         }
-        if hold == Hold::Write {
+        if hold == HoldKind::Write {
             group.writer = Some(held);
             group.writer_waiting_until = None;
         } else {
@@ -130,16 +132,16 @@ impl Groups {
         true
     }
 
-    pub(super) fn release(&mut self, hold: Hold, key: &str, owner: &str, now: Instant) -> bool {
+    pub(super) fn release(&mut self, hold: HoldKind, key: &str, owner: &str, now: Instant) -> bool {
         let Some(group) = self.live(hold, key, now) else {
             return false;
         };
         let released = match hold {
-            Hold::Write | Hold::Lock if group.hold_of(hold, owner).is_some() => {
+            HoldKind::Write | HoldKind::Lock if group.hold_of(hold, owner).is_some() => {
                 group.writer.take().is_some()
             }
-            Hold::Write | Hold::Lock => false,
-            Hold::Permit { .. } | Hold::Read => {
+            HoldKind::Write | HoldKind::Lock => false,
+            HoldKind::Permit { .. } | HoldKind::Read => {
                 let before = group.many.len();
                 group.many.retain(|h| &*h.owner != owner);
                 group.many.len() < before
@@ -154,7 +156,7 @@ impl Groups {
     /// `owner`'s live hold of `key`, to read or to extend.
     pub(super) fn held(
         &mut self,
-        hold: Hold,
+        hold: HoldKind,
         key: &str,
         owner: &str,
         now: Instant,
@@ -162,18 +164,18 @@ impl Groups {
         self.live(hold, key, now)?.hold_of(hold, owner)
     }
 
-    pub(super) fn would_wait(&mut self, hold: Hold, key: &str, now: Instant) -> bool {
+    pub(super) fn would_wait(&mut self, hold: HoldKind, key: &str, now: Instant) -> bool {
         self.live(hold, key, now)
             .is_some_and(|g| g.would_wait(hold))
     }
 
-    pub(super) fn count(&mut self, hold: Hold, key: &str, now: Instant) -> usize {
+    pub(super) fn count(&mut self, hold: HoldKind, key: &str, now: Instant) -> usize {
         let group = self.live(hold, key, now);
         group.map_or(0, |g| g.many.len() + usize::from(g.writer.is_some()))
     }
 
     /// A waiting writer gave up: new readers need not wait for it.
-    pub(super) fn stop_holding_back(&mut self, hold: Hold, key: &str, now: Instant) {
+    pub(super) fn stop_holding_back(&mut self, hold: HoldKind, key: &str, now: Instant) {
         if let Some(group) = self.live(hold, key, now) {
             group.writer_waiting_until = None;
         }
