@@ -46,11 +46,7 @@ pub struct Grant {
 /// is granted for the owner it was handed to), `None` when the hold admits
 /// nobody more now.
 pub fn acquire(
-    store: &Arc<dyn LockStore>,
-    hold: HoldKind,
-    key: &str,
-    ttl_ms: f64,
-    wait: Wait,
+    store: &Arc<dyn LockStore>, hold: HoldKind, key: &str, ttl_ms: f64, wait: Wait,
 ) -> Op<Option<Grant>> {
     let owner = owner::mint();
     let attempt = store.acquire(hold, key, &owner, ttl_ms, wait);
@@ -121,10 +117,7 @@ fn grant(owner: SmallStr, answer: Acquired) -> Option<Grant> {
 /// Tokio; a JS store's promise that fails on the JS thread is given back there,
 /// by the JS layer's settle function.)
 fn give_back_in_background(
-    store: Arc<dyn LockStore>,
-    hold: HoldKind,
-    key: String,
-    owner: SmallStr,
+    store: Arc<dyn LockStore>, hold: HoldKind, key: String, owner: SmallStr,
 ) {
     let released = store.release(hold, &key, &owner).settle();
     tokio::spawn(async move {
@@ -256,12 +249,7 @@ mod tests {
             self.0.capabilities()
         }
         fn acquire(
-            &self,
-            hold: HoldKind,
-            key: &str,
-            owner: &str,
-            ttl_ms: f64,
-            wait: Wait,
+            &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, wait: Wait,
         ) -> Op<Acquired> {
             let _ = self.0.acquire(hold, key, owner, ttl_ms, wait);
             Op::Ready(Err(crate::store::StoreError::Type("garbled reply".into())))

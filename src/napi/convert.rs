@@ -29,8 +29,7 @@ impl ValidateNapiValue for SmallStr {}
 
 impl FromNapiValue for SmallStr {
     unsafe fn from_napi_value(
-        env: napi::sys::napi_env,
-        value: napi::sys::napi_value,
+        env: napi::sys::napi_env, value: napi::sys::napi_value,
     ) -> Result<Self> {
         let mut buf = [0u8; text::INLINE + 4];
         let mut len = 0;
@@ -61,8 +60,7 @@ impl FromNapiValue for SmallStr {
 
 impl ToNapiValue for SmallStr {
     unsafe fn to_napi_value(
-        env: napi::sys::napi_env,
-        value: Self,
+        env: napi::sys::napi_env, value: Self,
     ) -> Result<napi::sys::napi_value> {
         let mut out = std::ptr::null_mut();
         let text = value.as_str();
@@ -111,8 +109,7 @@ pub struct HoldArg(pub JsHoldKind);
 
 impl FromNapiValue for HoldArg {
     unsafe fn from_napi_value(
-        env: napi::sys::napi_env,
-        value: napi::sys::napi_value,
+        env: napi::sys::napi_env, value: napi::sys::napi_value,
     ) -> Result<Self> {
         let mut number = -1;
         // SAFETY: `env` and `value` are this call's; napi writes one i32.
@@ -134,8 +131,7 @@ impl FromNapiValue for HoldArg {
 /// over from the store's line.
 impl ToNapiValue for Grant {
     unsafe fn to_napi_value(
-        env: napi::sys::napi_env,
-        value: Self,
+        env: napi::sys::napi_env, value: Self,
     ) -> Result<napi::sys::napi_value> {
         // SAFETY (each call below): `env` is the live env of the call this
         // value is returned from, and every value passed was made with it.

@@ -67,9 +67,7 @@ pub fn register_direct_calls(mut exports: Object, env: Env) -> Result<()> {
 /// # Safety
 /// `env` and `info` are those of a callback napi is running now.
 unsafe fn call<const N: usize>(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-    name: &str,
+    env: sys::napi_env, info: sys::napi_callback_info, name: &str,
     body: impl FnOnce(&Env, [sys::napi_value; N]) -> Result<sys::napi_value>,
 ) -> sys::napi_value {
     let mut argc = N;

@@ -52,9 +52,7 @@ impl std::ops::Deref for Handle {
 }
 
 unsafe extern "C" fn drop_handle(
-    _env: sys::napi_env,
-    data: *mut std::ffi::c_void,
-    _hint: *mut std::ffi::c_void,
+    _env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void,
 ) {
     // SAFETY: `data` is the box `NewHandle::to_napi_value` leaked, and Node
     // finalizes an external once.

@@ -50,14 +50,8 @@ use crate::text::SmallStr;
 // JS properties.
 #[allow(clippy::too_many_arguments)]
 pub fn acquire<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    kind: HoldArg,
-    limit: f64,
-    ttl_ms: f64,
-    wait: u32,
-    asked: f64,
+    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, limit: f64, ttl_ms: f64,
+    wait: u32, asked: f64,
 ) -> Result<Settled<'env, Option<lock::Grant>>> {
     let wait = match wait {
         0 => Wait::Now,
@@ -75,12 +69,7 @@ pub fn acquire<'env>(
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn store_acquire<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    kind: HoldArg,
-    limit: f64,
-    owner: SmallStr,
+    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, limit: f64, owner: SmallStr,
     ttl_ms: f64,
 ) -> Result<Settled<'env, bool>> {
     let op = handle
@@ -96,11 +85,7 @@ pub fn store_acquire<'env>(
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn release<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    kind: HoldArg,
-    owner: SmallStr,
+    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, owner: SmallStr,
 ) -> Result<Settled<'env, bool>> {
     let op = handle.store.release(hold(kind, 0.0), &key, &owner);
     to_js(env, &handle, op)
@@ -112,12 +97,7 @@ pub fn release<'env>(
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn extend<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    kind: HoldArg,
-    owner: SmallStr,
-    ttl_ms: f64,
+    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, owner: SmallStr, ttl_ms: f64,
 ) -> Result<Settled<'env, bool>> {
     let op = handle.store.extend(hold(kind, 0.0), &key, &owner, ttl_ms);
     to_js(env, &handle, op)
@@ -131,11 +111,7 @@ pub fn extend<'env>(
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn would_wait<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    kind: HoldArg,
-    limit: f64,
+    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, limit: f64,
 ) -> Result<Settled<'env, bool>> {
     let op = handle.store.would_wait(hold(kind, limit), &key);
     to_js(env, &handle, op)
@@ -149,11 +125,7 @@ pub fn would_wait<'env>(
     ts_return_type = "number | null | Promise<number | null>"
 )]
 pub fn remaining_time<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    kind: HoldArg,
-    owner: Option<SmallStr>,
+    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, owner: Option<SmallStr>,
 ) -> Result<Settled<'env, Option<f64>>> {
     let op = handle
         .store
@@ -168,11 +140,7 @@ pub fn remaining_time<'env>(
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn holds<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    kind: HoldArg,
-    owner: SmallStr,
+    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, owner: SmallStr,
 ) -> Result<Settled<'env, bool>> {
     let op = handle.store.holds(hold(kind, 0.0), &key, &owner);
     to_js(env, &handle, op)
@@ -186,10 +154,7 @@ pub fn holds<'env>(
     ts_return_type = "number | Promise<number>"
 )]
 pub fn holders<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    kind: HoldArg,
+    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg,
 ) -> Result<Settled<'env, f64>> {
     to_js(env, &handle, handle.store.holders(hold(kind, 0.0), &key))
 }
@@ -212,10 +177,7 @@ pub fn fencing_token(handle: Handle, key: SmallStr, kind: HoldArg, owner: SmallS
     ts_return_type = "void | Promise<void>"
 )]
 pub fn withdraw<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    kind: HoldArg,
+    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg,
 ) -> Result<Settled<'env, ()>> {
     to_js(env, &handle, handle.store.withdraw(hold(kind, 0.0), &key))
 }
@@ -254,12 +216,7 @@ pub fn sent<'env>(env: &'env Env, handle: Handle, key: SmallStr) -> Result<Settl
     ts_return_type = "boolean | Promise<boolean>"
 )]
 pub fn claim<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
-    owner: SmallStr,
-    ttl_ms: f64,
-    more: bool,
+    env: &'env Env, handle: Handle, key: SmallStr, owner: SmallStr, ttl_ms: f64, more: bool,
     asked: f64,
 ) -> Result<Settled<'env, bool>> {
     let more = more.then(|| Asked::at(asked));
@@ -274,9 +231,7 @@ pub fn claim<'env>(
     ts_return_type = "void | Promise<void>"
 )]
 pub fn leave_line<'env>(
-    env: &'env Env,
-    handle: Handle,
-    key: SmallStr,
+    env: &'env Env, handle: Handle, key: SmallStr,
 ) -> Result<Settled<'env, ()>> {
     to_js(env, &handle, handle.store.leave_line(&key))
 }

@@ -247,10 +247,7 @@ impl Queue {
 
 /// On the JS thread: settle everything queued.
 unsafe extern "C" fn drain(
-    env: sys::napi_env,
-    _js_callback: sys::napi_value,
-    context: *mut c_void,
-    _data: *mut c_void,
+    env: sys::napi_env, _js_callback: sys::napi_value, context: *mut c_void, _data: *mut c_void,
 ) {
     // Null while the environment is torn down: nothing can be settled then.
     if env.is_null() || context.is_null() {
@@ -297,8 +294,7 @@ unsafe extern "C" fn drain(
 /// value would make napi refuse: it is cleared and the promise rejected with
 /// it, so no promise is stranded.
 pub(super) unsafe fn settle_deferred(
-    env: sys::napi_env,
-    deferred: sys::napi_deferred,
+    env: sys::napi_env, deferred: sys::napi_deferred,
     outcome: std::result::Result<sys::napi_value, Error>,
 ) {
     // SAFETY: the caller's contract: the JS thread's live env and an unsettled deferred.

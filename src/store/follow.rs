@@ -57,9 +57,7 @@ impl<W: Send + 'static> Follower<W> {
     /// yet: the task `start` makes is returned, for the caller to run on
     /// Tokio. None once closed.
     pub fn follow<T>(
-        &self,
-        request: W,
-        start: impl FnOnce(mpsc::UnboundedReceiver<W>, OnReleased) -> T,
+        &self, request: W, start: impl FnOnce(mpsc::UnboundedReceiver<W>, OnReleased) -> T,
     ) -> Option<T> {
         let mut state = self.state.lock().ok()?;
         let on_released = state.on_released.clone()?;
@@ -124,9 +122,7 @@ impl FirstOpened {
     /// arrives meanwhile to `take`. `false` when the inbox closed (the store
     /// is gone: stop).
     pub async fn wait_taking<W>(
-        &self,
-        inbox: &mut mpsc::UnboundedReceiver<W>,
-        mut take: impl FnMut(W),
+        &self, inbox: &mut mpsc::UnboundedReceiver<W>, mut take: impl FnMut(W),
     ) -> bool {
         let mut opened = self.0 .1.subscribe();
         loop {
@@ -147,8 +143,7 @@ pub const RETRY_PAUSE: Duration = Duration::from_millis(250);
 /// Wait [`RETRY_PAUSE`], handing every request that arrives meanwhile to
 /// `take`. `false` when the inbox closed (the store is gone: stop).
 pub async fn pause_taking<W>(
-    inbox: &mut mpsc::UnboundedReceiver<W>,
-    mut take: impl FnMut(W),
+    inbox: &mut mpsc::UnboundedReceiver<W>, mut take: impl FnMut(W),
 ) -> bool {
     let pause = tokio::time::sleep(RETRY_PAUSE);
     tokio::pin!(pause);

@@ -93,8 +93,7 @@ impl<T: 'static> LocalOp<T> {
 
     /// The same operation, its outcome passed through `f`.
     pub fn map<U: 'static>(
-        self,
-        f: impl FnOnce(StoreResult<T>) -> StoreResult<U> + 'static,
+        self, f: impl FnOnce(StoreResult<T>) -> StoreResult<U> + 'static,
     ) -> LocalOp<U> {
         LocalOp::new(move |done: Done<U>| self.start(Box::new(move |result| done(f(result)))))
     }
@@ -220,12 +219,7 @@ pub trait LockStore: Send + Sync + 'static {
     /// plain lock is a set-if-absent. `wait` matters to a store that keeps a
     /// line ([`Capabilities::waits_in_line`]); the others take it as [`Wait::Now`].
     fn acquire(
-        &self,
-        hold: HoldKind,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
-        wait: Wait,
+        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, wait: Wait,
     ) -> Op<Acquired>;
     /// Give back `owner`'s hold, only if it is still live (a plain lock:
     /// delete `key` only if `owner` still holds it).

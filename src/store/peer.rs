@@ -82,8 +82,7 @@ pub fn heard() {
 /// server accepted the connection and then said nothing in its protocol
 /// (`None` when it never connected, or the server had spoken).
 pub async fn within<T>(
-    bound: std::time::Duration,
-    opening: impl std::future::Future<Output = T>,
+    bound: std::time::Duration, opening: impl std::future::Future<Output = T>,
 ) -> Result<T, Option<String>> {
     SILENCE
         .scope(Cell::new(Silence::NotYet), async {

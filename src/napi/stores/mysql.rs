@@ -21,9 +21,7 @@ use crate::store::MySqlStore;
     ts_return_type = "object"
 )]
 pub fn create_mysql_store(
-    env: &Env,
-    config: TableConfig,
-    on_released: Function<'_, String, ()>,
+    env: &Env, config: TableConfig, on_released: Function<'_, String, ()>,
 ) -> Result<NewHandle> {
     let on_released = release_listener(tagged_caller(on_released)?);
     let mysql = MySqlStore::new(table_options(config), Some(on_released), &node_hosts(env))

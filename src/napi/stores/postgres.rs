@@ -24,9 +24,7 @@ use crate::store::PostgresStore;
     ts_return_type = "object"
 )]
 pub fn create_postgres_store(
-    env: &Env,
-    config: TableConfig,
-    listen_url: Option<String>,
+    env: &Env, config: TableConfig, listen_url: Option<String>,
     on_released: Function<'_, String, ()>,
 ) -> Result<NewHandle> {
     let call = tagged_caller(on_released)?;

@@ -32,9 +32,7 @@ pub struct RedisConfig {
     ts_return_type = "object"
 )]
 pub fn create_redis_store(
-    env: &Env,
-    config: RedisConfig,
-    on_released: Function<'_, String, ()>,
+    env: &Env, config: RedisConfig, on_released: Function<'_, String, ()>,
 ) -> Result<NewHandle> {
     let on_released = release_listener(tagged_caller(on_released)?);
     let RedisConfig {

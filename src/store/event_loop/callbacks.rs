@@ -16,9 +16,7 @@ use super::wire::Wire;
 /// A connection to `target` on `host`'s loop, with its handles (opened on
 /// first use).
 pub(super) fn engine<W: Wire>(
-    host: Box<dyn Host>,
-    target: Arc<W::Target>,
-    command_timeout_ms: u64,
+    host: Box<dyn Host>, target: Arc<W::Target>, command_timeout_ms: u64,
 ) -> Result<Rc<Engine<W>>, String> {
     let engine = Engine::<W>::new(host, target, command_timeout_ms, on_poll::<W>);
     let (loop_, data) = (engine.loop_, engine.data());

@@ -126,10 +126,7 @@ impl<W: Wire> Conn<W> {
     /// after the fence if the last one went silent (a request it would not
     /// take fails now).
     pub fn opened(
-        &mut self,
-        socket: Socket,
-        session: Option<(i32, u16)>,
-        prepared: W::Prepared,
+        &mut self, socket: Socket, session: Option<(i32, u16)>, prepared: W::Prepared,
     ) -> Next<W> {
         self.out.clear();
         self.inbound.clear();
@@ -228,10 +225,7 @@ impl<W: Wire> Conn<W> {
     /// An answer to `waiting`; `Err(why)` when it says the connection is
     /// going away (the request is then first in line to be sent again).
     fn answered(
-        &mut self,
-        waiting: Waiting<W>,
-        answer: W::Answer,
-        next: &mut Next<W>,
+        &mut self, waiting: Waiting<W>, answer: W::Answer, next: &mut Next<W>,
     ) -> Result<(), String> {
         if waiting.reply.is_some() {
             match W::verdict(&mut self.session, &waiting.request, &answer) {

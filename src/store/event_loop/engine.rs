@@ -62,10 +62,7 @@ impl<W: Wire> Engine<W> {
     /// A connection to `target` on `host`'s loop (opened on first use), its
     /// handles not made yet ([`Engine::set_handles`]).
     pub(super) fn new(
-        host: Box<dyn Host>,
-        target: Arc<W::Target>,
-        command_timeout_ms: u64,
-        on_socket: uv::PollCb,
+        host: Box<dyn Host>, target: Arc<W::Target>, command_timeout_ms: u64, on_socket: uv::PollCb,
     ) -> Rc<Engine<W>> {
         let loop_ = host.event_loop();
         Rc::new(Engine {

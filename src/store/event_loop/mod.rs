@@ -84,10 +84,7 @@ impl<W: Wire> Direct<W> {
     /// `connections` connections to `target`, each on the loop of a host
     /// `make_host` makes (each opened on first use); on the thread of that loop.
     pub fn new(
-        make_host: MakeHost<'_>,
-        target: W::Target,
-        connections: usize,
-        command_timeout_ms: u64,
+        make_host: MakeHost<'_>, target: W::Target, connections: usize, command_timeout_ms: u64,
     ) -> Result<Direct<W>, String> {
         let target = Arc::new(target);
         let engines = (0..connections.max(1))
@@ -114,9 +111,7 @@ impl<W: Wire> Direct<W> {
     /// tell), settled on this thread; or, off the thread they belong to, the
     /// error of the operation `name` used from another.
     pub fn operation<T: 'static>(
-        &self,
-        name: &str,
-        start: impl FnOnce(Local<W>, Done<T>) + 'static,
+        &self, name: &str, start: impl FnOnce(Local<W>, Done<T>) + 'static,
     ) -> Op<T> {
         match self.local() {
             Some(local) => Op::Local(LocalOp::new(move |done| start(local, done))),
@@ -184,11 +179,8 @@ impl<W: Wire> Local<W> {
     /// connections: to name the server, or to send more), and `done` is
     /// told it, or why there is none, on this thread.
     pub fn request<T: 'static>(
-        &self,
-        key: Option<&str>,
-        request: W::Request,
-        read: impl FnOnce(&Local<W>, W::Answer) -> StoreResult<T> + 'static,
-        done: Done<T>,
+        &self, key: Option<&str>, request: W::Request,
+        read: impl FnOnce(&Local<W>, W::Answer) -> StoreResult<T> + 'static, done: Done<T>,
     ) {
         let connections = self.clone();
         let reply: Reply<W> =

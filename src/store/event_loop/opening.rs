@@ -13,9 +13,7 @@ use crate::store::{peer, Code};
 /// requests go out as soon as they are written: no Nagle delay), or why not,
 /// with `server` named as error messages name it.
 pub async fn connect_tcp(
-    host: &str,
-    port: u16,
-    server: &str,
+    host: &str, port: u16, server: &str,
 ) -> Result<tokio::net::TcpStream, Failure> {
     let tcp = tokio::net::TcpStream::connect((host, port))
         .await
@@ -48,10 +46,8 @@ pub async fn connect_tcp(
 /// `invalid peer certificate: UnknownIssuer`), `server` named as error
 /// messages name it.
 pub async fn start_tls(
-    config: &Arc<rustls::ClientConfig>,
-    name: &rustls::pki_types::ServerName<'static>,
-    tcp: tokio::net::TcpStream,
-    server: &str,
+    config: &Arc<rustls::ClientConfig>, name: &rustls::pki_types::ServerName<'static>,
+    tcp: tokio::net::TcpStream, server: &str,
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, Failure> {
     let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
     connector.connect(name.clone(), tcp).await.map_err(|e| {
@@ -80,9 +76,7 @@ impl Refusals {
     /// refused at once while a refusal is remembered, and a refusal
     /// remembered from now.
     pub async fn open<T>(
-        &self,
-        server: &str,
-        within: std::time::Duration,
+        &self, server: &str, within: std::time::Duration,
         connect: impl Future<Output = Result<T, Failure>>,
     ) -> Result<T, Failure> {
         if let Ok(refused) = self.0.lock() {

@@ -122,21 +122,16 @@ pub trait Wire: Sized + 'static {
     /// and everything in flight on it), append nothing and say why: that
     /// request fails alone, and the connection's other work goes on.
     fn encode(
-        session: &mut Self::Session,
-        request: &Self::Request,
-        out: &mut Vec<u8>,
+        session: &mut Self::Session, request: &Self::Request, out: &mut Vec<u8>,
     ) -> Result<(), Failure>;
     /// The next whole answer in `inbound`, if it has arrived; `Err` when
     /// the bytes are not this protocol (what the server sent instead).
     fn decode(
-        session: &mut Self::Session,
-        inbound: &mut BytesMut,
+        session: &mut Self::Session, inbound: &mut BytesMut,
     ) -> Result<Option<Self::Answer>, String>;
     /// What to do with `answer` to `request`.
     fn verdict(
-        session: &mut Self::Session,
-        request: &Self::Request,
-        answer: &Self::Answer,
+        session: &mut Self::Session, request: &Self::Request, answer: &Self::Answer,
     ) -> Verdict;
     /// When a connection is given up while the server may still run what was
     /// sent on it (it went silent: the server may be stalled, not gone; or
@@ -148,10 +143,7 @@ pub trait Wire: Sized + 'static {
     /// Nobody waits for its answer; it only keeps its place. None: the
     /// protocol has no such thing.
     fn fence(
-        _target: &Self::Target,
-        _server_process: i32,
-        _local_port: u16,
-        _wait_ms: u64,
+        _target: &Self::Target, _server_process: i32, _local_port: u16, _wait_ms: u64,
     ) -> Option<Self::Request> {
         None
     }

@@ -45,8 +45,7 @@ fn ok<T: 'static>(harness: &Harness, op: Op<T>) -> T {
 /// after the hand-over claims it; a release that hands it to its own store
 /// says so in the reply; an attempt that does not wait never gets in line.
 pub fn the_line_hands_the_lock_over_in_order<S: LockStore>(
-    harness: &Harness,
-    make: &dyn Fn(OnReleased) -> S,
+    harness: &Harness, make: &dyn Fn(OnReleased) -> S,
 ) {
     let told = Told::default();
     let (a, b) = (make(told.tell()), make(told.tell()));
@@ -113,8 +112,7 @@ pub fn the_line_hands_the_lock_over_in_order<S: LockStore>(
 /// next poll: the lock free with nobody in line (the one-command path), or
 /// its process first in line for a lock that lapsed unreleased.
 pub fn more_waiting_keep_their_place<S: LockStore>(
-    harness: &Harness,
-    make: &dyn Fn(OnReleased) -> S,
+    harness: &Harness, make: &dyn Fn(OnReleased) -> S,
 ) {
     let told = Told::default();
     let (a, b) = (make(told.tell()), make(told.tell()));
@@ -175,8 +173,7 @@ pub fn more_waiting_keep_their_place<S: LockStore>(
 /// reach a waiter of it that came since): nobody else gets it until the
 /// process claims it, gives it back or its claim window ends.
 pub fn leaving_keeps_a_lock_handed_over<S: LockStore>(
-    harness: &Harness,
-    make: &dyn Fn(OnReleased) -> S,
+    harness: &Harness, make: &dyn Fn(OnReleased) -> S,
 ) {
     let told = Told::default();
     let (a, b) = (make(told.tell()), make(told.tell()));

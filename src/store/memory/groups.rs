@@ -155,11 +155,7 @@ impl Groups {
 
     /// `owner`'s live hold of `key`, to read or to extend.
     pub(super) fn held(
-        &mut self,
-        hold: HoldKind,
-        key: &str,
-        owner: &str,
-        now: Instant,
+        &mut self, hold: HoldKind, key: &str, owner: &str, now: Instant,
     ) -> Option<&mut Held> {
         self.live(hold, key, now)?.hold_of(hold, owner)
     }

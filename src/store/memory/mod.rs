@@ -228,11 +228,7 @@ impl MemoryStore {
     }
 
     pub fn try_acquire_in(
-        &self,
-        hold: HoldKind,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
+        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64,
     ) -> Option<u64> {
         let now = Instant::now();
         let mut entries = self.entries();
@@ -307,12 +303,7 @@ impl MemoryStore {
 /// groups (`groups`).
 impl LockStore for MemoryStore {
     fn acquire(
-        &self,
-        hold: HoldKind,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
-        _: Wait,
+        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, _: Wait,
     ) -> Op<Acquired> {
         Op::Ready(Ok(match hold {
             HoldKind::Lock if self.try_acquire(key, owner, ttl_ms) => Acquired::Taken,

@@ -40,9 +40,7 @@ const MOST_PAUSE: Duration = Duration::from_secs(5);
 /// Listens for hand-overs to the process `me` while any key is followed;
 /// ends when the store is closed or dropped.
 pub(super) async fn ear(
-    target: Arc<Target>,
-    me: String,
-    mut inbox: mpsc::UnboundedReceiver<Watch>,
+    target: Arc<Target>, me: String, mut inbox: mpsc::UnboundedReceiver<Watch>,
     on_released: OnReleased,
 ) {
     // The process's id is random: its hash names its bed apart from every other's.
@@ -135,9 +133,7 @@ async fn connect(target: &Target, take_bed: &str) -> Option<(Connected, Connecte
 
 /// Run `sql` on `connected`.
 async fn ask(
-    connected: &mut Connected,
-    target: &Target,
-    sql: &str,
+    connected: &mut Connected, target: &Target, sql: &str,
 ) -> Result<ServerAnswer, Failure> {
     match connected {
         Connected::Tcp(tcp) => exchange(tcp, target, sql).await,

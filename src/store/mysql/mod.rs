@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
 
-use self::answer::{Freed, Reader};
+use self::answer::{hold_token, Freed, Reader};
 use self::ear::Watch;
 use self::ops::Request;
 use self::options::{Place, TlsMode};
@@ -76,9 +76,7 @@ impl MySqlStore {
     /// reported at once); connections open on the first operation, on the
     /// loop `make_host` gives (the JS thread making the store).
     pub fn new(
-        options: TableOptions,
-        on_released: Option<OnReleased>,
-        make_host: MakeHost<'_>,
+        options: TableOptions, on_released: Option<OnReleased>, make_host: MakeHost<'_>,
     ) -> Result<Self, String> {
         let address = options::address(&options)?;
         let tls = match (address.tls, &address.place) {
@@ -183,10 +181,7 @@ impl MySqlStore {
 /// Send `request` on its key's connection; `read` makes its answer the
 /// operation's, given to `done` on this thread.
 fn submit<T: 'static>(
-    local: &Local,
-    shared: &Arc<Shared>,
-    (request, read): (Request, Reader<T>),
-    done: Done<T>,
+    local: &Local, shared: &Arc<Shared>, (request, read): (Request, Reader<T>), done: Done<T>,
 ) {
     let shared = Arc::clone(shared);
     let (name, starts_sweep) = (request.name, request.starts_sweep);
@@ -252,25 +247,11 @@ impl LockStore for MySqlStore {
     }
 
     fn acquire(
-        &self,
-        hold: HoldKind,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
-        wait: Wait,
+        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, wait: Wait,
     ) -> Op<Acquired> {
         match hold {
             HoldKind::Lock => self.acquire_lock(key, owner, ttl_ms, wait),
-            _ => self.send(|| {
-                ops::hold(
-                    HoldOp::Acquire,
-                    hold,
-                    key,
-                    owner,
-                    ttl_ms,
-                    answer::hold_token,
-                )
-            }),
+            _ => self.send(|| ops::hold(HoldOp::Acquire, hold, key, owner, ttl_ms, hold_token)),
         }
     }
 

@@ -124,11 +124,7 @@ pub(super) fn acquire_lock(key: &str, owner: &str, ttl_ms: f64) -> (Request, Rea
 /// the lock if it is free and nobody else's turn (or claims one handed to
 /// this process, `me`), and waits in line as `wait` says.
 pub(super) fn acquire_in_line(
-    key: &str,
-    owner: &str,
-    ttl_ms: f64,
-    me: &str,
-    wait: Wait,
+    key: &str, owner: &str, ttl_ms: f64, me: &str, wait: Wait,
 ) -> (Request, Reader<Acquired>) {
     // An attempt that does not wait asks as nobody in line: it takes the
     // lock only if it is free and nobody's turn.
@@ -178,11 +174,7 @@ pub(super) fn extend_lock(key: &str, owner: &str, ttl_ms: f64) -> (Request, Read
 /// Claim the lock handed to this process (`me`) for `owner`, for its TTL;
 /// with `more` of it waiting (asked for then), keep a place at the back.
 pub(super) fn claim_lock(
-    key: &str,
-    owner: &str,
-    ttl_ms: f64,
-    me: &str,
-    more: Option<Asked>,
+    key: &str, owner: &str, ttl_ms: f64, me: &str, more: Option<Asked>,
 ) -> (Request, Reader<bool>) {
     let code = if more.is_some() { 2 } else { 1 };
     let step = Step {
@@ -236,12 +228,7 @@ pub(super) fn is_locked(key: &str) -> (Request, Reader<bool>) {
 /// One operation on a semaphore or read-write key: a CALL of the hold
 /// procedure, read by `read`.
 pub(super) fn hold<T>(
-    op: HoldOp,
-    hold: HoldKind,
-    key: &str,
-    owner: &str,
-    ttl_ms: f64,
-    read: Reader<T>,
+    op: HoldOp, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, read: Reader<T>,
 ) -> (Request, Reader<T>) {
     let (mode, limit) = hold.name_and_limit();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);

@@ -46,12 +46,8 @@ pub type Watch = (Followed, bool);
 /// once that a notification sent through `store` (the store's own URL)
 /// arrives, and warns through `on_warning` if not.
 pub(super) async fn listener(
-    wake: String,
-    opener: Arc<Opener>,
-    store: Arc<Opener>,
-    connect_timeout: Duration,
-    mut inbox: mpsc::UnboundedReceiver<Watch>,
-    on_released: OnReleased,
+    wake: String, opener: Arc<Opener>, store: Arc<Opener>, connect_timeout: Duration,
+    mut inbox: mpsc::UnboundedReceiver<Watch>, on_released: OnReleased,
     on_warning: Option<OnWarning>,
 ) {
     let mut keys = Following::new(on_released.clone());

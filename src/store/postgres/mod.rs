@@ -57,6 +57,7 @@ pub(super) use self::wire::target::first_words;
 pub fn schema(table: &str) -> String {
     Sql::new(table).create
 }
+use self::answer::hold_token;
 use self::line_sql::WAKE_CHANNEL;
 use self::pool::Opener;
 use self::shared::Shared;
@@ -80,11 +81,8 @@ impl PostgresStore {
     /// Read the URL and certificates now (a bad one is the caller's mistake,
     /// reported at once); connections open on the first operation.
     pub fn new(
-        options: TableOptions,
-        listen_url: Option<&str>,
-        on_released: Option<OnReleased>,
-        on_warning: Option<OnWarning>,
-        make_host: Option<MakeHost<'_>>,
+        options: TableOptions, listen_url: Option<&str>, on_released: Option<OnReleased>,
+        on_warning: Option<OnWarning>, make_host: Option<MakeHost<'_>>,
     ) -> Result<Self, String> {
         let target = options::target(&options)?;
         let listen_target = options::listen_target(&options, listen_url)?;
@@ -140,23 +138,11 @@ impl PostgresStore {
 /// hold function (both in `ops`).
 impl LockStore for PostgresStore {
     fn acquire(
-        &self,
-        hold: HoldKind,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
-        wait: Wait,
+        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, wait: Wait,
     ) -> Op<Acquired> {
         self.send(match hold {
             HoldKind::Lock => ops::acquire_lock(key, owner, ttl_ms, self.shared.line(), wait),
-            _ => ops::hold(
-                HoldOp::Acquire,
-                hold,
-                key,
-                owner,
-                ttl_ms,
-                answer::hold_token,
-            ),
+            _ => ops::hold(HoldOp::Acquire, hold, key, owner, ttl_ms, hold_token),
         })
     }
 

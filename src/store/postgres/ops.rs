@@ -90,11 +90,7 @@ fn storable(texts: &[&str]) -> bool {
 /// line (`line`: this process's id), it respects the line, and waits in it
 /// as `wait` says (`line_sql`).
 pub(super) fn acquire_lock(
-    key: &str,
-    owner: &str,
-    ttl_ms: f64,
-    line: Option<&str>,
-    wait: Wait,
+    key: &str, owner: &str, ttl_ms: f64, line: Option<&str>, wait: Wait,
 ) -> Plan<Acquired> {
     if let Some(refused) = unstorable("acquire", key, owner) {
         return Plan::Known(Err(refused));
@@ -145,11 +141,7 @@ pub(super) fn release_lock(key: &str, owner: &str, line: Option<&str>) -> Plan<R
 /// Claim the lock handed to this process (`me`) for `owner`, for its TTL;
 /// with `more` of it waiting (asked for then), keep a place at the back.
 pub(super) fn claim_lock(
-    key: &str,
-    owner: &str,
-    ttl_ms: f64,
-    me: &str,
-    more: Option<Asked>,
+    key: &str, owner: &str, ttl_ms: f64, me: &str, more: Option<Asked>,
 ) -> Plan<bool> {
     if !storable(&[key, owner]) {
         return Plan::Known(Ok(false));
@@ -172,12 +164,7 @@ pub(super) fn leave_line(key: &str, me: &str) -> Plan<()> {
 /// spare owner token with `code` 2; when a request that may take a place
 /// asked for it (0 for the others).
 fn line_params(
-    key: &str,
-    owner: &str,
-    ttl: Param,
-    me: &str,
-    code: i64,
-    asked: Option<Asked>,
+    key: &str, owner: &str, ttl: Param, me: &str, code: i64, asked: Option<Asked>,
 ) -> Vec<Param> {
     let spare = if code == 2 { owner::mint() } else { "".into() };
     // `Asked` is at most 2^53 - 1, which fits.
@@ -252,12 +239,7 @@ pub(super) fn is_locked(key: &str) -> Plan<bool> {
 /// `op` on `key` for `owner`: one call of the hold function, whose answer
 /// (a bigint or NULL) `read` takes (one of the `hold_*` readers).
 pub(super) fn hold<T>(
-    op: HoldOp,
-    hold: HoldKind,
-    key: &str,
-    owner: &str,
-    ttl_ms: f64,
-    read: Reader<T>,
+    op: HoldOp, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, read: Reader<T>,
 ) -> Plan<T> {
     if let Some(refused) = unstorable(op.method(), key, owner) {
         return Plan::Known(Err(refused));

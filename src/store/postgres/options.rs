@@ -37,8 +37,7 @@ pub(super) fn target(options: &TableOptions) -> Result<Target, String> {
 
 /// Read `listen_url` (`options.listenUrl`), if given, as `url` is read.
 pub(super) fn listen_target(
-    options: &TableOptions,
-    listen_url: Option<&str>,
+    options: &TableOptions, listen_url: Option<&str>,
 ) -> Result<Option<Target>, String> {
     listen_url
         .map(|url| target_of(options, "listenUrl", url))

@@ -178,8 +178,7 @@ fn detail_of(failure: &Failure) -> String {
 /// Tokio that ends when the connection does. `notices`, when given, hears
 /// the channel and payload of every notification the connection receives.
 pub(super) async fn connect(
-    opener: &Opener,
-    notices: Option<mpsc::UnboundedSender<(String, String)>>,
+    opener: &Opener, notices: Option<mpsc::UnboundedSender<(String, String)>>,
 ) -> Result<Client, tokio_postgres::Error> {
     let target = &opener.target;
     let plain = target.refuses_options.load(Ordering::Relaxed);
@@ -199,8 +198,7 @@ pub(super) async fn connect(
 }
 
 async fn connect_with(
-    opener: &Opener,
-    config: &tokio_postgres::Config,
+    opener: &Opener, config: &tokio_postgres::Config,
     notices: Option<mpsc::UnboundedSender<(String, String)>>,
 ) -> Result<Client, tokio_postgres::Error> {
     match &opener.tls {
@@ -219,8 +217,7 @@ async fn connect_with(
 }
 
 async fn drive<S, T>(
-    mut connection: Connection<S, T>,
-    notices: Option<mpsc::UnboundedSender<(String, String)>>,
+    mut connection: Connection<S, T>, notices: Option<mpsc::UnboundedSender<(String, String)>>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
     T: AsyncRead + AsyncWrite + Unpin,

@@ -44,10 +44,7 @@ impl Transport {
 
     /// Send `request`; its answer becomes the operation's through `read`.
     pub fn send<T: Send + 'static>(
-        &self,
-        shared: &Arc<Shared>,
-        request: Request,
-        read: Reader<T>,
+        &self, shared: &Arc<Shared>, request: Request, read: Reader<T>,
     ) -> Op<T> {
         match self {
             Transport::EventLoop(direct) => via_loop::send(direct, shared, request, read),

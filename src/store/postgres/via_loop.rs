@@ -27,8 +27,7 @@ use crate::store::{BackendError, Op, StoreError};
 /// making the store), when the URL names one server over TCP; None when it
 /// names something else, which stays on Tokio.
 pub(super) fn connections(
-    shared: &Shared,
-    make_host: MakeHost<'_>,
+    shared: &Shared, make_host: MakeHost<'_>,
 ) -> Result<Option<Direct>, String> {
     let opener = &shared.opener;
     let config = &opener.target.config;
@@ -76,10 +75,7 @@ pub(super) fn connections(
 /// Send `request` on its key's connection (any, if it has none); its
 /// answer becomes the operation's through `read`, on this thread.
 pub(super) fn send<T: 'static>(
-    direct: &Direct,
-    shared: &Arc<Shared>,
-    request: Request,
-    read: Reader<T>,
+    direct: &Direct, shared: &Arc<Shared>, request: Request, read: Reader<T>,
 ) -> Op<T> {
     let name = request.name;
     let shared = Arc::clone(shared);

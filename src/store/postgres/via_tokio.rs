@@ -22,10 +22,7 @@ use crate::store::Op;
 /// Send `request` on its key's pooled connection, within the store's time
 /// bounds; sent again on a fresh connection if it found its own dead.
 pub(super) fn send<T: Send + 'static>(
-    pool: &Arc<Pool>,
-    shared: &Arc<Shared>,
-    request: Request,
-    read: Reader<T>,
+    pool: &Arc<Pool>, shared: &Arc<Shared>, request: Request, read: Reader<T>,
 ) -> Op<T> {
     let (pool, shared) = (Arc::clone(pool), Arc::clone(shared));
     Op::Pending(Box::pin(async move {

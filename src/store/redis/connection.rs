@@ -29,10 +29,7 @@ impl ConnectionLike for OpenConnection {
     }
 
     fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
+        &'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             OpenConnection::Single(c) => c.req_packed_commands(pipeline, offset, count),

@@ -25,10 +25,7 @@ pub(super) const RESENDS: u32 = 2;
 /// if it does not answer a `PING` as Redis would, the error says so, instead
 /// of blaming the network.
 pub(super) async fn diagnosed(
-    name: &'static str,
-    e: &RedisError,
-    display: &str,
-    single: Option<(&str, u16, Duration)>,
+    name: &'static str, e: &RedisError, display: &str, single: Option<(&str, u16, Duration)>,
 ) -> StoreError {
     let not_redis = if e.kind() == ErrorKind::Parse {
         true

@@ -71,9 +71,7 @@ impl RedisStore {
     /// Parse the URL now (a bad one is the caller's mistake, reported at once);
     /// the connection itself opens on the first operation.
     pub fn new(
-        options: RedisOptions,
-        on_released: Option<OnReleased>,
-        make_host: Option<MakeHost<'_>>,
+        options: RedisOptions, on_released: Option<OnReleased>, make_host: Option<MakeHost<'_>>,
     ) -> Result<Self, String> {
         let certificates = options
             .tls
@@ -156,12 +154,7 @@ impl RedisStore {
 
     /// `op` on a semaphore's or read-write key's holds.
     fn holds_op<T: Send + 'static>(
-        &self,
-        op: HoldOp,
-        hold: HoldKind,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
+        &self, op: HoldOp, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64,
         read: fn(redis::Value) -> Result<T, Misread>,
     ) -> Op<T> {
         match ops::holds(&self.shared.layout, op, hold, key, owner, ttl_ms) {
@@ -176,12 +169,7 @@ impl RedisStore {
 /// operation's script (`ops`, `scripts`).
 impl LockStore for RedisStore {
     fn acquire(
-        &self,
-        hold: HoldKind,
-        key: &str,
-        owner: &str,
-        ttl_ms: f64,
-        wait: Wait,
+        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, wait: Wait,
     ) -> Op<Acquired> {
         let layout = &self.shared.layout;
         match hold {

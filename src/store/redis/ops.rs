@@ -67,11 +67,7 @@ pub fn release_lock(layout: &Layout, key: &str, owner: &str) -> Request {
 /// claims a lock handed over, and with `more` of this process waiting
 /// (asked for then) keeps its place at the back.
 pub fn extend_lock(
-    layout: &Layout,
-    key: &str,
-    owner: &str,
-    ttl_ms: f64,
-    more: Option<Asked>,
+    layout: &Layout, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>,
 ) -> Request {
     let ttl = whole_ms(ttl_ms).to_string();
     if let Some(me) = &layout.line {
@@ -117,11 +113,7 @@ fn line_args(owner: &str, ttl: &str, me: &str, more: &[&str]) -> Vec<Vec<u8>> {
 }
 
 fn in_line(
-    name: &'static str,
-    lua: &'static Lua,
-    layout: &Layout,
-    key: &str,
-    args: Vec<Vec<u8>>,
+    name: &'static str, lua: &'static Lua, layout: &Layout, key: &str, args: Vec<Vec<u8>>,
 ) -> Request {
     Request::script(name, lua, layout.line_keys(key), args)
 }
@@ -158,12 +150,7 @@ pub fn is_locked(layout: &Layout, key: &str) -> Request {
 /// `op` on the holds of `key` in `hold` (a semaphore's permits, or a
 /// read-write key's readers and writer): one call of its script.
 pub fn holds(
-    layout: &Layout,
-    op: HoldOp,
-    hold: HoldKind,
-    key: &str,
-    owner: &str,
-    ttl_ms: f64,
+    layout: &Layout, op: HoldOp, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64,
 ) -> Result<Request, StoreError> {
     let holds = layout.holds(hold, key);
     let writer = format!("{holds}:writer");

@@ -139,8 +139,7 @@ fn unix_scheme(url: &url::Url) -> bool {
 /// A client for one URL, with the TLS certificates if given (a URL that is
 /// not `rediss://` then is a mistake).
 pub(super) fn open_client(
-    url: &str,
-    certificates: Option<&TlsCertificates>,
+    url: &str, certificates: Option<&TlsCertificates>,
 ) -> Result<Client, String> {
     match certificates {
         None => Client::open(url).map_err(|e| {

@@ -33,13 +33,8 @@ pub type Watch = (String, bool);
 /// Re-connects (and re-subscribes) after the connection drops; ends when the
 /// store is closed or dropped.
 pub(super) async fn subscriber(
-    clients: Vec<Client>,
-    prefix: String,
-    wake: Option<String>,
-    connect_timeout: Duration,
-    first_opened: FirstOpened,
-    mut inbox: mpsc::UnboundedReceiver<Watch>,
-    on_released: OnReleased,
+    clients: Vec<Client>, prefix: String, wake: Option<String>, connect_timeout: Duration,
+    first_opened: FirstOpened, mut inbox: mpsc::UnboundedReceiver<Watch>, on_released: OnReleased,
 ) {
     let mut channels: HashSet<String> = HashSet::new();
     let apply = |channels: &mut HashSet<String>, (name, on): Watch| {

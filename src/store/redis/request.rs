@@ -120,10 +120,7 @@ impl Request {
     }
 
     pub fn script(
-        name: &'static str,
-        lua: &'static Lua,
-        keys: Vec<String>,
-        args: Vec<Vec<u8>>,
+        name: &'static str, lua: &'static Lua, keys: Vec<String>, args: Vec<Vec<u8>>,
     ) -> Request {
         Request {
             name,

@@ -117,9 +117,7 @@ impl Handle {
     /// # Safety
     /// `init` is the `uv_*_init` of `kind` on this thread's live loop.
     pub(super) unsafe fn new(
-        kind: c_int,
-        data: *mut c_void,
-        init: impl FnOnce(*mut c_void) -> c_int,
+        kind: c_int, data: *mut c_void, init: impl FnOnce(*mut c_void) -> c_int,
     ) -> Result<Handle, UvError> {
         // SAFETY: uv_handle_size is a pure lookup, and `kind` a handle type.
         let size = unsafe { ffi::uv_handle_size(kind) };

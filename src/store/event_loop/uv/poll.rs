@@ -26,10 +26,7 @@ impl Poll {
     /// find with [`data_of`] for as long as the handle is open. For a poll
     /// handle, `socket` also stays open until the handle is closed.
     pub unsafe fn new(
-        loop_: *mut Loop,
-        socket: ffi::OsSock,
-        data: *mut c_void,
-        cb: PollCb,
+        loop_: *mut Loop, socket: ffi::OsSock, data: *mut c_void, cb: PollCb,
     ) -> Result<Poll, UvError> {
         // SAFETY: as the caller promises; the init matches the kind.
         let handle = unsafe {

@@ -29,9 +29,7 @@ impl AsyncSlot {
     /// See [`super::Poll::new`]. [`AsyncSlot::disarm`] must be called before the
     /// returned handle is closed.
     pub unsafe fn new(
-        loop_: *mut Loop,
-        data: *mut c_void,
-        cb: Cb,
+        loop_: *mut Loop, data: *mut c_void, cb: Cb,
     ) -> Result<(AsyncSlot, Async), UvError> {
         // SAFETY: as the caller promises; the init matches the kind.
         let handle = unsafe { Handle::new(UV_ASYNC, data, |h| ffi::uv_async_init(loop_, h, cb)) }?;

@@ -155,8 +155,7 @@ const LONGEST_GREETING: usize = 4096;
 /// The server's first packet: its greeting, or an error (too many
 /// connections, a host not allowed), or the finding that it is not MySQL.
 async fn greeting_payload<S: AsyncRead + Unpin>(
-    stream: &mut S,
-    target: &Target,
+    stream: &mut S, target: &Target,
 ) -> Result<Vec<u8>, Failure> {
     peer::awaiting("MySQL", MYSQL_HINT);
     let mut first = Vec::with_capacity(16);
@@ -210,8 +209,7 @@ fn not_mysql(target: &Target, first: &[u8]) -> Failure {
 }
 
 async fn greeting<S: AsyncRead + Unpin>(
-    stream: &mut S,
-    target: &Target,
+    stream: &mut S, target: &Target,
 ) -> Result<Greeting, Failure> {
     let payload = greeting_payload(stream, target).await?;
     if payload.first() == Some(&0xFF) {

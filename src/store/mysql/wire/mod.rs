@@ -150,8 +150,7 @@ impl Wire for MySql {
     /// and the rows of the first that has any, or with the first error
     /// among them.
     fn decode(
-        session: &mut Session,
-        inbound: &mut BytesMut,
+        session: &mut Session, inbound: &mut BytesMut,
     ) -> Result<Option<ServerAnswer>, String> {
         // Something nobody asked for (an error before the server drops the
         // connection) reads as one text answer.

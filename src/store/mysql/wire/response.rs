@@ -70,10 +70,7 @@ pub fn response(bytes: &[u8], binary: bool) -> Result<Option<(ServerAnswer, usiz
 /// ends it (or the error that cut it short) and where it ended.
 #[allow(clippy::type_complexity)]
 fn result_set(
-    bytes: &[u8],
-    head: &[u8],
-    mut at: usize,
-    binary: bool,
+    bytes: &[u8], head: &[u8], mut at: usize, binary: bool,
     mut rows: Option<&mut Vec<Vec<Option<Vec<u8>>>>>,
 ) -> Result<Option<(Result<u16, ServerError>, usize)>, String> {
     // No statement of this store answers more than a few columns: a huge

@@ -87,11 +87,7 @@ fn scramble(plugin: &str, password: &[u8], nonce: &[u8]) -> Option<Vec<u8>> {
 /// Log in on a greeted connection (after TLS, if any: then `seq` is 2),
 /// then set the session up.
 pub(super) async fn login<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    target: &Target,
-    greeting: &Greeting,
-    seq: u8,
-    secure: bool,
+    stream: &mut S, target: &Target, greeting: &Greeting, seq: u8, secure: bool,
 ) -> Result<(), Failure> {
     let mut capabilities = if seq == 2 {
         CAPABILITIES | SSL
@@ -214,8 +210,7 @@ fn first_number(answer: &Answer) -> usize {
 /// Find the store's objects, and make those missing (a user without the
 /// rights to gets an error saying what to run instead).
 async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    target: &Target,
+    stream: &mut S, target: &Target,
 ) -> Result<(), Failure> {
     let found = query(stream, target, &target.sql.exists).await?;
     if first_number(&found) == Sql::OBJECTS {
@@ -254,8 +249,7 @@ async fn make_objects<S: AsyncRead + AsyncWrite + Unpin>(
 /// (`max_prepared_stmt_count` reached, a statement it cannot prepare, a
 /// proxy that cannot), which the connection then sends as text.
 pub(super) async fn prepare<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    target: &Target,
+    stream: &mut S, target: &Target,
 ) -> Result<Vec<Option<u32>>, Failure> {
     let mut out = Vec::new();
     for text in &target.sql.prepared {
@@ -300,9 +294,7 @@ const ACCESS_DENIED: u16 = 1045;
 
 /// Run `sql` and wait for its answer (the connection is not shared yet).
 pub(in crate::store::mysql) async fn query<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    target: &Target,
-    sql: &str,
+    stream: &mut S, target: &Target, sql: &str,
 ) -> Result<Answer, Failure> {
     let answer = exchange(stream, target, sql).await?;
     answered(target, answer)
@@ -318,9 +310,7 @@ fn answered(target: &Target, answer: ServerAnswer) -> Result<Answer, Failure> {
 
 /// Run `sql`: the server's answer, or what kept it from answering.
 pub(in crate::store::mysql) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    target: &Target,
-    sql: &str,
+    stream: &mut S, target: &Target, sql: &str,
 ) -> Result<ServerAnswer, Failure> {
     let mut payload = Vec::with_capacity(sql.len() + 1);
     payload.push(0x03);
@@ -348,10 +338,7 @@ pub(in crate::store::mysql) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>
 }
 
 async fn send<S: AsyncWrite + Unpin>(
-    stream: &mut S,
-    target: &Target,
-    seq: u8,
-    payload: &[u8],
+    stream: &mut S, target: &Target, seq: u8, payload: &[u8],
 ) -> Result<(), Failure> {
     let mut out = Vec::new();
     put_packet(&mut out, seq, payload);
@@ -360,8 +347,7 @@ async fn send<S: AsyncWrite + Unpin>(
 
 /// One whole payload, and the sequence number the answer to it takes.
 pub(super) async fn read_payload<S: AsyncRead + Unpin>(
-    stream: &mut S,
-    target: &Target,
+    stream: &mut S, target: &Target,
 ) -> Result<(Vec<u8>, u8), Failure> {
     let mut payload = Vec::new();
     loop {

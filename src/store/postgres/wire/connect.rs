@@ -46,9 +46,7 @@ async fn connect(target: &Target) -> Result<Opened<ByName>, Failure> {
 /// The session in plain text; `heard`: the server already answered as
 /// PostgreSQL does (N to the request for TLS).
 async fn in_plain_text(
-    mut tcp: tokio::net::TcpStream,
-    target: &Target,
-    heard: bool,
+    mut tcp: tokio::net::TcpStream, target: &Target, heard: bool,
 ) -> Result<Opened<ByName>, Failure> {
     let (server_process, prepared) = start(&mut tcp, target, heard).await?;
     let tcp = tcp.into_std().map_err(|e| lost(target, &e))?;

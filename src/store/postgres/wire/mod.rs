@@ -135,8 +135,7 @@ impl Wire for Postgres {
     }
 
     fn decode(
-        session: &mut Session,
-        inbound: &mut BytesMut,
+        session: &mut Session, inbound: &mut BytesMut,
     ) -> Result<Option<ServerAnswer>, String> {
         loop {
             let message = Message::parse(inbound)
@@ -202,10 +201,7 @@ impl Wire for Postgres {
     }
 
     fn fence(
-        target: &Target,
-        server_process: i32,
-        local_port: u16,
-        wait_ms: u64,
+        target: &Target, server_process: i32, local_port: u16, wait_ms: u64,
     ) -> Option<Request> {
         Some(Request {
             name: "endSession",

@@ -145,9 +145,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Talk<'_, S> {
 /// (to the request for TLS), so a failure is never put down to its being
 /// another kind of server.
 pub(super) async fn start<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    target: &Target,
-    heard: bool,
+    stream: &mut S, target: &Target, heard: bool,
 ) -> Result<(Option<i32>, bool), Failure> {
     let mut talk = Talk {
         stream,
@@ -221,8 +219,7 @@ pub(super) async fn start<S: AsyncRead + AsyncWrite + Unpin>(
 /// statements to whichever server connection is free. Only in the server's
 /// own session does a statement prepared by name stay where it was prepared.
 async fn serves_us_alone<S: AsyncRead + AsyncWrite + Unpin>(
-    talk: &mut Talk<'_, S>,
-    process: i32,
+    talk: &mut Talk<'_, S>, process: i32,
 ) -> Result<bool, Failure> {
     let rows = talk.query("SELECT pg_backend_pid()").await?;
     let serving = rows

@@ -93,9 +93,7 @@ fn lost(target: &Target, e: &std::io::Error) -> Failure {
 /// Log in and choose the database, or, with neither to do, `PING`: each
 /// answer also proves the other end speaks Redis.
 async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    target: &Target,
-    tls: bool,
+    stream: &mut S, target: &Target, tls: bool,
 ) -> Result<(), Failure> {
     let mut out = Vec::new();
     let mut expected = 0;
@@ -182,9 +180,7 @@ const TLS_SILENCE: Duration = Duration::from_millis(250);
 /// once. (A TLS server that is only slow takes the `PING` as a bad hello
 /// and closes that connection; the handshake goes on.)
 async fn handshake(
-    config: &Arc<ClientConfig>,
-    name: &ServerName<'static>,
-    tcp: tokio::net::TcpStream,
+    config: &Arc<ClientConfig>, name: &ServerName<'static>, tcp: tokio::net::TcpStream,
     target: &Target,
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, Failure> {
     let no_tls = |what: &str| {
@@ -244,8 +240,7 @@ async fn speaks_plain_redis(host: &str, port: u16) -> bool {
 /// Ask the server how long a command it reads (`limits`): a user that may
 /// not run CONFIG, or a server that renamed it, leaves Redis's defaults.
 async fn learn_limits<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    target: &Target,
+    stream: &mut S, target: &Target,
 ) -> Result<(), Failure> {
     let mut out = Vec::new();
     for name in ["proto-max-bulk-len", "client-query-buffer-limit"] {
