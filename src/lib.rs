@@ -43,15 +43,16 @@
 //!   monotonic clock), `groups.rs` (semaphores' and read-write keys' groups),
 //!   `tests.rs`.
 //! - `src/store/redis/`: `mod.rs` (the store, one dispatch on the kind of
-//!   hold), `ops.rs` (each operation once: request and reply reader),
-//!   `layout.rs`, `scripts.rs`, `request.rs`, `transport.rs` (event loop or
+//!   hold), `ops.rs` (each operation once: its request), `answer.rs` (the
+//!   readers of the replies), `layout.rs`, `scripts.rs`, `request.rs`, `transport.rs` (event loop or
 //!   Tokio, chosen once), `shared.rs` (what the operations, the transport
 //!   and the subscriber share), `connection.rs`, `fencing.rs`, `errors.rs`,
 //!   `pubsub.rs`, `limits.rs` (the longest argument the server reads),
 //!   `options.rs`, `wire/`, `tests.rs`, `line_tests.rs` (the
 //!   line a plain lock's waiters wait in, against a real server).
 //! - `src/store/redis/wire/`: `mod.rs` (Redis's protocol on the event loop),
-//!   `connect.rs` (opening and greeting a connection).
+//!   `connect.rs` (opening and greeting a connection), `target.rs` (where
+//!   connections go, and what answered).
 //! - `src/store/postgres/`: `mod.rs` (the store, one dispatch on the kind of
 //!   hold), `ops.rs` (each operation once: statement, parameters, key and
 //!   answer reader), `answer.rs` (the answer either transport reads, and
@@ -70,7 +71,9 @@
 //!   reader), `answer.rs` (the readers), `sql.rs`, `sweep.rs` (old rows found, then deleted by key),
 //!   `holds_sql.rs` (the procedure of semaphores and read-write locks),
 //!   `line_sql.rs` (the line's table and procedures), `hashes.rs` (row ids,
-//!   names, hex literals), `wire/`, `ear.rs`
+//!   names, hex literals), `shared.rs` (what the operations, the transport
+//!   and the ear share), `transport.rs` (each operation on its key's
+//!   connection, and the sweep it sets off), `wire/`, `ear.rs`
 //!   (hearing of a lock handed to this process), `errors.rs`, `options.rs`,
 //!   `tests.rs` (against a MariaDB the test starts, the line's contract too).
 //! - `src/store/mysql/wire/`: `mod.rs` (MySQL's protocol on the event loop),

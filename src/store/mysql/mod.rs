@@ -23,8 +23,10 @@ mod holds_sql;
 mod line_sql;
 mod ops;
 pub mod options;
+mod shared;
 mod sql;
 mod sweep;
+mod transport;
 mod wire;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize};
@@ -33,21 +35,22 @@ use std::sync::Arc;
 use rustls::pki_types::ServerName;
 
 use self::answer::{hold_token, Freed, Reader};
-use self::ear::Watch;
 use self::ops::Request;
 use self::options::{Place, TlsMode};
+use self::shared::Shared;
 use self::sql::Sql;
+use self::transport::submit;
 pub(super) use self::wire::target::first_words;
 use self::wire::target::Target;
-use self::wire::{Direct, Local, ServerAnswer};
+use self::wire::Direct;
 use super::event_loop::host::MakeHost;
 use super::follow::{Follower, OnReleased};
 use super::line::Release;
 use super::sweeps::Sweeps;
 use super::tls::client_config;
 use super::{
-    Acquired, Asked, Capabilities, Done, HoldKind, HoldOp, LockStore, Op, StoreResult,
-    TableOptions, Task, Wait,
+    Acquired, Asked, Capabilities, HoldKind, HoldOp, LockStore, Op, StoreResult, TableOptions,
+    Task, Wait,
 };
 
 /// The SQL that makes every object a store on `table` uses (what it runs
@@ -55,15 +58,6 @@ use super::{
 /// may not create objects, to run once as one who may.
 pub fn schema(table: &str) -> String {
     Sql::new(table).script()
-}
-
-struct Shared {
-    /// The ear hearing of locks handed to this process (`ear`), once anyone waits.
-    follower: Follower<Watch>,
-    /// This store's id in the lines of plain locks (`line_sql`).
-    me: String,
-    /// When old rows are swept.
-    sweeps: Sweeps,
 }
 
 pub struct MySqlStore {
@@ -175,55 +169,6 @@ impl MySqlStore {
             });
             submit(&local, &shared, first, marked)
         })
-    }
-}
-
-/// Send `request` on its key's connection; `read` makes its answer the
-/// operation's, given to `done` on this thread.
-fn submit<T: 'static>(
-    local: &Local, shared: &Arc<Shared>, (request, read): (Request, Reader<T>), done: Done<T>,
-) {
-    let shared = Arc::clone(shared);
-    let (name, starts_sweep) = (request.name, request.starts_sweep);
-    let answer = move |connections: &Local, answer: ServerAnswer| {
-        let display = connections.display();
-        let answer = answer.map_err(|e| errors::server_error(name, display, &e))?;
-        let value = read(answer).map_err(|what| errors::unreadable(name, display, what))?;
-        if starts_sweep && shared.sweeps.due() {
-            sweep(connections);
-        }
-        Ok(value)
-    };
-    let on_wire = wire::Request {
-        name,
-        command: wire::Command::Prepared(request.runs),
-    };
-    local.request(Some(&request.route), on_wire, answer, done);
-}
-
-/// Delete a batch of old rows of each table: found first, then deleted by
-/// their keys (`sql::Sweep`); nobody waits for the answers.
-fn sweep(local: &Local) {
-    let sql = Arc::clone(&local.target().sql);
-    for sweep in sql.sweep() {
-        let request = wire::Request {
-            name: "sweep",
-            command: wire::Command::Text(sweep.select.clone()),
-        };
-        let connections = local.clone();
-        local.submit(
-            request,
-            Box::new(move |found| {
-                let Ok(Ok(found)) = found else { return };
-                if let Some(delete) = sweep.delete(&found.rows) {
-                    let request = wire::Request {
-                        name: "sweep",
-                        command: wire::Command::Text(delete),
-                    };
-                    connections.submit(request, Box::new(|_| {}));
-                }
-            }),
-        );
     }
 }
 

@@ -29,6 +29,7 @@
 //! only `tls.ca`; certificates are parsed when the store is made, so a bad
 //! PEM is the caller's error at once, not a failure on first use.
 
+mod answer;
 mod connection;
 mod errors;
 pub mod fencing;
@@ -47,15 +48,15 @@ use std::sync::{Arc, Mutex};
 
 use redis::cluster::ClusterClient;
 
+use self::answer::Misread;
 use self::connection::Connection;
 use self::layout::{channel, Layout, WAKE};
-use self::ops::Misread;
 pub use self::options::RedisOptions;
 use self::options::{checked_url, open_client};
 use self::request::Request;
 use self::shared::Shared;
 use self::transport::Transport;
-pub(super) use self::wire::connect::first_words;
+pub(super) use self::wire::target::first_words;
 use super::event_loop::host::MakeHost;
 use super::follow::{FirstOpened, Follower, OnReleased};
 use super::options::{redacted, TlsOptions};
@@ -175,9 +176,9 @@ impl LockStore for RedisStore {
         match hold {
             HoldKind::Lock => self.send(
                 ops::acquire_lock(layout, key, owner, ttl_ms, wait),
-                ops::token,
+                answer::token,
             ),
-            _ => self.holds_op(HoldOp::Acquire, hold, key, owner, ttl_ms, ops::token),
+            _ => self.holds_op(HoldOp::Acquire, hold, key, owner, ttl_ms, answer::token),
         }
     }
 
@@ -188,20 +189,21 @@ impl LockStore for RedisStore {
                 // waiters as one told by message would.
                 let (shared, key) = (Arc::clone(&self.shared), key.to_owned());
                 let request = ops::release_lock(&self.shared.layout, key.as_str(), owner);
-                self.send(request, ops::release)
+                self.send(request, answer::release)
                     .map(move |release| release.tell(&key, &shared.follower))
             }
-            _ => self.holds_op(HoldOp::Release, hold, key, owner, 0.0, ops::one),
+            _ => self.holds_op(HoldOp::Release, hold, key, owner, 0.0, answer::one),
         }
     }
 
     fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let layout = &self.shared.layout;
         match hold {
-            HoldKind::Lock => {
-                self.send(ops::extend_lock(layout, key, owner, ttl_ms, None), ops::one)
-            }
-            _ => self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, ops::one),
+            HoldKind::Lock => self.send(
+                ops::extend_lock(layout, key, owner, ttl_ms, None),
+                answer::one,
+            ),
+            _ => self.holds_op(HoldOp::Extend, hold, key, owner, ttl_ms, answer::one),
         }
     }
 
@@ -209,26 +211,26 @@ impl LockStore for RedisStore {
         match hold {
             HoldKind::Lock => self.send(
                 ops::lock_owner(&self.shared.layout, key),
-                ops::owned_by(owner),
+                answer::owned_by(owner),
             ),
-            _ => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, ops::live),
+            _ => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, answer::live),
         }
     }
 
     fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         match (hold, owner) {
             (HoldKind::Lock, _) => {
-                self.send(ops::lock_remaining(&self.shared.layout, key), ops::pttl)
+                self.send(ops::lock_remaining(&self.shared.layout, key), answer::pttl)
             }
-            (_, Some(owner)) => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, ops::left),
+            (_, Some(owner)) => self.holds_op(HoldOp::Left, hold, key, owner, 0.0, answer::left),
             (_, None) => Op::Ready(Ok(None)),
         }
     }
 
     fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool> {
         match hold {
-            HoldKind::Lock => self.send(ops::is_locked(&self.shared.layout, key), ops::one),
-            _ => self.holds_op(HoldOp::Waits, hold, key, "", 0.0, ops::one),
+            HoldKind::Lock => self.send(ops::is_locked(&self.shared.layout, key), answer::one),
+            _ => self.holds_op(HoldOp::Waits, hold, key, "", 0.0, answer::one),
         }
     }
 
@@ -237,13 +239,13 @@ impl LockStore for RedisStore {
             HoldKind::Lock => self
                 .would_wait(hold, key)
                 .map(|locked| f64::from(u8::from(locked))),
-            _ => self.holds_op(HoldOp::Count, hold, key, "", 0.0, ops::count),
+            _ => self.holds_op(HoldOp::Count, hold, key, "", 0.0, answer::count),
         }
     }
 
     fn withdraw(&self, hold: HoldKind, key: &str) -> Op<()> {
         match hold {
-            HoldKind::Write => self.holds_op(HoldOp::Withdraw, hold, key, "", 0.0, ops::nothing),
+            HoldKind::Write => self.holds_op(HoldOp::Withdraw, hold, key, "", 0.0, answer::nothing),
             _ => Op::Ready(Ok(())),
         }
     }
@@ -276,18 +278,18 @@ impl LockStore for RedisStore {
 
     fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {
         let request = ops::extend_lock(&self.shared.layout, key, owner, ttl_ms, more);
-        self.send(request, ops::one)
+        self.send(request, answer::one)
     }
 
     fn leave_line(&self, key: &str) -> Op<()> {
         match ops::leave_line(&self.shared.layout, key) {
-            Some(request) => self.send(request, ops::nothing),
+            Some(request) => self.send(request, answer::nothing),
             None => Op::Ready(Ok(())),
         }
     }
 
     fn ping(&self) -> Op<()> {
-        self.send(ops::ping(), ops::answered)
+        self.send(ops::ping(), answer::answered)
     }
 
     /// Drop the connection. Operations after this fail with a "closed" error;

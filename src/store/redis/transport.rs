@@ -11,12 +11,12 @@ use std::sync::Arc;
 use redis::{RedisResult, Value};
 use rustls::pki_types::ServerName;
 
+use super::answer::Misread;
 use super::connection::OpenConnection;
 use super::errors::{found_dead, server_error, RESENDS};
-use super::ops::Misread;
 use super::request::{Body, Request};
 use super::shared::Shared;
-use super::wire::connect::Target;
+use super::wire::target::Target;
 use super::wire::{Direct, Local};
 use crate::store::event_loop::host::MakeHost;
 use crate::store::tls::client_config;

@@ -14,34 +14,11 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::Decoder;
 
+use super::target::{lost, Target};
 use crate::store::event_loop::{connect_tcp, Failure, Opened};
-use crate::store::follow::FirstOpened;
 use crate::store::redis::errors::reply_meaning;
-use crate::store::redis::limits::{setting, Limits};
+use crate::store::redis::limits::setting;
 use crate::store::{peer, Code};
-
-/// Where and how to connect; made once per store.
-pub struct Target {
-    pub host: String,
-    pub port: u16,
-    pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    pub db: i64,
-    pub connect_timeout: Duration,
-    /// The server as error messages name it (no password).
-    pub display: String,
-    /// The longest command the server reads, told what it says.
-    pub limits: Arc<Limits>,
-    /// Told when a connection opens (`Wire::begin`): the subscriber waits for it.
-    pub first_opened: FirstOpened,
-}
-
-/// How a Redis server's first bytes sound: RESP's simple string and error
-/// replies (`+PONG`, `-ERR ...`).
-pub fn first_words(first: &[u8]) -> Option<&'static str> {
-    matches!(first, [b'+' | b'-', ..]).then_some("it answers as a Redis server does")
-}
 
 /// Open a connection to `target`, within its connect timeout.
 pub async fn open(target: Arc<Target>) -> Result<Opened<()>, Failure> {
@@ -84,10 +61,6 @@ async fn connect(target: &Target) -> Result<Opened<()>, Failure> {
         server_process: None,
         prepared: (),
     })
-}
-
-fn lost(target: &Target, e: &std::io::Error) -> Failure {
-    Failure::lost(&target.display, e)
 }
 
 /// Log in and choose the database, or, with neither to do, `PING`: each
@@ -271,17 +244,4 @@ async fn learn_limits<S: AsyncRead + AsyncWrite + Unpin>(
     }
     target.limits.learned(answers[0], answers[1]);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::store::peer::what_answered;
-
-    #[test]
-    fn a_redis_server_is_told_by_its_simple_replies() {
-        assert!(what_answered(b"-ERR unknown command").contains("Redis"));
-        assert!(what_answered(b"+PONG\r\n").contains("Redis"));
-        assert_eq!(super::first_words(b"E\x00\x00\x00\x50SFATAL"), None);
-        assert_eq!(super::first_words(b""), None);
-    }
 }

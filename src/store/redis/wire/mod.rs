@@ -4,6 +4,7 @@
 //! how a connection is opened and greeted ([`connect`]).
 
 pub mod connect;
+pub mod target;
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use bytes::BytesMut;
 use redis::{Value, ValueCodec};
 use tokio_util::codec::Decoder;
 
-use self::connect::Target;
+use self::target::Target;
 use super::errors::RESENDS;
 use super::request::{Request, SCRIPTS};
 use crate::store::event_loop::{self, Failure, Opening, Verdict, Wire};
