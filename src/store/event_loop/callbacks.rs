@@ -11,14 +11,14 @@ use super::due::Next;
 use super::engine::{Engine, Handles};
 use super::host::Host;
 use super::uv;
-use super::wire::Wire;
+use super::wire::{Endpoint, Wire};
 
 /// A connection to `target` on `host`'s loop, with its handles (opened on
 /// first use).
 pub(super) fn engine<W: Wire>(
-    host: Box<dyn Host>, target: Arc<W::Target>, command_timeout_ms: u64,
+    host: Box<dyn Host>, target: Arc<W::Target>, endpoint: Rc<Endpoint>,
 ) -> Result<Rc<Engine<W>>, String> {
-    let engine = Engine::<W>::new(host, target, command_timeout_ms, on_poll::<W>);
+    let engine = Engine::<W>::new(host, target, endpoint, on_poll::<W>);
     let (loop_, data) = (engine.loop_, engine.data());
     // SAFETY: the host's loop is this thread's live loop; `data` is the
     // engine, which outlives its handles (they are closed before the last

@@ -6,13 +6,14 @@
 //! callbacks to deliver once the state is no longer borrowed.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::BytesMut;
 
 use super::due::{refusal, Due, Next, Reply};
 use super::socket::{Arrived, Socket};
-use super::wire::{error, Failure, Verdict, Wire};
+use super::wire::{error, Endpoint, Failure, Named, Verdict, Wire};
 use crate::store::Code;
 
 pub struct Waiting<W: Wire> {
@@ -43,7 +44,8 @@ pub enum State {
 
 pub struct Conn<W: Wire> {
     pub target: Arc<W::Target>,
-    pub command_timeout: u64,
+    /// The server, as error messages name it, and its time bounds.
+    pub endpoint: Rc<Endpoint>,
     pub state: State,
     pub waiting: VecDeque<Waiting<W>>,
     /// How many of them still wait for their reply (not timed out).
@@ -64,10 +66,10 @@ pub struct Conn<W: Wire> {
 }
 
 impl<W: Wire> Conn<W> {
-    pub fn new(target: Arc<W::Target>, command_timeout: u64) -> Conn<W> {
+    pub fn new(target: Arc<W::Target>, endpoint: Rc<Endpoint>) -> Conn<W> {
         Conn {
             target,
-            command_timeout,
+            endpoint,
             state: State::Idle,
             waiting: VecDeque::new(),
             live: 0,
@@ -85,11 +87,10 @@ impl<W: Wire> Conn<W> {
     /// sent once it is (and a connection is opened if none is on its way).
     pub fn submit(&mut self, request: W::Request, reply: Reply<W>, now: u64) -> Next<W> {
         let mut next = Next::default();
-        let mut timeout = self.command_timeout;
+        let mut timeout = self.endpoint.command_timeout_ms;
         match self.state {
             State::Closed => {
-                let closed =
-                    error::<W>(Code::StoreClosed, W::name(&request), "the store is closed");
+                let closed = error::<W>(Code::StoreClosed, request.name(), "the store is closed");
                 next.due.push((reply, Err(closed)));
                 return next;
             }
@@ -100,9 +101,9 @@ impl<W: Wire> Conn<W> {
                     return next;
                 }
             }
-            State::Connecting => timeout += W::connect_timeout_ms(&self.target),
+            State::Connecting => timeout += self.endpoint.connect_timeout_ms,
             State::Idle => {
-                timeout += W::connect_timeout_ms(&self.target);
+                timeout += self.endpoint.connect_timeout_ms;
                 self.state = State::Connecting;
                 next.connect = true;
             }
@@ -175,7 +176,7 @@ impl<W: Wire> Conn<W> {
             if let Some(reply) = w.reply {
                 next.due.push((
                     reply,
-                    Err(error::<W>(failure.code, W::name(&w.request), &failure.text)),
+                    Err(error::<W>(failure.code, w.request.name(), &failure.text)),
                 ));
             }
         }
@@ -309,11 +310,16 @@ impl<W: Wire> Conn<W> {
         // was sent on it later: ended first thing on the next connection.
         if self.fence.is_none() && !self.waiting.is_empty() {
             self.fence = self.server_session.take().and_then(|(process, port)| {
-                W::fence(&self.target, process, port, self.command_timeout / 2)
+                W::fence(
+                    &self.target,
+                    process,
+                    port,
+                    self.endpoint.command_timeout_ms / 2,
+                )
             });
         }
         let mut next = Next::default();
-        let display = W::display(&self.target).to_owned();
+        let display = self.endpoint.display.clone();
         let mut kept = VecDeque::new();
         for mut w in self.waiting.drain(..) {
             let Some(reply) = w.reply.take() else {
@@ -327,11 +333,7 @@ impl<W: Wire> Conn<W> {
                 let text = format!("lost the connection to {display}: {why}");
                 next.due.push((
                     reply,
-                    Err(error::<W>(
-                        Code::StoreConnection,
-                        W::name(&w.request),
-                        &text,
-                    )),
+                    Err(error::<W>(Code::StoreConnection, w.request.name(), &text)),
                 ));
             }
         }
@@ -351,7 +353,7 @@ impl<W: Wire> Conn<W> {
     /// and it is given up: the requests still waiting go to a fresh one.
     pub fn expire(&mut self, now: u64) -> Next<W> {
         let mut next = Next::default();
-        let display = W::display(&self.target);
+        let display = &self.endpoint.display;
         let mut silent = false;
         for w in self.waiting.iter_mut().filter(|w| w.deadline <= now) {
             if let Some(reply) = w.reply.take() {
@@ -360,7 +362,7 @@ impl<W: Wire> Conn<W> {
                 let text = format!("no answer from {display} within {} ms", w.allowed);
                 next.due.push((
                     reply,
-                    Err(error::<W>(Code::StoreTimeout, W::name(&w.request), &text)),
+                    Err(error::<W>(Code::StoreTimeout, w.request.name(), &text)),
                 ));
             }
         }
@@ -391,11 +393,7 @@ impl<W: Wire> Conn<W> {
         self.waiting
             .drain(..)
             .filter_map(|w| {
-                let closed = error::<W>(
-                    Code::StoreClosed,
-                    W::name(&w.request),
-                    "the store is closed",
-                );
+                let closed = error::<W>(Code::StoreClosed, w.request.name(), "the store is closed");
                 w.reply.map(|reply| (reply, Err(closed)))
             })
             .collect()

@@ -3,7 +3,7 @@
 //! their delivery, once the connection's state is no longer borrowed (a
 //! reply runs JS, which may submit again).
 
-use super::wire::{error, Failure, Wire};
+use super::wire::{error, Failure, Named, Wire};
 use crate::store::StoreError;
 
 /// What a waiting request does with its answer (or its failure).
@@ -43,7 +43,7 @@ impl<W: Wire> Next<W> {
 
 /// The error a request the connection would not send fails with.
 pub(super) fn refusal<W: Wire>(request: &W::Request, why: &Failure) -> StoreError {
-    error::<W>(why.code, W::name(request), &why.text)
+    error::<W>(why.code, request.name(), &why.text)
 }
 
 /// Hand each outcome to its request's reply (which settles its promise).

@@ -14,7 +14,7 @@ use super::due::{deliver, Next, Reply};
 use super::host::Host;
 use super::socket::Socket;
 use super::uv;
-use super::wire::{Failure, Opened, Outcome, Wire};
+use super::wire::{Endpoint, Failure, Opened, Outcome, Wire};
 use crate::store::Code;
 
 /// How many writes one call of [`Engine::write_now`] makes at most.
@@ -62,13 +62,13 @@ impl<W: Wire> Engine<W> {
     /// A connection to `target` on `host`'s loop (opened on first use), its
     /// handles not made yet ([`Engine::set_handles`]).
     pub(super) fn new(
-        host: Box<dyn Host>, target: Arc<W::Target>, command_timeout_ms: u64, on_socket: uv::PollCb,
+        host: Box<dyn Host>, target: Arc<W::Target>, endpoint: Rc<Endpoint>, on_socket: uv::PollCb,
     ) -> Rc<Engine<W>> {
         let loop_ = host.event_loop();
         Rc::new(Engine {
             host,
             loop_,
-            conn: RefCell::new(Conn::new(target, command_timeout_ms)),
+            conn: RefCell::new(Conn::new(target, endpoint)),
             handles: RefCell::new(None),
             on_socket,
             opened: Arc::new(Mutex::new(None)),

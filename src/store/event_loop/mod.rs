@@ -52,7 +52,7 @@ use self::engine::Engine;
 use self::host::MakeHost;
 pub use self::opening::{connect_tcp, start_tls, Refusals};
 pub use self::stream::Stream;
-pub use self::wire::{error, Failure, Opened, Opening, Verdict, Wire};
+pub use self::wire::{error, Endpoint, Failure, Named, Opened, Opening, Verdict, Wire};
 use super::{route, Done, LocalOp, Op, StoreResult};
 
 /// The store's side: usable from any thread's point of view (the store
@@ -70,6 +70,7 @@ pub struct Local<W: Wire>(Rc<Connections<W>>);
 
 struct Connections<W: Wire> {
     target: Arc<W::Target>,
+    endpoint: Rc<Endpoint>,
     engines: Vec<Rc<Engine<W>>>,
 }
 
@@ -81,24 +82,27 @@ unsafe impl<W: Wire> Send for Direct<W> {}
 unsafe impl<W: Wire> Sync for Direct<W> {}
 
 impl<W: Wire> Direct<W> {
-    /// `connections` connections to `target`, each on the loop of a host
-    /// `make_host` makes (each opened on first use); on the thread of that loop.
+    /// `connections` connections to `target` (the server `endpoint`), each
+    /// on the loop of a host `make_host` makes (each opened on first use); on
+    /// the thread of that loop.
     pub fn new(
-        make_host: MakeHost<'_>, target: W::Target, connections: usize, command_timeout_ms: u64,
+        make_host: MakeHost<'_>, target: W::Target, endpoint: Endpoint, connections: usize,
     ) -> Result<Direct<W>, String> {
-        let target = Arc::new(target);
+        let (target, endpoint) = (Arc::new(target), Rc::new(endpoint));
         let engines = (0..connections.max(1))
             .map(|_| {
-                callbacks::engine(
-                    make_host(W::RESOURCE)?,
-                    Arc::clone(&target),
-                    command_timeout_ms,
-                )
+                let host = make_host(W::RESOURCE)?;
+                callbacks::engine(host, Arc::clone(&target), Rc::clone(&endpoint))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let connections = Connections {
+            target,
+            endpoint,
+            engines,
+        };
         Ok(Direct {
             thread: thread::current().id(),
-            local: ManuallyDrop::new(Local(Rc::new(Connections { target, engines }))),
+            local: ManuallyDrop::new(Local(Rc::new(connections))),
         })
     }
 
@@ -225,7 +229,7 @@ impl<W: Wire> Local<W> {
 
     /// The server as error messages name it.
     pub fn display(&self) -> &str {
-        W::display(&self.0.target)
+        &self.0.endpoint.display
     }
 }
 

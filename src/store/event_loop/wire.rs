@@ -7,6 +7,7 @@ use std::ffi::CStr;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 
@@ -29,6 +30,26 @@ pub struct Opened<P> {
 
 /// What opening a connection came to: the socket ready for the loop, or why not.
 pub type Outcome<P> = Result<Opened<P>, Failure>;
+
+/// The server a store's connections go to, as the event loop needs to know
+/// it beyond its protocol: its name in error messages (no password), and how
+/// long opening a connection and a command may take.
+pub struct Endpoint {
+    pub display: String,
+    pub connect_timeout_ms: u64,
+    pub command_timeout_ms: u64,
+}
+
+impl Endpoint {
+    pub fn new(display: &str, connect_timeout: Duration, command_timeout: Duration) -> Endpoint {
+        let ms = |bound: Duration| u64::try_from(bound.as_millis()).unwrap_or(u64::MAX);
+        Endpoint {
+            display: display.to_owned(),
+            connect_timeout_ms: ms(connect_timeout),
+            command_timeout_ms: ms(command_timeout),
+        }
+    }
+}
 
 /// A connection opening on Tokio.
 pub type Opening<P> = Pin<Box<dyn Future<Output = Outcome<P>> + Send>>;
@@ -77,12 +98,17 @@ pub enum Verdict {
     Broken(String),
 }
 
+/// A request that says which store operation it serves (for error messages).
+pub trait Named {
+    fn name(&self) -> &'static str;
+}
+
 /// A server protocol, as the event-loop connection needs to know it.
 pub trait Wire: Sized + 'static {
     /// Where to connect, and how; made once per store.
     type Target: Send + Sync + 'static;
     /// A request, kept as what it is so it can be sent again.
-    type Request;
+    type Request: Named;
     /// One request's answer.
     type Answer;
     /// A connection's own state (a half-read answer, scripts it has loaded):
@@ -109,11 +135,6 @@ pub trait Wire: Sized + 'static {
     /// awaits an answer.
     const RUNS_WHAT_IT_READ: bool = true;
 
-    fn connect_timeout_ms(target: &Self::Target) -> u64;
-    /// The server as error messages name it (no password).
-    fn display(target: &Self::Target) -> &str;
-    /// The store operation a request serves, for error messages.
-    fn name(request: &Self::Request) -> &'static str;
     /// A new connection's session starts; `prepared` as it opened ([`Opened`]).
     fn begin(_session: &mut Self::Session, _target: &Arc<Self::Target>, _prepared: Self::Prepared) {
     }

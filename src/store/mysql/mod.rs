@@ -44,6 +44,7 @@ pub(super) use self::wire::target::first_words;
 use self::wire::target::Target;
 use self::wire::Direct;
 use super::event_loop::host::MakeHost;
+use super::event_loop::Endpoint;
 use super::follow::{Follower, OnReleased};
 use super::line::Release;
 use super::sweeps::Sweeps;
@@ -100,7 +101,12 @@ impl MySqlStore {
             max_allowed_packet: AtomicUsize::new(0),
             refused: Default::default(),
         };
-        let direct = Direct::new(make_host, target, options.pool_size, command_timeout)?;
+        let endpoint = Endpoint::new(
+            &target.display,
+            options.connect_timeout,
+            options.command_timeout,
+        );
+        let direct = Direct::new(make_host, target, endpoint, options.pool_size)?;
         Ok(MySqlStore {
             shared: Arc::new(Shared {
                 sweeps: Sweeps::every(options.sweep_interval),

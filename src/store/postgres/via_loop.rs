@@ -21,6 +21,7 @@ use super::sql::SWEEP_BATCHES;
 use super::wire::target::Target;
 use super::wire::{self, Direct, Local};
 use crate::store::event_loop::host::MakeHost;
+use crate::store::event_loop::Endpoint;
 use crate::store::{BackendError, Op, StoreError};
 
 /// The store's connections on the loop `make_host` gives (the JS thread
@@ -67,9 +68,13 @@ pub(super) fn connections(
         sql: Arc::clone(&opener.sql),
         refused: Default::default(),
     };
-    let command_timeout =
-        u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
-    Direct::new(make_host, target, shared.options.pool_size, command_timeout).map(Some)
+    let options = &shared.options;
+    let endpoint = Endpoint::new(
+        &target.display,
+        options.connect_timeout,
+        options.command_timeout,
+    );
+    Direct::new(make_host, target, endpoint, options.pool_size).map(Some)
 }
 
 /// Send `request` on its key's connection (any, if it has none); its

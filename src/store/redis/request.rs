@@ -10,6 +10,7 @@ use super::scripts::{
     ACQUIRE, EXTEND, HOLD_ACQUIRE, HOLD_COUNT, HOLD_EXTEND, HOLD_LEFT, HOLD_RELEASE, HOLD_WAITS,
     HOLD_WITHDRAW, LINE_ACQUIRE, LINE_EXTEND, LINE_LEAVE, LINE_RELEASE, RELEASE,
 };
+use crate::store::event_loop::Named;
 use crate::store::HoldOp;
 
 /// The scripts a connection may have loaded, by index.
@@ -86,6 +87,12 @@ pub struct Request {
     /// The store operation it serves, for error messages.
     pub name: &'static str,
     pub body: Body,
+}
+
+impl Named for Request {
+    fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 pub enum Body {

@@ -19,6 +19,7 @@ use super::shared::Shared;
 use super::wire::target::Target;
 use super::wire::{Direct, Local};
 use crate::store::event_loop::host::MakeHost;
+use crate::store::event_loop::Endpoint;
 use crate::store::tls::client_config;
 use crate::store::{BackendError, Code, Op, StoreError};
 
@@ -63,9 +64,13 @@ impl Transport {
             limits: Arc::clone(&shared.limits),
             first_opened: shared.first_opened.clone(),
         };
-        let command_timeout =
-            u64::try_from(shared.options.command_timeout.as_millis()).unwrap_or(u64::MAX);
-        let direct = Direct::new(make_host, target, 1, command_timeout)?;
+        let options = &shared.options;
+        let endpoint = Endpoint::new(
+            &shared.display,
+            options.connect_timeout,
+            options.command_timeout,
+        );
+        let direct = Direct::new(make_host, target, endpoint, 1)?;
         Ok(Transport::EventLoop(direct))
     }
 

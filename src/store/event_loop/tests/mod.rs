@@ -19,7 +19,7 @@ use std::thread;
 
 use bytes::BytesMut;
 
-use super::{connect_tcp, Direct, Failure, Opened, Opening, Verdict, Wire};
+use super::{connect_tcp, Direct, Endpoint, Failure, Named, Opened, Opening, Verdict, Wire};
 use crate::store::Code;
 use crate::store::StoreError;
 
@@ -38,6 +38,12 @@ pub struct Target {
     display: String,
 }
 
+impl Named for String {
+    fn name(&self) -> &'static str {
+        "op"
+    }
+}
+
 impl Wire for Lines {
     type Target = Target;
     type Request = String;
@@ -49,18 +55,6 @@ impl Wire for Lines {
     const CODE: Code = Code::StoreRedis;
     const RESOURCE: &'static CStr = c"TestStore";
     const RESENDS: u32 = 1;
-
-    fn connect_timeout_ms(_target: &Target) -> u64 {
-        1_000
-    }
-
-    fn display(target: &Target) -> &str {
-        &target.display
-    }
-
-    fn name(_request: &String) -> &'static str {
-        "op"
-    }
 
     fn encode(_session: &mut (), request: &String, out: &mut Vec<u8>) -> Result<(), Failure> {
         if request.starts_with(REFUSED) {
@@ -138,8 +132,12 @@ impl World {
                 port,
                 display: format!("the test server on port {port}"),
             },
+            Endpoint {
+                display: format!("the test server on port {port}"),
+                connect_timeout_ms: 1_000,
+                command_timeout_ms: timeout_ms,
+            },
             1,
-            timeout_ms,
         )
         .expect("the connection's handles");
         World {

@@ -31,7 +31,7 @@ pub use self::response::{Answer, ServerAnswer};
 use self::target::Target;
 use super::errors::{ends_session, RESENDS};
 use super::sql::Sql;
-use crate::store::event_loop::{self, Failure, Opening, Verdict, Wire};
+use crate::store::event_loop::{self, Failure, Named, Opening, Verdict, Wire};
 use crate::store::Code;
 
 /// The command byte of a text statement.
@@ -42,6 +42,12 @@ pub struct Request {
     /// The store operation it serves, for error messages.
     pub name: &'static str,
     pub command: Command,
+}
+
+impl Named for Request {
+    fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 pub enum Command {
@@ -86,18 +92,6 @@ impl Wire for MySql {
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:mysql";
     const RESENDS: u32 = RESENDS;
     const RUNS_WHAT_IT_READ: bool = false;
-
-    fn connect_timeout_ms(target: &Target) -> u64 {
-        u64::try_from(target.connect_timeout.as_millis()).unwrap_or(u64::MAX)
-    }
-
-    fn display(target: &Target) -> &str {
-        &target.display
-    }
-
-    fn name(request: &Request) -> &'static str {
-        request.name
-    }
 
     fn begin(session: &mut Session, target: &Arc<Target>, ids: StatementIds) {
         session.ids = ids;

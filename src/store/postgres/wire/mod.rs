@@ -27,7 +27,7 @@ use super::answer::Answer;
 use super::errors::RESENDS;
 use super::ops::Param;
 use super::sql::{Sql, Statement};
-use crate::store::event_loop::{self, Failure, Opening, Verdict, Wire};
+use crate::store::event_loop::{self, Failure, Named, Opening, Verdict, Wire};
 use crate::store::Code;
 
 /// The longest message the server reads (`PQ_LARGE_MESSAGE_LIMIT`, a
@@ -43,6 +43,12 @@ pub struct Request {
     /// The statements' text for the store's table.
     pub sql: Arc<Sql>,
     pub params: Vec<Param>,
+}
+
+impl Named for Request {
+    fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 /// A connection's state: whether it prepared the statements by name, and
@@ -73,18 +79,6 @@ impl Wire for Postgres {
     const CODE: Code = Code::StorePostgres;
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:postgres";
     const RESENDS: u32 = RESENDS;
-
-    fn connect_timeout_ms(target: &Target) -> u64 {
-        u64::try_from(target.connect_timeout.as_millis()).unwrap_or(u64::MAX)
-    }
-
-    fn display(target: &Target) -> &str {
-        &target.display
-    }
-
-    fn name(request: &Request) -> &'static str {
-        request.name
-    }
 
     fn begin(session: &mut Session, _: &Arc<Target>, prepared: ByName) {
         session.prepared = prepared.0;

@@ -40,18 +40,6 @@ impl Wire for Redis {
     const RESOURCE: &'static std::ffi::CStr = c"keel-lock:redis";
     const RESENDS: u32 = RESENDS;
 
-    fn connect_timeout_ms(target: &Target) -> u64 {
-        u64::try_from(target.connect_timeout.as_millis()).unwrap_or(u64::MAX)
-    }
-
-    fn display(target: &Target) -> &str {
-        &target.display
-    }
-
-    fn name(request: &Request) -> &'static str {
-        request.name
-    }
-
     fn begin(_: &mut Session, target: &Arc<Target>, _: ()) {
         target.first_opened.now();
     }
