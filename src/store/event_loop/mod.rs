@@ -17,7 +17,8 @@
 //! due to JS, a connection to open), [`conn`] (one connection's state:
 //! requests waiting, what happens when the socket answers, breaks or is too
 //! slow, or a request is one the server would not read),
-//! [`socket`] (bytes in and out, plain or TLS), [`callbacks`] (the libuv
+//! [`stream`] (TCP or a unix socket), [`socket`] (bytes in and out, plain
+//! or TLS), [`callbacks`] (the libuv
 //! callbacks, and an engine made with its handles), [`engine`] (what the
 //! callbacks drive: writing at the end of a turn, the timer, delivering
 //! outcomes to JS inside a callback scope, so promise continuations run),
