@@ -319,8 +319,8 @@ export declare class MemoryLockStore implements LockStore {
 
 /**
  * What every store on a server ({@link RedisLockStore}, {@link PostgresLockStore},
- * {@link MySqlLockStore}) has beside the five operations: a type for code that
- * checks or closes whichever one it was given.
+ * {@link MySqlLockStore}), or on a file ({@link SqliteLockStore}), has beside the
+ * five operations: a type for code that checks or closes whichever one it was given.
  */
 export interface ServerLockStore extends LockStore {
   /**
@@ -391,12 +391,13 @@ export type LockStoreErrorCode =
   | 'ERR_LOCK_STORE_REDIS'
   | 'ERR_LOCK_STORE_POSTGRES'
   | 'ERR_LOCK_STORE_MYSQL'
+  | 'ERR_LOCK_STORE_SQLITE'
   | 'ERR_LOCK_STORE_CLOSED'
   | 'ERR_LOCK_INTERNAL'
 
 /**
- * What MemoryLockStore, RedisLockStore, PostgresLockStore and MySqlLockStore
- * reject with when the store failed (bad input stays a `TypeError` or `RangeError`): one class
+ * What MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore and
+ * SqliteLockStore reject with when the store failed (bad input stays a `TypeError` or `RangeError`): one class
  * for `import` and `require`, so `instanceof` narrows it. Its `stack` runs
  * through the calls that led to it (the caller's async functions included),
  * whether the store was called directly or through a {@link Lock}. A store
@@ -645,6 +646,64 @@ export declare class MySqlLockStore implements ServerLockStore {
    * would refuse.
    */
   static schema(table?: string): string
+}
+
+/** Options of {@link SqliteLockStore}. Only `path` is required. */
+export interface SqliteLockStoreOptions {
+  /**
+   * The database file, made if missing (its folder must exist); a relative
+   * path is taken from the working directory. Every process that opens the
+   * same file shares its locks. Not `":memory:"` nor a `file:` URI.
+   */
+  path: string
+  /**
+   * The lock table: a lower-case name of letters, digits and underscores,
+   * not starting with a digit, at most 50 characters (`<table>_holds` and
+   * `<table>_state` go beside it). Default `"keel_locks"`.
+   */
+  table?: string
+  /**
+   * Milliseconds an operation may wait for another process's write to the
+   * file to end; past it, it fails with `ERR_LOCK_STORE_TIMEOUT`. Default 5000.
+   */
+  commandTimeout?: number
+  /** Expired rows are deleted at most this often (ms) while locks are taken. Default 60000. */
+  sweepInterval?: number
+}
+
+/**
+ * A store on a SQLite file that the processes of one machine share (cluster
+ * workers, a web process and a worker, cron jobs, CLI tools), with no
+ * server: locks, semaphores, read-write locks and fencing tokens, as on the
+ * server stores. A lock lapses on the machine's monotonic clock, so a
+ * wall-clock step never frees one early, and a reboot lets every lock go.
+ * Not for several machines (a network filesystem's locking is not safe for
+ * SQLite): use a server store there. Usable directly as a {@link LockStore};
+ * failed operations reject with a {@link LockStoreError}.
+ */
+export declare class SqliteLockStore implements ServerLockStore {
+  /**
+   * Opens the file now. Throws `TypeError` (or `RangeError`) naming a bad
+   * option, and a {@link LockStoreError} with code `ERR_LOCK_STORE_SQLITE`
+   * naming the path when the folder does not exist, the path is a folder,
+   * the file is not a SQLite database (it is left as it was) or cannot be
+   * written.
+   */
+  constructor(path: string)
+  constructor(options: SqliteLockStoreOptions)
+  constructor(pathOrOptions: string | SqliteLockStoreOptions)
+  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
+  release(key: string, owner: string): Promise<boolean>
+  extend(key: string, owner: string, ttlMs: number): Promise<boolean>
+  isLocked(key: string): Promise<boolean>
+  remainingTime(key: string): Promise<number | null>
+  /** One read of the file: resolves once it answered, rejects as an operation would. */
+  ping(): Promise<void>
+  /**
+   * Close the file; later operations, and acquires waiting on this store,
+   * reject with `ERR_LOCK_STORE_CLOSED` at once.
+   */
+  close(): Promise<void>
 }
 
 /** Thrown by {@link Lock.extend} when the lock has expired, was released, or was never acquired. */

@@ -48,6 +48,12 @@ export declare function createPostgresStore(config: TableConfig, listenUrl: stri
 export declare function createRedisStore(config: RedisConfig, onReleased: (tagged: string) => void): object
 
 /**
+ * A handle over a SQLite file, opened now: a path that cannot be the
+ * store's file fails here, naming it. Every operation answers at once.
+ */
+export declare function createSqliteStore(config: SqliteConfig): object
+
+/**
  * Which failure a store error is: a stable `code` on the JS error,
  * one of `index.d.ts`'s `LockStoreErrorCode`. Exported to JS as the
  * string enum `ErrorCode`, whose values are these codes.
@@ -88,6 +94,11 @@ export declare enum ErrorCode {
    * and not creatable, a read-only server, ...).
    */
   StoreMysql = 'ERR_LOCK_STORE_MYSQL',
+  /**
+   * SQLite failed on the store's file (not a database, read-only, its disk
+   * full or failing, ...).
+   */
+  StoreSqlite = 'ERR_LOCK_STORE_SQLITE',
   /**
    * `close()` was called: operations after it, and acquires waiting on the
    * store, fail at once.
@@ -199,6 +210,17 @@ export interface Restored {
  * instead of its release's answer, for stores that tell when they wrote.
  */
 export declare function sent(handle: object, key: string): void | Promise<void>
+
+/**
+ * The options of a store on a SQLite file, already checked by the JS
+ * layer (times in ms).
+ */
+export interface SqliteConfig {
+  path: string
+  table: string
+  commandTimeout: number
+  sweepInterval: number
+}
 
 /** The store's own `acquire(key, owner, ttlMs)`, for a store used directly. */
 export declare function storeAcquire(handle: object, key: string, hold: HoldKind, limit: number, owner: string, ttlMs: number): boolean | Promise<boolean>

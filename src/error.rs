@@ -64,6 +64,9 @@ codes! {
     #[doc = "MySQL or MariaDB answered with another error (the store's tables missing"]
     #[doc = "and not creatable, a read-only server, ...)."]
     StoreMysql => "ERR_LOCK_STORE_MYSQL",
+    #[doc = "SQLite failed on the store's file (not a database, read-only, its disk"]
+    #[doc = "full or failing, ...)."]
+    StoreSqlite => "ERR_LOCK_STORE_SQLITE",
     #[doc = "`close()` was called: operations after it, and acquires waiting on the"]
     #[doc = "store, fail at once."]
     StoreClosed => "ERR_LOCK_STORE_CLOSED",

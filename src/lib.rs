@@ -34,7 +34,7 @@
 //!   waiters wait in on a server), `peer.rs` (what answered, when it is not
 //!   the server a store expects), `sweeps.rs` (when a server's expired
 //!   rows are swept), `line/`, `memory/`, `redis/`,
-//!   `postgres/`, `mysql/`, and
+//!   `postgres/`, `mysql/`, `sqlite/`, and
 //!   `event_loop/` (what the server stores share: a connection on the JS
 //!   thread's event loop for any protocol that describes itself).
 //! - `src/store/line/`: `contract.rs` (what every store that keeps a line
@@ -82,6 +82,12 @@
 //!   answer), `connect.rs` (TCP, a unix socket, TLS), `session.rs` (logging
 //!   in, the session, the tables, preparing), `auth.rs`, `target.rs` (where
 //!   connections go, and how opening one fails).
+//! - `src/store/sqlite/`: `mod.rs` (the store: each operation at once, on
+//!   its one connection), `options.rs`, `clock.rs` (the machine's monotonic
+//!   clock, and which boot the holds belong to), `sql.rs`, `busy.rs`
+//!   (waiting for another process's write), `errors.rs`, `open.rs` (the
+//!   file checked, its tables, an earlier boot's holds let go), `ops.rs`,
+//!   `tests.rs`.
 //! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an
 //!   opening hands over or fails with), `mod.rs` (the store's side of its
 //!   connections), `opening.rs` (TCP, TLS and remembered
@@ -106,7 +112,7 @@
 //!   (Node as the host of the event loop's connections), `test_hooks.rs`.
 //! - `src/napi/stores/`: `mod.rs` (what making a store takes: TLS material,
 //!   the callback of announced releases), one file per store: `memory.rs`,
-//!   `redis.rs`, `postgres.rs`, `mysql.rs`.
+//!   `redis.rs`, `postgres.rs`, `mysql.rs`, `sqlite.rs`.
 //!
 //! A store written in JS never reaches this crate: `lib/bridge/js-store.js` calls it.
 

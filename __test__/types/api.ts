@@ -13,6 +13,7 @@ import {
   RedisLockStore,
   PostgresLockStore,
   MySqlLockStore,
+  SqliteLockStore,
   LockNotHeldError,
   LockStoreError,
   Lock,
@@ -31,6 +32,7 @@ import {
   type RedisTlsOptions,
   type PostgresLockStoreOptions,
   type MySqlLockStoreOptions,
+  type SqliteLockStoreOptions,
   type LockStoreReport,
   type ReadWriteLockStore,
   type LockStoreCheck,
@@ -126,7 +128,7 @@ export async function everyApi(invoice: { id: number }): Promise<void> {
     await store.ping()
     return store
   }
-  const servers: ServerLockStore[] = [new RedisLockStore(), new PostgresLockStore(), new MySqlLockStore()]
+  const servers: ServerLockStore[] = [new RedisLockStore(), new PostgresLockStore(), new MySqlLockStore(), new SqliteLockStore('locks.db')]
   assertType<Equal<Awaited<ReturnType<typeof startUp>>, ServerLockStore>>(true)
   void servers
   // @ts-expect-error the memory store is no server store
@@ -303,6 +305,31 @@ export async function postgresStore(): Promise<void> {
   new PostgresLockStore({ poolSize: '4' })
   // @ts-expect-error a Redis option
   new PostgresLockStore({ prefix: 'locks:' })
+}
+
+export async function sqliteStore(): Promise<void> {
+  const byPath = new SqliteLockStore('/var/lib/app/locks.db')
+  const options: SqliteLockStoreOptions = { path: 'locks.db', table: 'job_locks', commandTimeout: 2_000, sweepInterval: 30_000 }
+  const store = setLockStore(new SqliteLockStore(options))
+  assertType<Equal<typeof store, SqliteLockStore>>(true)
+  assertType<Equal<ReturnType<SqliteLockStore['ping']>, Promise<void>>>(true)
+  const asStore: LockStore = byPath
+  await asStore.acquire('k', 'owner', 1000)
+  const closed: Promise<void> = store.close()
+  await closed
+  new SqliteLockStore(Math.random() > 0.5 ? 'a.db' : { path: 'b.db' })
+  // @ts-expect-error the path is required
+  new SqliteLockStore()
+  // @ts-expect-error an options object names its path
+  new SqliteLockStore({ table: 'locks' })
+  // @ts-expect-error a path that may be undefined (an unset environment variable) is not a path
+  new SqliteLockStore(maybeUrl)
+  // @ts-expect-error misspelt option
+  new SqliteLockStore({ path: 'locks.db', tabel: 'locks' })
+  // @ts-expect-error a server store's option
+  new SqliteLockStore({ path: 'locks.db', poolSize: 4 })
+  // @ts-expect-error timeouts are numbers of milliseconds
+  new SqliteLockStore({ path: 'locks.db', commandTimeout: '2s' })
 }
 
 export async function mysqlStore(): Promise<void> {

@@ -9,4 +9,5 @@ module.exports = {
   ...require('./redis.js'),
   ...require('./postgres.js'),
   ...require('./mysql.js'),
+  ...require('./sqlite.js'),
 }

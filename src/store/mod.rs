@@ -26,6 +26,7 @@ pub mod options;
 pub mod peer;
 pub mod postgres;
 pub mod redis;
+pub mod sqlite;
 pub mod sweeps;
 pub mod tls;
 
@@ -40,6 +41,7 @@ pub use mysql::MySqlStore;
 pub use options::{TableOptions, TlsOptions};
 pub use postgres::PostgresStore;
 pub use redis::{RedisOptions, RedisStore};
+pub use sqlite::{SqliteOptions, SqliteStore};
 
 /// How each server's first bytes sound to the store that speaks its
 /// protocol: the end of a sentence ("it greets as ... does"), or `None` when

@@ -7,6 +7,7 @@ mod memory;
 mod mysql;
 mod postgres;
 mod redis;
+mod sqlite;
 
 use std::sync::Arc;
 

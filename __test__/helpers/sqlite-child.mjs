@@ -1,0 +1,55 @@
+// A process on a SqliteLockStore file, for stores/sqlite-store.test.mjs.
+//   argv[2]: what to do
+//     churn    take and give back locks, semaphore permits and read locks on
+//              a few keys as fast as it can, printing one line once started
+//              (the test kills it in the middle of its writes)
+//     skewed   (under libfaketime) try HELD, take FRESH for 3 s, and print
+//              what it saw with how far its wall clock is off (REAL_NOW)
+//     idle     take and give back one lock, leave the store open, and end
+//     open     open the store and print what happened (a path it may not write)
+//   env: KEEL_TEST_SQLITE (the file), HELD, FRESH, REAL_NOW
+
+import { lock, semaphore, readLock, setLockStore, SqliteLockStore } from '@shaferllc/keel/core'
+
+const path = process.env.KEEL_TEST_SQLITE
+const print = (value) => process.stdout.write(`${JSON.stringify(value)}\n`)
+
+switch (process.argv[2]) {
+  case 'churn': {
+    setLockStore(new SqliteLockStore(path))
+    print({ started: true })
+    for (let i = 0; ; i++) {
+      const key = `churn:${i % 3}`
+      await lock(key, 10_000).run(() => {})
+      await semaphore(key, 2, 10_000).run(() => {})
+      await readLock(key, 10_000).run(() => {})
+    }
+  }
+  case 'skewed': {
+    const store = new SqliteLockStore(path)
+    const skewMs = Date.now() - Number(process.env.REAL_NOW)
+    const tookHeld = await store.acquire(process.env.HELD, 'skewed-owner', 60_000)
+    const freshTaken = await store.acquire(process.env.FRESH, 'skewed-owner', 3_000)
+    const freshRemaining = await store.remainingTime(process.env.FRESH)
+    await store.close()
+    print({ skewMs, tookHeld, freshTaken, freshRemaining })
+    break
+  }
+  case 'idle': {
+    setLockStore(new SqliteLockStore(path))
+    const [ran] = await lock('idle').run(() => {})
+    print({ ran })
+    break
+  }
+  case 'open': {
+    try {
+      const store = new SqliteLockStore(path)
+      print({ opened: true, acquired: await store.acquire('k', 'o', 1_000) })
+    } catch (error) {
+      print({ opened: false, name: error.name, code: error.code, message: error.message })
+    }
+    break
+  }
+  default:
+    throw new Error(`sqlite-child: unknown task ${process.argv[2]}`)
+}

@@ -1,0 +1,231 @@
+// SqliteLockStore beyond the store contract (contract/sqlite.test.mjs): its
+// options, a path that cannot be its file (failing at once, naming it, and
+// changing nothing), a file another user may not write, holders killed in
+// the middle of their writes (the file stays sound), worker threads of one
+// process on one file, a wall clock that is wrong (libfaketime), a reboot,
+// close() with waiters, and a process that ends with its store open.
+
+import { describe, test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Database from 'better-sqlite3'
+import { lock, setLockStore, getLockStore, LockStoreError, SqliteLockStore } from '@shaferllc/keel/core'
+import { runProcess, killHard } from '../helpers/processes.mjs'
+import { node } from '../helpers/node.mjs'
+import { describeWith } from '../helpers/tools.mjs'
+import { TOOLS } from '../../support/tools.mjs'
+
+const CHILD = fileURLToPath(new URL('../helpers/sqlite-child.mjs', import.meta.url))
+const child = (task, env) => runProcess(process.execPath, [CHILD, task], env)
+
+let dir
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'keel-sqlite-'))
+  chmodSync(dir, 0o755)
+})
+after(() => rmSync(dir, { recursive: true, force: true }))
+const fileNamed = (name) => join(dir, name)
+
+describe('options', () => {
+  test('a path that is not a non-empty string, ":memory:" or a file: URI is a TypeError naming it', () => {
+    for (const args of [[], [undefined], [42], [''], [':memory:'], ['file:locks.db'], [{}], [{ path: 7 }], [null]]) {
+      assert.throws(() => new SqliteLockStore(...args), (e) => e instanceof TypeError && /new SqliteLockStore: (options\.)?path must be/.test(e.message), String(args[0]))
+    }
+  })
+
+  test('other options are checked, an unknown one refused', () => {
+    const path = fileNamed('options.db')
+    assert.throws(() => new SqliteLockStore({ path, table: 'Locks' }), /options\.table must be a lower-case name/)
+    assert.throws(() => new SqliteLockStore({ path, table: 'x'.repeat(51) }), /options\.table/)
+    assert.throws(() => new SqliteLockStore({ path, poolSize: 4 }), /unknown option poolSize \(known: path, table, commandTimeout, sweepInterval\)/)
+    assert.throws(() => new SqliteLockStore({ path, commandTimeout: -1 }), (e) => e instanceof RangeError && /options\.commandTimeout/.test(e.message))
+    assert.throws(() => new SqliteLockStore({ path, sweepInterval: '1s' }), (e) => e instanceof TypeError && /options\.sweepInterval/.test(e.message))
+    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('options')), [], 'nothing made')
+  })
+
+  test('a relative path is taken from the working directory; a table of its own is another store on the same file', async () => {
+    const store = new SqliteLockStore(relative(process.cwd(), join(dir, 'relative.db')))
+    const other = new SqliteLockStore({ path: resolve(join(dir, 'relative.db')), table: 'other_locks' })
+    assert.equal(await store.acquire('k', 'a', 10_000), true)
+    assert.equal(await other.acquire('k', 'b', 10_000), true, 'another table')
+    assert.equal(await new SqliteLockStore(join(dir, 'relative.db')).isLocked('k'), true)
+    await store.close()
+    await other.close()
+  })
+})
+
+describe('a path that cannot be the store\'s file', () => {
+  const refusal = (path) => {
+    try {
+      new SqliteLockStore(path)
+    } catch (error) {
+      return error
+    }
+    assert.fail(`${path} opened`)
+  }
+
+  test('a missing folder, a folder, a file that is not a database: a LockStoreError naming the path, nothing changed', () => {
+    const missing = join(dir, 'nowhere', 'locks.db')
+    let e = refusal(missing)
+    assert.ok(e instanceof LockStoreError, String(e))
+    assert.equal(e.code, 'ERR_LOCK_STORE_SQLITE')
+    assert.match(e.message, new RegExp(`^new SqliteLockStore: ${missing}: the folder .*nowhere does not exist$`))
+    e = refusal(dir)
+    assert.match(e.message, /this is a folder, not a file/)
+    const notes = fileNamed('notes.txt')
+    const text = 'not a database\n'.repeat(500)
+    writeFileSync(notes, text)
+    e = refusal(notes)
+    assert.equal(e.code, 'ERR_LOCK_STORE_SQLITE')
+    assert.match(e.message, /notes\.txt: the file is not a SQLite database/)
+    assert.equal(readFileSync(notes, 'utf8'), text)
+    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('notes')), ['notes.txt'], 'no journal beside it')
+  })
+
+  test('a file or folder this user may not write: refused at once, naming the path', async (t) => {
+    // Root writes anywhere: the check runs as another user where this one is root.
+    const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined
+    if (process.platform === 'win32') return t.skip('file modes are POSIX')
+    const readOnlyFolder = fileNamed('read-only-folder')
+    mkdirSync(readOnlyFolder, { mode: 0o555 })
+    chmodSync(readOnlyFolder, 0o555)
+    const readOnlyFile = fileNamed('read-only.db')
+    new Database(readOnlyFile).close()
+    chmodSync(readOnlyFile, 0o444)
+    for (const path of [join(readOnlyFolder, 'locks.db'), readOnlyFile]) {
+      const seen = await new Promise((resolve, reject) => {
+        const c = spawn(process.execPath, [CHILD, 'open'], { env: { ...process.env, KEEL_TEST_SQLITE: path }, ...asUser, stdio: ['ignore', 'pipe', 'inherit'] })
+        let out = ''
+        c.stdout.on('data', (d) => (out += d))
+        c.once('error', reject)
+        c.once('exit', () => resolve(JSON.parse(out)))
+      })
+      assert.equal(seen.opened, false, `${path}: ${JSON.stringify(seen)}`)
+      assert.equal(seen.name, 'LockStoreError')
+      assert.equal(seen.code, 'ERR_LOCK_STORE_SQLITE')
+      assert.ok(seen.message.startsWith(`new SqliteLockStore: ${path}: `) || seen.message.includes(path), seen.message)
+    }
+  })
+})
+
+describe('processes and threads on one file', () => {
+  test('holders SIGKILLed in the middle of their writes leave the file sound, and the store goes on', async () => {
+    const path = fileNamed('killed.db')
+    for (let round = 0; round < 3; round++) {
+      const c = spawn(...node([CHILD, 'churn']), { env: { ...process.env, KEEL_TEST_SQLITE: path }, stdio: ['ignore', 'pipe', 'inherit'] })
+      await new Promise((resolve) => c.stdout.once('data', resolve))
+      await sleep(50 + Math.random() * 200)
+      await killHard(c)
+      const db = new Database(path, { readonly: true })
+      assert.equal(db.pragma('integrity_check', { simple: true }), 'ok')
+      db.close()
+    }
+    const store = new SqliteLockStore(path)
+    // The killed holders' locks lapse with their TTLs; a key they never used is free now.
+    assert.equal(await store.acquire('after-the-kills', 'me', 1_000), true)
+    await store.close()
+  })
+
+  test('4 worker threads on one file: 4 x 50 locked read-modify-writes lose nothing', async () => {
+    const path = fileNamed('workers.db')
+    const shared = new Int32Array(new SharedArrayBuffer(12)) // [count, inside, overlaps]
+    const body = `
+      const { workerData: { path, shared } } = require('node:worker_threads')
+      const { lock, setLockStore, SqliteLockStore } = require(${JSON.stringify(fileURLToPath(new URL('../../index.js', import.meta.url)))})
+      const store = setLockStore(new SqliteLockStore(path))
+      ;(async () => {
+        for (let i = 0; i < 50; i++) {
+          const [ran] = await lock('counter', 10_000).run(async () => {
+            if (Atomics.add(shared, 1, 1) !== 0) Atomics.add(shared, 2, 1)
+            const seen = shared[0]
+            await new Promise((r) => setImmediate(r))
+            shared[0] = seen + 1
+            Atomics.sub(shared, 1, 1)
+          }, { timeout: 30_000 })
+          if (!ran) throw new Error('not acquired within 30 s')
+        }
+        await store.close()
+      })()`
+    await Promise.all(
+      Array.from({ length: 4 }, () => new Promise((resolve, reject) => {
+        const w = new Worker(body, { eval: true, workerData: { path, shared } })
+        w.once('error', reject)
+        w.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`worker exited with ${code}`))))
+      })),
+    )
+    assert.deepEqual([...shared], [200, 0, 0])
+  })
+
+  test('a process that used the store and left it open ends by itself', async () => {
+    const started = performance.now()
+    assert.deepEqual(await child('idle', { KEEL_TEST_SQLITE: fileNamed('idle.db') }), { ran: true })
+    assert.ok(performance.now() - started < 10_000)
+  })
+})
+
+describe('time', () => {
+  test('close() answers the waiters at once, with ERR_LOCK_STORE_CLOSED', async () => {
+    const store = new SqliteLockStore(fileNamed('close.db'))
+    const previous = getLockStore()
+    setLockStore(store)
+    try {
+      assert.equal(await store.acquire('held', 'someone', 60_000), true)
+      const waiting = lock('held').acquire({ timeout: 10_000, retryDelay: 5_000 })
+      await sleep(50)
+      const started = performance.now()
+      await store.close()
+      await assert.rejects(waiting, (e) => e instanceof LockStoreError && e.code === 'ERR_LOCK_STORE_CLOSED')
+      assert.ok(performance.now() - started < 1_000, 'at once, not at the next poll')
+    } finally {
+      setLockStore(previous)
+    }
+  })
+
+  test('a reboot lets every lock go, and fencing tokens jump past what a power cut could take back', async () => {
+    const path = fileNamed('reboot.db')
+    const store = new SqliteLockStore(path)
+    setLockStore(store)
+    const held = lock('held', 3_600_000)
+    assert.equal(await held.acquire(), true)
+    const before = held.fencingToken
+    await store.close()
+    const db = new Database(path)
+    db.prepare("UPDATE keel_locks_state SET value = 'another boot' WHERE name = 'boot'").run()
+    db.close()
+    const after = setLockStore(new SqliteLockStore(path))
+    const again = lock('held')
+    assert.equal(await again.acquire(), true, 'held in another boot: let go')
+    assert.ok(again.fencingToken > before + 2 ** 32, `${before} then ${again.fencingToken}`)
+    await again.release()
+    await after.close()
+  })
+})
+
+describeWith(['faketime'], 'SqliteLockStore with a process whose wall clock is wrong (libfaketime)', () => {
+  for (const offset of ['+10m', '-10m']) {
+    test(`a process ${offset}: a held lock stays held, a new one gets its whole TTL`, async () => {
+      const path = fileNamed(`skew${offset}.db`)
+      const store = new SqliteLockStore(path)
+      assert.equal(await store.acquire('held', 'holder', 60_000), true)
+      const seen = await runProcess(TOOLS.faketime.find(), ['-f', offset, process.execPath, CHILD, 'skewed'], {
+        KEEL_TEST_SQLITE: path,
+        HELD: 'held',
+        FRESH: 'fresh',
+        DONT_FAKE_MONOTONIC: '1',
+        REAL_NOW: String(Date.now()),
+      })
+      assert.ok(Math.abs(seen.skewMs) > 9 * 60_000, `the child's clock is ${seen.skewMs} ms off: libfaketime did not move it`)
+      assert.equal(seen.tookHeld, false)
+      assert.equal(seen.freshTaken, true)
+      assert.ok(seen.freshRemaining > 2_000 && seen.freshRemaining <= 3_000, `remaining ${seen.freshRemaining}`)
+      assert.ok((await store.remainingTime('fresh')) > 1_000, 'and here too')
+      await store.close()
+    })
+  }
+})

@@ -1,0 +1,128 @@
+//! Opening the file: the checks that make a bad path fail at once, naming
+//! it (and never change a file that is not the store's), the settings every
+//! connection needs, the store's tables, and the holds of an earlier boot
+//! let go.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use super::busy;
+use super::clock::{boot_id, now_ms};
+use super::errors::failure;
+use super::options::SqliteOptions;
+use super::sql::Sql;
+use crate::store::{BackendError, Code, StoreError};
+
+/// How far the fencing counter jumps when the holds of an earlier boot are
+/// let go. The file is written without waiting for the disk (WAL with
+/// `synchronous=NORMAL`), so a power cut may take back the last tokens
+/// given; they were fewer than this (a checkpoint syncs every thousand
+/// pages or so), so no token is ever given twice.
+const TOKENS_A_POWER_CUT_MAY_TAKE_BACK: i64 = 1 << 32;
+
+/// Statements each connection keeps prepared (every one the store uses).
+const PREPARED: usize = 48;
+
+/// One connection to the file, with the store's statements.
+pub(super) struct Db {
+    pub connection: Connection,
+    pub sql: Sql,
+}
+
+/// Open `options.path` as a store's file: made if missing, refused with
+/// the path named if its folder is missing, it is not a SQLite database,
+/// or it cannot be written.
+pub(super) fn open(options: &SqliteOptions) -> Result<Db, StoreError> {
+    let path = options.path.as_path();
+    check_place(path)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let fail = |e: rusqlite::Error| failure("open", path, &e);
+    let mut connection = Connection::open_with_flags(path, flags).map_err(fail)?;
+    if connection.is_readonly(rusqlite::MAIN_DB).map_err(fail)? {
+        return Err(refused(path, "the file is read-only here"));
+    }
+    connection
+        .busy_handler(Some(busy::try_again))
+        .map_err(fail)?;
+    busy::start(options.command_timeout);
+    // Read before anything is written: a file that is not a database fails
+    // here, untouched.
+    let mode: String = connection
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(fail)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(refused(
+            path,
+            &format!("SQLite kept the journal mode {mode:?} instead of WAL"),
+        ));
+    }
+    // The first commit waits for the disk: the fencing counter's jump
+    // after a reboot must outlive a power cut, or a token could be given
+    // twice. Every later one does not (WAL's NORMAL: a power cut may take
+    // back the last commits, never corrupt the file).
+    connection
+        .execute_batch("PRAGMA synchronous = FULL")
+        .map_err(fail)?;
+    connection.set_prepared_statement_cache_capacity(PREPARED);
+    let mut db = Db {
+        connection,
+        sql: Sql::new(&options.table),
+    };
+    settle_the_boot(&mut db).map_err(fail)?;
+    db.connection
+        .execute_batch("PRAGMA synchronous = NORMAL")
+        .map_err(fail)?;
+    Ok(db)
+}
+
+/// The folder must exist and the path must not be one.
+fn check_place(path: &Path) -> Result<(), StoreError> {
+    if path.is_dir() {
+        return Err(refused(path, "this is a folder, not a file"));
+    }
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        let what = format!("the folder {} does not exist", folder.display());
+        return Err(refused(path, &what));
+    }
+    Ok(())
+}
+
+fn refused(path: &Path, what: &str) -> StoreError {
+    StoreError::Backend(BackendError {
+        code: Code::StoreSqlite,
+        message: format!("new SqliteLockStore: {}: {what}", path.display()),
+    })
+}
+
+/// Make the tables if missing and, if the holds were taken in another boot
+/// of the machine (its clock has started again since), let them all go and
+/// move the fencing counter past any token a power cut took back.
+fn settle_the_boot(db: &mut Db) -> rusqlite::Result<()> {
+    let Db { connection, sql } = db;
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(&sql.create)?;
+    let now = now_ms();
+    let boot = boot_id().unwrap_or_default();
+    let stored_boot: String = tx.query_row(&sql.state_read, ["boot"], |row| row.get(0))?;
+    let seen: i64 = tx.query_row(&sql.state_read, ["seen"], |row| row.get(0))?;
+    let another_boot = (!stored_boot.is_empty() && stored_boot != boot) || now < seen;
+    if another_boot {
+        tx.execute(&sql.clear_locks, [])?;
+        tx.execute(&sql.clear_holds, [])?;
+        let token: i64 = tx.query_row(&sql.state_read, ["fencing"], |row| row.get(0))?;
+        let jumped = token.saturating_add(TOKENS_A_POWER_CUT_MAY_TAKE_BACK);
+        tx.execute(&sql.state_write, rusqlite::params!["fencing", jumped])?;
+        tx.execute(&sql.state_write, rusqlite::params!["seen", now])?;
+    }
+    if stored_boot != boot {
+        tx.execute(&sql.state_write, rusqlite::params!["boot", boot])?;
+    }
+    tx.commit()
+}

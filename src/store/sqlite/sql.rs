@@ -1,0 +1,121 @@
+//! The SQL, on one page. Every time is the file's clock (`clock`): whole
+//! milliseconds on the machine's monotonic clock, passed in as `?now`, so a
+//! wall-clock step decides nothing.
+//!
+//! A plain lock is a row of `<table>` (`key`, `owner`, `expires_at`, and
+//! the fencing `token` it was given). Semaphores and read-write locks keep
+//! their holds in `<table>_holds`, one row per hold: kind `s` a permit, `r` a
+//! reader, `w` the writer, `m` a waiting writer's mark. `<table>_state` keeps
+//! the last fencing token given (`fencing`), the boot the holds belong to
+//! (`boot`) and the latest clock reading a hold was written at (`seen`).
+
+/// The statements for one table, made once per store.
+pub(super) struct Sql {
+    pub create: String,
+    pub lock_owner: String,
+    pub lock_take: String,
+    pub lock_release: String,
+    pub lock_extend: String,
+    pub lock_holds: String,
+    pub lock_left: String,
+    pub hold_others: String,
+    pub hold_mine: String,
+    pub hold_count: String,
+    pub hold_put: String,
+    pub hold_mark: String,
+    pub hold_unmark: String,
+    pub hold_release: String,
+    pub hold_extend: String,
+    pub hold_left: String,
+    pub state_read: String,
+    pub state_write: String,
+    pub next_token: String,
+    pub seen: String,
+    pub clear_locks: String,
+    pub clear_holds: String,
+    pub sweep_locks: String,
+    pub sweep_holds: String,
+}
+
+impl Sql {
+    /// `table` is a lower-case name of letters, digits and underscores
+    /// (checked by the JS layer), so it is safe unquoted.
+    pub fn new(table: &str) -> Sql {
+        let holds = format!("{table}_holds");
+        let state = format!("{table}_state");
+        Sql {
+            create: format!(
+                "CREATE TABLE IF NOT EXISTS {table} (
+                   key TEXT PRIMARY KEY, owner TEXT NOT NULL,
+                   expires_at INTEGER NOT NULL, token INTEGER NOT NULL) WITHOUT ROWID;
+                 CREATE INDEX IF NOT EXISTS {table}_expiry ON {table} (expires_at);
+                 CREATE TABLE IF NOT EXISTS {holds} (
+                   key TEXT NOT NULL, kind TEXT NOT NULL, owner TEXT NOT NULL,
+                   expires_at INTEGER NOT NULL, PRIMARY KEY (key, kind, owner)) WITHOUT ROWID;
+                 CREATE INDEX IF NOT EXISTS {holds}_expiry ON {holds} (expires_at);
+                 CREATE TABLE IF NOT EXISTS {state} (
+                   name TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
+                 INSERT OR IGNORE INTO {state} VALUES ('fencing', 0), ('seen', 0), ('boot', '');"
+            ),
+            lock_owner: format!("SELECT owner, expires_at FROM {table} WHERE key = ?1"),
+            lock_take: format!(
+                "INSERT INTO {table} VALUES (?1, ?2, ?3, ?4) ON CONFLICT (key) DO UPDATE
+                   SET owner = excluded.owner, expires_at = excluded.expires_at, token = excluded.token"
+            ),
+            lock_release: format!(
+                "DELETE FROM {table} WHERE key = ?1 AND owner = ?2 AND expires_at > ?3"
+            ),
+            lock_extend: format!(
+                "UPDATE {table} SET expires_at = ?4 WHERE key = ?1 AND owner = ?2 AND expires_at > ?3"
+            ),
+            lock_holds: format!(
+                "SELECT count(*) FROM {table} WHERE key = ?1 AND owner = ?2 AND expires_at > ?3"
+            ),
+            lock_left: format!(
+                "SELECT expires_at - ?2 FROM {table} WHERE key = ?1 AND expires_at > ?2"
+            ),
+            hold_others: format!(
+                "SELECT count(*) FROM {holds} WHERE key = ?1 AND expires_at > ?3
+                   AND (kind = 'r' OR (kind = 'w' AND owner <> ?2))"
+            ),
+            hold_mine: format!(
+                "SELECT count(*) FROM {holds} WHERE key = ?1 AND kind = ?2 AND owner = ?3 AND expires_at > ?4"
+            ),
+            hold_count: format!(
+                "SELECT count(*) FROM {holds} WHERE key = ?1 AND kind IN (?2, ?3) AND expires_at > ?4"
+            ),
+            hold_put: format!(
+                "INSERT INTO {holds} VALUES (?1, ?2, ?3, ?4)
+                   ON CONFLICT (key, kind, owner) DO UPDATE SET expires_at = excluded.expires_at"
+            ),
+            hold_mark: format!(
+                "INSERT INTO {holds} VALUES (?1, 'm', '', ?2) ON CONFLICT (key, kind, owner)
+                   DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)"
+            ),
+            hold_unmark: format!("DELETE FROM {holds} WHERE key = ?1 AND kind = 'm'"),
+            hold_release: format!(
+                "DELETE FROM {holds} WHERE key = ?1 AND kind = ?2 AND owner = ?3 AND expires_at > ?4"
+            ),
+            hold_extend: format!(
+                "UPDATE {holds} SET expires_at = ?5
+                   WHERE key = ?1 AND kind = ?2 AND owner = ?3 AND expires_at > ?4"
+            ),
+            hold_left: format!(
+                "SELECT expires_at - ?4 FROM {holds}
+                   WHERE key = ?1 AND kind = ?2 AND owner = ?3 AND expires_at > ?4"
+            ),
+            state_read: format!("SELECT value FROM {state} WHERE name = ?1"),
+            state_write: format!("UPDATE {state} SET value = ?2 WHERE name = ?1"),
+            next_token: format!(
+                "UPDATE {state} SET value = value + 1 WHERE name = 'fencing' RETURNING value"
+            ),
+            seen: format!(
+                "UPDATE {state} SET value = ?1 WHERE name = 'seen' AND value < ?1"
+            ),
+            clear_locks: format!("DELETE FROM {table}"),
+            clear_holds: format!("DELETE FROM {holds}"),
+            sweep_locks: format!("DELETE FROM {table} WHERE expires_at <= ?1"),
+            sweep_holds: format!("DELETE FROM {holds} WHERE expires_at <= ?1"),
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The store on real files, in a folder of each test's own.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{SqliteOptions, SqliteStore};
+use crate::store::{Acquired, Code, HoldKind, LockStore, Op, StoreError, Wait};
+
+/// A folder removed when the test ends.
+struct Folder(PathBuf);
+
+impl Folder {
+    fn new(name: &str) -> Folder {
+        let path = std::env::temp_dir().join(format!(
+            "keel-sqlite-{name}-{}-{}",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        std::fs::create_dir_all(&path).expect("a temporary folder");
+        Folder(path)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn store(path: &Path) -> SqliteStore {
+    SqliteStore::new(SqliteOptions::at(path)).expect("the store opens")
+}
+
+fn now<T>(op: Op<T>) -> T {
+    match op {
+        Op::Ready(Ok(value)) => value,
+        Op::Ready(Err(e)) => panic!("failed: {e}"),
+        _ => panic!("not answered at once"),
+    }
+}
+
+fn failed<T: std::fmt::Debug>(op: Op<T>) -> (Code, String) {
+    match op {
+        Op::Ready(Err(StoreError::Backend(e))) => (e.code, e.message),
+        Op::Ready(other) => panic!("expected a store error, got {other:?}"),
+        _ => panic!("not answered at once"),
+    }
+}
+
+fn token(acquired: Acquired) -> u64 {
+    match acquired {
+        Acquired::Fenced(token) => token,
+        other => panic!("expected a fencing token, got {other:?}"),
+    }
+}
+
+const LOCK: HoldKind = HoldKind::Lock;
+
+#[test]
+fn a_plain_lock_is_one_owners_across_connections_with_growing_tokens() {
+    let folder = Folder::new("lock");
+    let (a, b) = (
+        store(&folder.file("locks.db")),
+        store(&folder.file("locks.db")),
+    );
+    let first = token(now(a.acquire(LOCK, "k", "o1", 10_000.0, Wait::Now)));
+    assert_eq!(
+        now(b.acquire(LOCK, "k", "o2", 10_000.0, Wait::Now)),
+        Acquired::Refused
+    );
+    assert!(now(b.holds(LOCK, "k", "o1")) && !now(b.holds(LOCK, "k", "o2")));
+    assert!(now(b.would_wait(LOCK, "k")));
+    assert_eq!(now(b.holders(LOCK, "k")), 1.0);
+    let left = now(b.remaining(LOCK, "k", None)).expect("held");
+    assert!(left > 9_000.0 && left <= 10_000.0, "{left}");
+    assert!(!now(b.release(LOCK, "k", "o2")), "not its lock");
+    assert!(!now(b.extend(LOCK, "k", "o2", 1.0)), "not its lock");
+    assert!(now(a.extend(LOCK, "k", "o1", 60_000.0)));
+    assert!(now(a.release(LOCK, "k", "o1")));
+    assert!(!now(a.release(LOCK, "k", "o1")), "released once");
+    assert!(!now(b.would_wait(LOCK, "k")));
+    assert_eq!(now(b.remaining(LOCK, "k", None)), None);
+    let second = token(now(b.acquire(LOCK, "k", "o2", 10_000.0, Wait::Now)));
+    assert!(second > first, "{first} then {second}");
+    // Another file is another store.
+    let other = store(&folder.file("other.db"));
+    token(now(other.acquire(LOCK, "k", "o3", 10_000.0, Wait::Now)));
+}
+
+#[test]
+fn a_hold_lapses_at_its_ttl_and_keys_may_hold_anything() {
+    let folder = Folder::new("lapse");
+    let s = store(&folder.file("locks.db"));
+    let key = format!("a\0b{}", "x".repeat(100_000));
+    token(now(s.acquire(LOCK, &key, "o1", 30.0, Wait::Now)));
+    assert_eq!(
+        now(s.acquire(LOCK, &key, "o2", 30.0, Wait::Now)),
+        Acquired::Refused
+    );
+    assert!(!now(s.would_wait(LOCK, "a")), "another key");
+    std::thread::sleep(Duration::from_millis(40));
+    assert!(!now(s.holds(LOCK, &key, "o1")));
+    assert!(!now(s.extend(LOCK, &key, "o1", 1_000.0)), "lapsed");
+    token(now(s.acquire(LOCK, &key, "o2", 1_000.0, Wait::Now)));
+}
+
+#[test]
+fn semaphores_admit_their_limit_and_a_waiting_writer_holds_readers_back() {
+    let folder = Folder::new("holds");
+    let s = store(&folder.file("locks.db"));
+    let permit = HoldKind::Permit { limit: 2 };
+    let t1 = token(now(s.acquire(permit, "k", "p1", 10_000.0, Wait::Now)));
+    let t2 = token(now(s.acquire(permit, "k", "p2", 10_000.0, Wait::Now)));
+    assert!(t2 > t1);
+    assert_eq!(
+        now(s.acquire(permit, "k", "p3", 10_000.0, Wait::Now)),
+        Acquired::Refused
+    );
+    assert!(now(s.would_wait(permit, "k")));
+    assert_eq!(now(s.holders(permit, "k")), 2.0);
+    assert!(now(s.remaining(permit, "k", Some("p1"))).is_some());
+    assert_eq!(now(s.remaining(permit, "k", None)), None);
+    // A plain lock and a read-write key of the same name are apart.
+    token(now(s.acquire(LOCK, "k", "l", 10_000.0, Wait::Now)));
+    token(now(s.acquire(
+        HoldKind::Read,
+        "k",
+        "r1",
+        10_000.0,
+        Wait::Now,
+    )));
+    assert!(now(s.release(permit, "k", "p1")));
+    token(now(s.acquire(permit, "k", "p3", 10_000.0, Wait::Now)));
+
+    token(now(s.acquire(
+        HoldKind::Read,
+        "k",
+        "r2",
+        10_000.0,
+        Wait::Now,
+    )));
+    assert_eq!(now(s.holders(HoldKind::Read, "k")), 2.0);
+    let write = HoldKind::Write;
+    assert_eq!(
+        now(s.acquire(write, "k", "w", 10_000.0, Wait::Now)),
+        Acquired::Refused
+    );
+    assert!(now(s.would_wait(HoldKind::Read, "k")), "the writer's mark");
+    assert_eq!(
+        now(s.acquire(HoldKind::Read, "k", "r3", 10_000.0, Wait::Now)),
+        Acquired::Refused
+    );
+    now(s.withdraw(write, "k"));
+    token(now(s.acquire(
+        HoldKind::Read,
+        "k",
+        "r3",
+        10_000.0,
+        Wait::Now,
+    )));
+    for reader in ["r1", "r2", "r3"] {
+        assert!(now(s.release(HoldKind::Read, "k", reader)));
+    }
+    token(now(s.acquire(write, "k", "w", 10_000.0, Wait::Now)));
+    assert!(now(s.would_wait(write, "k")) && now(s.would_wait(HoldKind::Read, "k")));
+    assert!(now(s.extend(write, "k", "w", 20_000.0)));
+    assert!(now(s.holds(write, "k", "w")));
+}
+
+/// Writes the file's state as an earlier boot would have left it.
+fn set_state(path: &Path, name: &str, value: rusqlite::types::Value) {
+    let db = rusqlite::Connection::open(path).expect("open");
+    db.execute(
+        "UPDATE keel_locks_state SET value = ?2 WHERE name = ?1",
+        rusqlite::params![name, value],
+    )
+    .expect("state written");
+}
+
+#[test]
+fn holds_of_another_boot_are_let_go_and_tokens_jump_past_them() {
+    let folder = Folder::new("boot");
+    let path = folder.file("locks.db");
+    let before = {
+        let s = store(&path);
+        token(now(s.acquire(LOCK, "k", "o1", 3_600_000.0, Wait::Now)));
+        token(now(s.acquire(
+            HoldKind::Read,
+            "k",
+            "r",
+            3_600_000.0,
+            Wait::Now,
+        )))
+    };
+    // The same boot: the holds stay.
+    assert!(now(store(&path).would_wait(LOCK, "k")));
+    // Another boot's name: everything goes, and tokens jump.
+    set_state(&path, "boot", "another boot".to_owned().into());
+    let s = store(&path);
+    assert!(!now(s.would_wait(LOCK, "k")) && !now(s.would_wait(HoldKind::Write, "k")));
+    let after = token(now(s.acquire(LOCK, "k", "o2", 3_600_000.0, Wait::Now)));
+    assert!(after > before + (1 << 32), "{before} then {after}");
+    drop(s);
+    // A clock that runs behind the latest write is a new boot too (where
+    // the system names none).
+    set_state(&path, "seen", i64::MAX.into());
+    let s = store(&path);
+    assert!(!now(s.would_wait(LOCK, "k")));
+    let again = token(now(s.acquire(LOCK, "k", "o3", 1_000.0, Wait::Now)));
+    assert!(again > after + (1 << 32));
+}
+
+#[test]
+fn a_bad_path_fails_naming_it_and_a_foreign_file_is_left_as_it_was() {
+    let folder = Folder::new("paths");
+    let message = |path: &Path| match SqliteStore::new(SqliteOptions::at(path)) {
+        Err(StoreError::Backend(e)) => {
+            assert_eq!(e.code, Code::StoreSqlite);
+            e.message
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("{} opened", path.display()),
+    };
+    let missing = folder.file("nowhere").join("locks.db");
+    let said = message(&missing);
+    assert!(
+        said.contains(&missing.display().to_string()) && said.contains("does not exist"),
+        "{said}"
+    );
+    assert!(message(&folder.0).contains("a folder"));
+    let foreign = folder.file("notes.txt");
+    let text = "these are notes, not a database ".repeat(200);
+    std::fs::write(&foreign, &text).expect("written");
+    let said = message(&foreign);
+    assert!(
+        said.contains("not a SQLite database") && said.contains("notes.txt"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&foreign).expect("read"), text);
+    let names: Vec<_> = std::fs::read_dir(&folder.0)
+        .expect("listed")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, ["notes.txt"], "nothing made beside it");
+}
+
+#[test]
+fn a_write_held_elsewhere_past_the_command_timeout_fails_as_too_slow_and_close_ends_it() {
+    let folder = Folder::new("busy");
+    let path = folder.file("locks.db");
+    let mut options = SqliteOptions::at(&path);
+    options.command_timeout = Duration::from_millis(100);
+    let s = SqliteStore::new(options).expect("opens");
+    let other = rusqlite::Connection::open(&path).expect("open");
+    other
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("the file's write lock");
+    let started = Instant::now();
+    let (code, message) = failed(s.acquire(LOCK, "k", "o", 1_000.0, Wait::Now));
+    let waited = started.elapsed();
+    assert_eq!(code, Code::StoreTimeout, "{message}");
+    assert!(
+        waited >= Duration::from_millis(100) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
+    // Reads go on meanwhile.
+    assert!(!now(s.would_wait(LOCK, "k")));
+    other.execute_batch("COMMIT").expect("let go");
+    token(now(s.acquire(LOCK, "k", "o", 1_000.0, Wait::Now)));
+    s.close();
+    assert_eq!(failed(s.holds(LOCK, "k", "o")).0, Code::StoreClosed);
+    assert_eq!(failed(s.ping()).0, Code::StoreClosed);
+}
