@@ -50,8 +50,10 @@ export declare function createRedisStore(config: RedisConfig, onReleased: (tagge
 /**
  * A handle over a SQLite file, opened now: a path that cannot be the
  * store's file fails here, naming it. Every operation answers at once.
+ * `on_released` as for Redis (releases by other processes, heard by the
+ * store's ear).
  */
-export declare function createSqliteStore(config: SqliteConfig): object
+export declare function createSqliteStore(config: SqliteConfig, onReleased: (tagged: string) => void): object
 
 /**
  * Which failure a store error is: a stable `code` on the JS error,

@@ -9,6 +9,7 @@ const { resolve } = require('node:path')
 const native = require('../native.js')
 const { describe, checkOptionsObject, msOptions } = require('../core/check.js')
 const { fromStore } = require('../core/errors.js')
+const { announced } = require('../core/store-events.js')
 const { ServerLockStore } = require('./server-store.js')
 
 const SQLITE_DEFAULTS = Object.freeze({
@@ -63,9 +64,10 @@ class SqliteLockStore extends ServerLockStore {
   /** @param {unknown[]} pathOrOptions */
   constructor(...pathOrOptions) {
     const config = readOptions(pathOrOptions)
+    /** @type {object} */
     let handle
     try {
-      handle = native.createSqliteStore(config)
+      handle = native.createSqliteStore(config, (tagged) => announced(handle, tagged))
     } catch (error) {
       throw fromStore(error)
     }

@@ -1,6 +1,7 @@
 // SqliteLockStore on a file of the test's own keeps to the whole store
 // contract (../contract.mjs), across processes sharing the file too, with
-// fencing tokens and keys of any size and content.
+// fencing tokens, releases heard in the other processes at once, and keys of
+// any size and content.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -21,6 +22,7 @@ storeContract('SqliteLockStore', {
   },
   fencing: true,
   processes: true,
+  announcesReleases: true,
   anyKey: true,
   pings: true,
   semaphores: 'native',

@@ -2,7 +2,8 @@
 //! SQLite file, with no server. Read in this order: `options`, `clock` (the
 //! machine's monotonic clock, and which boot the holds belong to), `sql`,
 //! `busy` (waiting for another process's write), `errors`, `open` (the
-//! file, checked, its tables, an earlier boot's holds let go), `ops`.
+//! file, checked, its tables, an earlier boot's holds let go), `ops`, `ear`
+//! (hearing releases from the other processes on the file).
 //!
 //! Each store keeps one connection and answers every operation at once, on
 //! the calling thread ([`Op::Ready`]): a lock's statements take
@@ -11,6 +12,7 @@
 
 mod busy;
 mod clock;
+mod ear;
 mod errors;
 mod open;
 mod ops;
@@ -19,25 +21,32 @@ mod sql;
 
 use std::sync::{Mutex, PoisonError};
 
+use self::ear::Ears;
 use self::errors::{closed, failure};
 use self::open::{open, Db};
 pub use self::options::SqliteOptions;
+use crate::store::follow::OnReleased;
 use crate::store::sweeps::Sweeps;
-use crate::store::{Acquired, Capabilities, HoldKind, LockStore, Op, StoreError, Wait};
+use crate::store::{Acquired, Capabilities, HoldKind, LockStore, Op, StoreError, Task, Wait};
 
 pub struct SqliteStore {
     options: SqliteOptions,
     /// `None` once closed.
     db: Mutex<Option<Db>>,
     sweeps: Sweeps,
+    ears: Ears,
 }
 
 impl SqliteStore {
-    /// Opens the file now: a bad path fails here, naming it.
-    pub fn new(options: SqliteOptions) -> Result<SqliteStore, StoreError> {
+    /// Opens the file now: a bad path fails here, naming it. Releases in
+    /// other processes of keys this one waits for go to `on_released`.
+    pub fn new(
+        options: SqliteOptions, on_released: Option<OnReleased>,
+    ) -> Result<SqliteStore, StoreError> {
         let db = open(&options)?;
         Ok(SqliteStore {
             sweeps: Sweeps::every(options.sweep_interval),
+            ears: Ears::new(on_released),
             db: Mutex::new(Some(db)),
             options,
         })
@@ -54,11 +63,28 @@ impl SqliteStore {
         busy::start(self.options.command_timeout);
         Op::Ready(op(db).map_err(|e| failure(name, &self.options.path, &e)))
     }
+
+    /// Tell the ears that wait for `key` that it was released. Nothing
+    /// fails for it: an ear not told leaves its waiters to their poll.
+    fn announce(&self, db: &mut Db, hold: HoldKind, key: &str) {
+        let Ok(ears) = ops::ears_of(db, hold, key) else {
+            return;
+        };
+        if ears.is_empty() {
+            return;
+        }
+        for gone in self.ears.tell(ears, ops::letter(hold), key) {
+            let _ = ops::forget_ear(db, &gone);
+        }
+    }
 }
 
 impl LockStore for SqliteStore {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
+        Capabilities {
+            announces_releases: self.ears.hear(),
+            ..Capabilities::default()
+        }
     }
 
     fn acquire(
@@ -74,7 +100,13 @@ impl LockStore for SqliteStore {
     }
 
     fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
-        self.with("release", |db| ops::release(db, hold, key, owner))
+        self.with("release", |db| {
+            let released = ops::release(db, hold, key, owner)?;
+            if released {
+                self.announce(db, hold, key);
+            }
+            Ok(released)
+        })
     }
 
     fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
@@ -101,13 +133,26 @@ impl LockStore for SqliteStore {
         self.with("withdraw", |db| ops::withdraw(db, key))
     }
 
+    /// Note (or forget) this store's ear beside `key`, binding the ear on
+    /// first use: its listener is the task returned.
+    fn watch(&self, hold: HoldKind, key: &str, on: bool) -> Option<Task> {
+        let (address, task) = self.ears.open()?;
+        let noted = self.with("watch", |db| ops::note_ear(db, hold, key, &address, on));
+        drop(noted);
+        task
+    }
+
     fn ping(&self) -> Op<()> {
         self.with("ping", |db| ops::ping(db))
     }
 
-    /// Close the connection; operations after this fail as closed.
+    /// Close the connection, and the ear with its notes; operations after
+    /// this fail as closed.
     fn close(&self) {
         let mut db = self.db.lock().unwrap_or_else(PoisonError::into_inner);
+        if let (Some(address), Some(db)) = (self.ears.close(), db.as_mut()) {
+            let _ = ops::forget_ear(db, &address);
+        }
         db.take();
     }
 }

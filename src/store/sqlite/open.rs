@@ -116,6 +116,7 @@ fn settle_the_boot(db: &mut Db) -> rusqlite::Result<()> {
     if another_boot {
         tx.execute(&sql.clear_locks, [])?;
         tx.execute(&sql.clear_holds, [])?;
+        tx.execute(&sql.clear_ears, [])?;
         let token: i64 = tx.query_row(&sql.state_read, ["fencing"], |row| row.get(0))?;
         let jumped = token.saturating_add(TOKENS_A_POWER_CUT_MAY_TAKE_BACK);
         tx.execute(&sql.state_write, rusqlite::params!["fencing", jumped])?;

@@ -258,3 +258,45 @@ pub(super) fn ping(db: &Db) -> Result<()> {
         .prepare_cached(&db.sql.lock_holds)?
         .query_row(params!["", "", 0], |_| Ok(()))
 }
+
+/// The letter a kind of hold's releases are announced under (its waiters
+/// wait apart: a plain lock's, a semaphore's, a read-write key's).
+pub(super) fn letter(hold: HoldKind) -> u8 {
+    match hold {
+        HoldKind::Lock => b'l',
+        HoldKind::Permit { .. } => b's',
+        HoldKind::Read | HoldKind::Write => b'r',
+    }
+}
+
+fn letter_text(hold: HoldKind) -> &'static str {
+    match letter(hold) {
+        b'l' => "l",
+        b's' => "s",
+        _ => "r",
+    }
+}
+
+/// Note (or forget) that the ear at `ear` waits for `key`'s releases.
+pub(super) fn note_ear(db: &mut Db, hold: HoldKind, key: &str, ear: &str, on: bool) -> Result<()> {
+    let text = if on { &db.sql.ear_on } else { &db.sql.ear_off };
+    db.connection
+        .prepare_cached(text)?
+        .execute(params![key, letter_text(hold), ear])?;
+    Ok(())
+}
+
+/// The ears that wait for `key`'s releases.
+pub(super) fn ears_of(db: &Db, hold: HoldKind, key: &str) -> Result<Vec<String>> {
+    let mut statement = db.connection.prepare_cached(&db.sql.ears_of)?;
+    let ears = statement.query_map(params![key, letter_text(hold)], |row| row.get(0))?;
+    ears.collect()
+}
+
+/// Nobody listens at `ear` any more: every note of it goes.
+pub(super) fn forget_ear(db: &mut Db, ear: &str) -> Result<()> {
+    db.connection
+        .prepare_cached(&db.sql.ear_gone)?
+        .execute([ear])?;
+    Ok(())
+}

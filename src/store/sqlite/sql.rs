@@ -8,6 +8,8 @@
 //! reader, `w` the writer, `m` a waiting writer's mark. `<table>_state` keeps
 //! the last fencing token given (`fencing`), the boot the holds belong to
 //! (`boot`) and the latest clock reading a hold was written at (`seen`).
+//! `<table>_ears` notes which processes wait for which key, and where
+//! their ears are (`ear`).
 
 /// The statements for one table, made once per store.
 pub(super) struct Sql {
@@ -31,6 +33,11 @@ pub(super) struct Sql {
     pub state_write: String,
     pub next_token: String,
     pub seen: String,
+    pub ear_on: String,
+    pub ear_off: String,
+    pub ears_of: String,
+    pub ear_gone: String,
+    pub clear_ears: String,
     pub clear_locks: String,
     pub clear_holds: String,
     pub sweep_locks: String,
@@ -43,6 +50,7 @@ impl Sql {
     pub fn new(table: &str) -> Sql {
         let holds = format!("{table}_holds");
         let state = format!("{table}_state");
+        let ears = format!("{table}_ears");
         Sql {
             create: format!(
                 "CREATE TABLE IF NOT EXISTS {table} (
@@ -55,6 +63,9 @@ impl Sql {
                  CREATE INDEX IF NOT EXISTS {holds}_expiry ON {holds} (expires_at);
                  CREATE TABLE IF NOT EXISTS {state} (
                    name TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
+                 CREATE TABLE IF NOT EXISTS {ears} (
+                   key TEXT NOT NULL, kind TEXT NOT NULL, ear TEXT NOT NULL,
+                   PRIMARY KEY (key, kind, ear)) WITHOUT ROWID;
                  INSERT OR IGNORE INTO {state} VALUES ('fencing', 0), ('seen', 0), ('boot', '');"
             ),
             lock_owner: format!("SELECT owner, expires_at FROM {table} WHERE key = ?1"),
@@ -112,6 +123,11 @@ impl Sql {
             seen: format!(
                 "UPDATE {state} SET value = ?1 WHERE name = 'seen' AND value < ?1"
             ),
+            ear_on: format!("INSERT OR IGNORE INTO {ears} VALUES (?1, ?2, ?3)"),
+            ear_off: format!("DELETE FROM {ears} WHERE key = ?1 AND kind = ?2 AND ear = ?3"),
+            ears_of: format!("SELECT ear FROM {ears} WHERE key = ?1 AND kind = ?2"),
+            ear_gone: format!("DELETE FROM {ears} WHERE ear = ?1"),
+            clear_ears: format!("DELETE FROM {ears}"),
             clear_locks: format!("DELETE FROM {table}"),
             clear_holds: format!("DELETE FROM {holds}"),
             sweep_locks: format!("DELETE FROM {table} WHERE expires_at <= ?1"),

@@ -32,7 +32,7 @@ impl Drop for Folder {
 }
 
 fn store(path: &Path) -> SqliteStore {
-    SqliteStore::new(SqliteOptions::at(path)).expect("the store opens")
+    SqliteStore::new(SqliteOptions::at(path), None).expect("the store opens")
 }
 
 fn now<T>(op: Op<T>) -> T {
@@ -217,7 +217,7 @@ fn holds_of_another_boot_are_let_go_and_tokens_jump_past_them() {
 #[test]
 fn a_bad_path_fails_naming_it_and_a_foreign_file_is_left_as_it_was() {
     let folder = Folder::new("paths");
-    let message = |path: &Path| match SqliteStore::new(SqliteOptions::at(path)) {
+    let message = |path: &Path| match SqliteStore::new(SqliteOptions::at(path), None) {
         Err(StoreError::Backend(e)) => {
             assert_eq!(e.code, Code::StoreSqlite);
             e.message
@@ -254,7 +254,7 @@ fn a_write_held_elsewhere_past_the_command_timeout_fails_as_too_slow_and_close_e
     let path = folder.file("locks.db");
     let mut options = SqliteOptions::at(&path);
     options.command_timeout = Duration::from_millis(100);
-    let s = SqliteStore::new(options).expect("opens");
+    let s = SqliteStore::new(options, None).expect("opens");
     let other = rusqlite::Connection::open(&path).expect("open");
     other
         .execute_batch("BEGIN IMMEDIATE")
@@ -274,4 +274,77 @@ fn a_write_held_elsewhere_past_the_command_timeout_fails_as_too_slow_and_close_e
     s.close();
     assert_eq!(failed(s.holds(LOCK, "k", "o")).0, Code::StoreClosed);
     assert_eq!(failed(s.ping()).0, Code::StoreClosed);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_release_is_heard_by_the_ears_that_wait_for_its_key_and_a_gone_ear_is_forgotten() {
+    use crate::store::follow::Released;
+    use std::sync::mpsc;
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let folder = Folder::new("ears");
+    let path = folder.file("locks.db");
+    let (heard, hear) = mpsc::channel();
+    let on_released: crate::store::follow::OnReleased =
+        std::sync::Arc::new(move |released, key| {
+            let _ = heard.send((released, key));
+        });
+    let waiter = SqliteStore::new(SqliteOptions::at(&path), Some(on_released)).expect("opens");
+    assert!(waiter.capabilities().announces_releases);
+    let listener = waiter.watch(LOCK, "k", true).expect("the ear's listener");
+    runtime.spawn(listener);
+    assert!(waiter.watch(HoldKind::Read, "k", true).is_none(), "one ear");
+    let holder = store(&path);
+    token(now(holder.acquire(LOCK, "k", "o", 10_000.0, Wait::Now)));
+    token(now(holder.acquire(LOCK, "other", "o", 10_000.0, Wait::Now)));
+    token(now(holder.acquire(
+        HoldKind::Write,
+        "k",
+        "o",
+        10_000.0,
+        Wait::Now,
+    )));
+    assert!(
+        now(holder.release(LOCK, "other", "o")),
+        "a key nobody waits for"
+    );
+    assert!(now(holder.release(LOCK, "k", "o")));
+    assert!(now(holder.release(HoldKind::Write, "k", "o")));
+    let within = Duration::from_secs(2);
+    assert_eq!(
+        hear.recv_timeout(within),
+        Ok((Released::Lock, "k".to_owned()))
+    );
+    assert_eq!(
+        hear.recv_timeout(within),
+        Ok((Released::ReadWrite, "k".to_owned()))
+    );
+    // Waiting no more: not told.
+    waiter.watch(LOCK, "k", false);
+    token(now(holder.acquire(LOCK, "k", "o", 10_000.0, Wait::Now)));
+    assert!(now(holder.release(LOCK, "k", "o")));
+    assert!(hear.recv_timeout(Duration::from_millis(200)).is_err());
+    // An ear that is gone (its process killed, its notes left) is forgotten at the next release.
+    waiter.watch(LOCK, "k", true);
+    let noted = |path: &Path| -> i64 {
+        let db = rusqlite::Connection::open(path).expect("open");
+        db.query_row("SELECT count(*) FROM keel_locks_ears", [], |row| row.get(0))
+            .expect("counted")
+    };
+    assert_eq!(noted(&path), 2, "the lock's and the read-write key's");
+    let db = rusqlite::Connection::open(&path).expect("open");
+    db.execute(
+        "INSERT INTO keel_locks_ears VALUES ('k', 'l', '@keel-sqlite-gone')",
+        [],
+    )
+    .expect("a dead ear noted");
+    token(now(holder.acquire(LOCK, "k", "o", 10_000.0, Wait::Now)));
+    assert!(now(holder.release(LOCK, "k", "o")));
+    assert_eq!(
+        hear.recv_timeout(within),
+        Ok((Released::Lock, "k".to_owned()))
+    );
+    assert_eq!(noted(&path), 2, "the dead one forgotten");
+    waiter.close();
+    assert_eq!(noted(&path), 0, "a closed store's notes go with it");
 }
