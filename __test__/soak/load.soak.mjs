@@ -1,11 +1,12 @@
 // The soak (npm run soak): 8 processes contending on a few keys for a long
 // stretch, each critical section a read-modify-write of a shared counter
 // file, through RedisLockStore (60 s), on PostgreSQL through
-// PostgresLockStore and the docs' database store (30 s each), and on MariaDB
-// through MySqlLockStore (30 s). Zero lost
+// PostgresLockStore and the docs' database store (30 s each), on MariaDB
+// through MySqlLockStore (30 s), and on one SQLite file through
+// SqliteLockStore (30 s). Zero lost
 // updates, zero overlaps, and resident memory flat after warm-up; the figures
 // are printed. Then the abort race (helpers/race.mjs) for 40 s on each of
-// RedisLockStore, PostgresLockStore and MySqlLockStore: waits cancelled at
+// RedisLockStore, PostgresLockStore, MySqlLockStore and SqliteLockStore: waits cancelled at
 // random moments, processes killed, never two holders. KEEL_SOAK_SECONDS
 // scales them all.
 
@@ -82,10 +83,15 @@ test(`MySqlLockStore: 8 processes for ${Math.round(30 * scale)} s`, { timeout: 6
   await soak('mysql-store', 30 * scale, { KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url })
 })
 
+test(`SqliteLockStore: 8 processes for ${Math.round(30 * scale)} s`, { timeout: 600_000 }, async () => {
+  await soak('sqlite-store', 30 * scale, { KEEL_TEST_STORE: 'sqlite-store', KEEL_TEST_SQLITE: join(dir, 'soak.db') })
+})
+
 for (const [name, env, perSecond] of [
   ['RedisLockStore', () => ({ KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url })],
   ['PostgresLockStore', () => ({ KEEL_TEST_STORE: 'postgres-store', KEEL_TEST_DATABASE: postgres.url })],
   ['MySqlLockStore', () => ({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url }), MYSQL_PER_SECOND],
+  ['SqliteLockStore', () => ({ KEEL_TEST_STORE: 'sqlite-store', KEEL_TEST_SQLITE: join(dir, 'race.db') })],
 ]) {
   const seconds = 40 * scale
   test(`${name}: waits aborted at random across 4 processes, some killed, for ${Math.round(seconds)} s: never two holders`, { timeout: 600_000 }, async () => {

@@ -1,5 +1,5 @@
 // Whatever the moment a wait is cancelled, a lock is never held by two, on
-// every server store: 4 processes of 4 waiters each take 3 keys with run(),
+// every store shared across processes: 4 processes of 4 waiters each take 3 keys with run(),
 // each wait's AbortSignal aborting 0-60 ms in, beside a client outside
 // lock() that takes the same keys with the store's own acquire/release,
 // while processes are SIGKILLed at random moments and others start in their
@@ -10,6 +10,9 @@
 // contract's (stores/contract-line.mjs).
 
 import { test, after } from 'node:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { redisForTests } from '../../support/servers.mjs'
 import { postgresForTests } from '../../support/postgres.mjs'
 import { mariadbForTests } from '../../support/mariadb.mjs'
@@ -21,10 +24,12 @@ const tell = (t, seen) =>
 const redis = await redisForTests()
 const postgres = await postgresForTests()
 const mariadb = await mariadbForTests()
+const sqlite = mkdtempSync(join(tmpdir(), 'keel-race-'))
 after(async () => {
   await redis.close()
   await postgres.close()
   await mariadb.close()
+  rmSync(sqlite, { recursive: true, force: true })
 })
 
 test(`RedisLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async (t) => {
@@ -37,4 +42,8 @@ test(`PostgresLockStore: waits aborted at random across 4 processes, some killed
 
 test(`MySqlLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async (t) => {
   tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url }, SECONDS, { perSecond: MYSQL_PER_SECOND }))
+})
+
+test(`SqliteLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async (t) => {
+  tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'sqlite-store', KEEL_TEST_SQLITE: join(sqlite, 'locks.db') }, SECONDS))
 })
