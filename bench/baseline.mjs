@@ -134,3 +134,52 @@ export class PlainMySqlStore {
 }
 
 const id = (key) => createHash('sha256').update(key).digest()
+
+/**
+ * The SQLite store of the baseline, over better-sqlite3 (synchronous, as its
+ * README uses it), on SqliteLockStore's table design and settings: WAL,
+ * `synchronous = NORMAL`, a busy timeout; a row per key with its owner, its
+ * expiry (the wall clock, as plain JS reads it) and a fencing token from a
+ * counter row. Acquire is one IMMEDIATE transaction (read the row, take it
+ * if free, count the token), release one owner-conditional DELETE: the same
+ * statements SqliteLockStore runs, each prepared once.
+ */
+export class PlainSqliteStore {
+  constructor(Database, path) {
+    const db = new Database(path)
+    db.pragma('journal_mode = WAL')
+    db.pragma('synchronous = NORMAL')
+    db.pragma('busy_timeout = 5000')
+    db.exec(`CREATE TABLE IF NOT EXISTS plain_locks (
+        key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL, token INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS plain_counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+      INSERT OR IGNORE INTO plain_counter VALUES ('fencing', 0)`)
+    const held = db.prepare('SELECT expires_at FROM plain_locks WHERE key = ?').pluck()
+    const next = db.prepare("UPDATE plain_counter SET value = value + 1 WHERE name = 'fencing' RETURNING value").pluck()
+    const take = db.prepare(
+      `INSERT INTO plain_locks VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE
+         SET owner = excluded.owner, expires_at = excluded.expires_at, token = excluded.token`,
+    )
+    const release = db.prepare('DELETE FROM plain_locks WHERE key = ? AND owner = ? AND expires_at > ?')
+    this.db = db
+    this.acquireNow = db.transaction((key, owner, ttlMs) => {
+      const now = Date.now()
+      const expires = held.get(key)
+      if (expires !== undefined && expires > now) return 0
+      const token = next.get()
+      take.run(key, owner, now + ttlMs, token)
+      return token
+    }).immediate
+    this.releaseNow = (key, owner) => release.run(key, owner, Date.now()).changes > 0
+  }
+  async acquire(key, owner, ttlMs) {
+    // The fencing token (a caller would hand it on); 0 when refused.
+    return this.acquireNow(key, owner, ttlMs) > 0
+  }
+  async release(key, owner) {
+    return this.releaseNow(key, owner)
+  }
+  close() {
+    this.db.close()
+  }
+}

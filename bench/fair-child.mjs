@@ -10,6 +10,7 @@ const impl = await IMPLEMENTATIONS[name].open({
   redisUrl: process.env.REDIS_URL,
   postgresUrl: process.env.POSTGRES_URL,
   mysqlUrl: process.env.MYSQL_URL,
+  sqliteDir: process.env.SQLITE_DIR,
 })
 impl.install?.()
 // Warm up as a long-lived process would be: connected, scripts loaded.

@@ -1,18 +1,22 @@
 // Every lock the benchmark compares, behind one shape:
-//   open({ redisUrl, postgresUrl, mysqlUrl }) -> { run(key, fn, { timeout, retryDelay }) -> Promise<boolean>, close() }
+//   open({ redisUrl, postgresUrl, mysqlUrl, sqliteDir }) -> { run(key, fn, { timeout, retryDelay }) -> Promise<boolean>, close() }
 // `run` resolves whether fn ran (false: the wait timed out). Each is used the
 // way its own documentation shows, with a 30 s TTL.
 
 import { Redis } from 'ioredis'
-import { lock, setLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore } from '@shaferllc/keel/core'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { lock, setLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore, SqliteLockStore } from '@shaferllc/keel/core'
 import mysql from 'mysql2/promise'
+import Database from 'better-sqlite3'
+import lockfile from 'proper-lockfile'
 import { Mutex as RedisMutex } from 'redis-semaphore'
 import { Redlock } from '@sesamecare-oss/redlock'
 import { LockFactory } from '@verrou/core'
 import { memoryStore as verrouMemory } from '@verrou/core/drivers/memory'
 import { redisStore as verrouRedis } from '@verrou/core/drivers/redis'
 import { Mutex as AsyncMutex, withTimeout, E_TIMEOUT } from 'async-mutex'
-import { PlainLock, PlainMemoryStore, PlainMySqlStore } from './baseline.mjs'
+import { PlainLock, PlainMemoryStore, PlainMySqlStore, PlainSqliteStore } from './baseline.mjs'
 // The docs' ioredis store, compiled from the test fixture (npm run bench compiles it).
 import { redisLockStore } from '../__test__/fixtures/dist/docs-redis.js'
 // The docs' database store and the `connection()` it calls (pg, a pool of 4), likewise.
@@ -208,6 +212,50 @@ export const IMPLEMENTATIONS = {
       const store = new PlainMySqlStore(pool)
       await store.createTable()
       return { ...plain(store), close: () => pool.end() }
+    },
+  },
+  // The processes of one machine, through one file each (in sqliteDir, every process the same).
+  'keel SqliteLockStore': {
+    backend: 'sqlite',
+    ours: true,
+    open: async ({ sqliteDir }) => {
+      const store = new SqliteLockStore(join(sqliteDir, 'keel.db'))
+      return { ...keel(store), close: () => store.close() }
+    },
+  },
+  'plain JS + better-sqlite3 (baseline)': {
+    backend: 'sqlite',
+    baseline: true,
+    open: async ({ sqliteDir }) => {
+      const store = new PlainSqliteStore(Database, join(sqliteDir, 'plain.db'))
+      return { ...plain(store), close: () => store.close() }
+    },
+  },
+  // A lock folder per key (mkdir), its mtime refreshed while held, stale after 30 s; waiting is its retries.
+  'proper-lockfile': {
+    backend: 'sqlite',
+    open: async ({ sqliteDir }) => {
+      const folder = join(sqliteDir, 'lockfiles')
+      mkdirSync(folder, { recursive: true })
+      return {
+        async run(key, fn, { timeout = 0, retryDelay = 50 } = {}) {
+          const retries = timeout === 0 ? 0 : { retries: Math.ceil(timeout / Math.max(retryDelay, 1)), factor: 1, minTimeout: retryDelay, maxTimeout: retryDelay }
+          let release
+          try {
+            release = await lockfile.lock(join(folder, encodeURIComponent(key)), { realpath: false, stale: TTL, retries })
+          } catch (e) {
+            if (e?.code === 'ELOCKED') return false
+            throw e
+          }
+          try {
+            await fn()
+          } finally {
+            await release()
+          }
+          return true
+        },
+        close() {},
+      }
     },
   },
 }

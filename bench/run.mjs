@@ -9,9 +9,10 @@ import { spawn, spawnSync } from 'node:child_process'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import mysql from 'mysql2/promise'
-import { writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { createInterface } from 'node:readline'
-import { cpus, totalmem } from 'node:os'
+import { cpus, tmpdir, totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { startRedis } from '../support/servers.mjs'
 import { startPostgres } from '../support/postgres.mjs'
@@ -40,7 +41,10 @@ const names = Object.keys(IMPLEMENTATIONS).filter((n) => !only || only.some((o) 
 // measures both settings.
 const mariadb = names.some((n) => IMPLEMENTATIONS[n].backend === 'mysql') ? await startMariaDb({ durable: false }) : null
 if (mariadb) process.env.MYSQL_URL = mariadb.url
-const urls = { redisUrl: server.url, postgresUrl: postgres.url, mysqlUrl: mariadb?.url }
+// The SQLite locks' files, in a folder of the run's own (children find it in SQLITE_DIR).
+const sqliteDir = mkdtempSync(join(tmpdir(), 'keel-bench-sqlite-'))
+process.env.SQLITE_DIR = sqliteDir
+const urls = { redisUrl: server.url, postgresUrl: postgres.url, mysqlUrl: mariadb?.url, sqliteDir }
 const opened = {}
 for (const name of names) opened[name] = await IMPLEMENTATIONS[name].open(urls)
 
@@ -146,13 +150,20 @@ function burstChild(name, waiters) {
  * on the key, or a script on it that sets it if it is free: with `NX`, or
  * after checking that it does not exist); on PostgreSQL counted by
  * pg_stat_statements (`countAttempts`); on MySQL the INSERTs clients sent,
- * in the server's general log (`countMysqlAttempts`).
+ * in the server's general log (`countMysqlAttempts`); on a SQLite file not
+ * counted.
  */
 async function fairAcrossProcesses(name) {
   const key = `across:${Math.random()}`
   const { backend } = IMPLEMENTATIONS[name]
   const watching =
-    backend === 'redis' ? await monitorAttempts(key) : backend === 'mysql' ? await countMysqlAttempts() : await countAttempts()
+    backend === 'redis'
+      ? await monitorAttempts(key)
+      : backend === 'mysql'
+        ? await countMysqlAttempts()
+        : backend === 'postgres'
+          ? await countAttempts()
+          : { stop: () => undefined }
   const startAt = Date.now() + 2_000
   const children = Array.from({ length: 4 }, () =>
     runChild([name, key, String(startAt), String(settings.acrossMs), '4'], 'fair-child.mjs'),
@@ -301,6 +312,7 @@ for (const impl of Object.values(opened)) await impl.close()
 await server.close()
 await postgres.close()
 await mariadb?.close()
+rmSync(sqliteDir, { recursive: true, force: true })
 
 /* --------------------------------- report ---------------------------------- */
 

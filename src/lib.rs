@@ -85,8 +85,10 @@
 //! - `src/store/sqlite/`: `mod.rs` (the store: each operation at once, on
 //!   its one connection), `options.rs`, `clock.rs` (the machine's monotonic
 //!   clock, and which boot the holds belong to), `sql.rs`, `busy.rs`
-//!   (waiting for another process's write), `errors.rs`, `open.rs` (the
-//!   file checked, its tables, an earlier boot's holds let go), `ops.rs`,
+//!   (waiting for another process's write), `checkpoint.rs` (the log
+//!   copied into the file on a thread of its own), `errors.rs`, `open.rs`
+//!   (the file checked, its tables, an earlier boot's holds let go),
+//!   `ops.rs`, `ear.rs` (releases heard from the other processes),
 //!   `tests.rs`.
 //! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an
 //!   opening hands over or fails with), `mod.rs` (the store's side of its

@@ -1,7 +1,8 @@
 //! `SqliteLockStore`: the processes of one machine coordinated through one
 //! SQLite file, with no server. Read in this order: `options`, `clock` (the
 //! machine's monotonic clock, and which boot the holds belong to), `sql`,
-//! `busy` (waiting for another process's write), `errors`, `open` (the
+//! `busy` (waiting for another process's write), `checkpoint` (the log
+//! copied into the file on a thread of its own), `errors`, `open` (the
 //! file, checked, its tables, an earlier boot's holds let go), `ops`, `ear`
 //! (hearing releases from the other processes on the file).
 //!
@@ -11,6 +12,7 @@
 //! time, so a write waits only for another's to end (`busy`).
 
 mod busy;
+mod checkpoint;
 mod clock;
 mod ear;
 mod errors;
@@ -24,6 +26,7 @@ use std::sync::{Mutex, PoisonError};
 use self::ear::Ears;
 use self::errors::{closed, failure};
 use self::open::{open, Db};
+use self::ops::Swept;
 pub use self::options::SqliteOptions;
 use crate::store::follow::OnReleased;
 use crate::store::sweeps::Sweeps;
@@ -33,8 +36,18 @@ pub struct SqliteStore {
     options: SqliteOptions,
     /// `None` once closed.
     db: Mutex<Option<Db>>,
+    /// When a sweep pass may start, and where the one under way stands.
     sweeps: Sweeps,
+    pass: Mutex<Option<Pass>>,
     ears: Ears,
+}
+
+/// A sweep pass under way: the key each table goes on from, `None` once
+/// the table is done. Each acquire sweeps one batch, so no acquire pauses
+/// long, however large the tables.
+struct Pass {
+    locks: Option<String>,
+    holds: Option<String>,
 }
 
 impl SqliteStore {
@@ -46,6 +59,7 @@ impl SqliteStore {
         let db = open(&options)?;
         Ok(SqliteStore {
             sweeps: Sweeps::every(options.sweep_interval),
+            pass: Mutex::new(None),
             ears: Ears::new(on_released),
             db: Mutex::new(Some(db)),
             options,
@@ -62,6 +76,38 @@ impl SqliteStore {
         };
         busy::start(self.options.command_timeout);
         Op::Ready(op(db).map_err(|e| failure(name, &self.options.path, &e)))
+    }
+
+    /// The batch this acquire sweeps, if a pass is under way or due.
+    fn sweep_batch(&self) -> Option<(Swept, String)> {
+        let mut pass = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
+        if pass.is_none() && self.sweeps.due() {
+            *pass = Some(Pass {
+                locks: Some(String::new()),
+                holds: Some(String::new()),
+            });
+        }
+        let under_way = pass.as_ref()?;
+        let batch = match (&under_way.locks, &under_way.holds) {
+            (Some(from), _) => (Swept::Locks, from.clone()),
+            (None, Some(from)) => (Swept::Holds, from.clone()),
+            (None, None) => {
+                *pass = None;
+                return None;
+            }
+        };
+        Some(batch)
+    }
+
+    /// A batch of `table` was swept: the pass goes on from `next`.
+    fn swept(&self, table: Swept, next: Option<String>) {
+        let mut pass = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(under_way) = pass.as_mut() {
+            match table {
+                Swept::Locks => under_way.locks = next,
+                Swept::Holds => under_way.holds = next,
+            }
+        }
     }
 
     /// Tell the ears that wait for `key` that it was released. Nothing
@@ -90,10 +136,13 @@ impl LockStore for SqliteStore {
     fn acquire(
         &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, _wait: Wait,
     ) -> Op<Acquired> {
-        let sweep = self.sweeps.due();
+        let batch = self.sweep_batch();
         self.with("acquire", |db| {
-            if sweep {
-                ops::sweep(db)?;
+            if let Some((table, from)) = batch {
+                // A sweep that failed is tried again at the next acquire.
+                if let Ok(next) = ops::sweep(db, table, &from) {
+                    self.swept(table, next);
+                }
             }
             ops::acquire(db, hold, key, owner, ttl_ms)
         })

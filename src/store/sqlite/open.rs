@@ -8,6 +8,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::busy;
+use super::checkpoint::Checkpoints;
 use super::clock::{boot_id, now_ms};
 use super::errors::failure;
 use super::options::SqliteOptions;
@@ -28,6 +29,9 @@ const PREPARED: usize = 48;
 pub(super) struct Db {
     pub connection: Connection,
     pub sql: Sql,
+    /// When this connection last noted the clock as `seen` (at most once a
+    /// second: see `ops::noted`).
+    pub noted_at: i64,
 }
 
 /// Open `options.path` as a store's file: made if missing, refused with
@@ -67,9 +71,20 @@ pub(super) fn open(options: &SqliteOptions) -> Result<Db, StoreError> {
         .execute_batch("PRAGMA synchronous = FULL")
         .map_err(fail)?;
     connection.set_prepared_statement_cache_capacity(PREPARED);
+    let checkpoints = Checkpoints::start(path.to_path_buf())
+        .map_err(|e| refused(path, &format!("no thread to checkpoint it: {e}")))?;
+    connection
+        .wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages| {
+            if checkpoints.after_commit(pages) {
+                wal.checkpoint_v2(rusqlite::wal::CheckpointMode::PASSIVE)?;
+            }
+            Ok(())
+        }))
+        .map_err(fail)?;
     let mut db = Db {
         connection,
         sql: Sql::new(&options.table),
+        noted_at: i64::MIN,
     };
     settle_the_boot(&mut db).map_err(fail)?;
     db.connection
@@ -103,9 +118,12 @@ fn refused(path: &Path, what: &str) -> StoreError {
 
 /// Make the tables if missing and, if the holds were taken in another boot
 /// of the machine (its clock has started again since), let them all go and
-/// move the fencing counter past any token a power cut took back.
+/// move every fencing token (the keys' own, the floor and the counter) past
+/// any a power cut took back.
 fn settle_the_boot(db: &mut Db) -> rusqlite::Result<()> {
-    let Db { connection, sql } = db;
+    let Db {
+        connection, sql, ..
+    } = db;
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch(&sql.create)?;
     let now = now_ms();
@@ -114,12 +132,14 @@ fn settle_the_boot(db: &mut Db) -> rusqlite::Result<()> {
     let seen: i64 = tx.query_row(&sql.state_read, ["seen"], |row| row.get(0))?;
     let another_boot = (!stored_boot.is_empty() && stored_boot != boot) || now < seen;
     if another_boot {
-        tx.execute(&sql.clear_locks, [])?;
+        tx.execute(&sql.clear_locks, [TOKENS_A_POWER_CUT_MAY_TAKE_BACK])?;
         tx.execute(&sql.clear_holds, [])?;
         tx.execute(&sql.clear_ears, [])?;
-        let token: i64 = tx.query_row(&sql.state_read, ["fencing"], |row| row.get(0))?;
-        let jumped = token.saturating_add(TOKENS_A_POWER_CUT_MAY_TAKE_BACK);
-        tx.execute(&sql.state_write, rusqlite::params!["fencing", jumped])?;
+        for counter in ["fencing", "floor"] {
+            let token: i64 = tx.query_row(&sql.state_read, [counter], |row| row.get(0))?;
+            let jumped = token.saturating_add(TOKENS_A_POWER_CUT_MAY_TAKE_BACK);
+            tx.execute(&sql.state_write, rusqlite::params![counter, jumped])?;
+        }
         tx.execute(&sql.state_write, rusqlite::params!["seen", now])?;
     }
     if stored_boot != boot {

@@ -9,7 +9,7 @@ use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::clock::now_ms;
 use super::open::Db;
-use super::sql::Sql;
+use super::sql::{Sql, SWEEP_BATCH};
 use crate::store::{Acquired, HoldKind};
 
 type Result<T> = rusqlite::Result<T>;
@@ -33,27 +33,54 @@ fn kinds(hold: HoldKind) -> (&'static str, [&'static str; 2]) {
     }
 }
 
-fn immediate(db: &mut Db) -> Result<(Transaction<'_>, &Sql)> {
-    let Db { connection, sql } = db;
+/// A write transaction, with the statements and when the clock was last noted.
+struct Write<'a> {
+    tx: Transaction<'a>,
+    sql: &'a Sql,
+    noted_at: &'a mut i64,
+}
+
+fn immediate(db: &mut Db) -> Result<Write<'_>> {
+    let Db {
+        connection,
+        sql,
+        noted_at,
+    } = db;
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    Ok((tx, sql))
+    Ok(Write { tx, sql, noted_at })
 }
 
-/// The next fencing token (the file's counter only grows), and the clock
-/// reading noted as the latest a hold was written at.
-fn next_token(tx: &Transaction<'_>, sql: &Sql, now: i64) -> Result<i64> {
-    let token = tx
-        .prepare_cached(&sql.next_token)?
-        .query_row([], |row| row.get(0))?;
-    noted(tx, sql, now)?;
-    Ok(token)
-}
+/// How often a connection notes the clock as `seen`: a hold of an earlier
+/// boot then outlasts a reboot (where the system names no boot) by at most
+/// its TTL and this.
+const NOTE_EVERY_MS: i64 = 1_000;
 
-/// Holds written now must be let go if the machine reboots, which the clock
-/// running behind this reading tells where the system names no boot.
-fn noted(tx: &Transaction<'_>, sql: &Sql, now: i64) -> Result<()> {
-    tx.prepare_cached(&sql.seen)?.execute([now])?;
-    Ok(())
+impl Write<'_> {
+    /// The next token of the file's counter (semaphores and read-write locks).
+    fn next_token(&mut self, now: i64) -> Result<i64> {
+        let token = self
+            .tx
+            .prepare_cached(&self.sql.next_token)?
+            .query_row([], |row| row.get(0))?;
+        self.noted(now)?;
+        Ok(token)
+    }
+
+    /// A hold written now must be let go if the machine reboots, which the
+    /// clock running behind a reading noted here tells where the system names
+    /// no boot: noted at most once a second, as each note is a write.
+    fn noted(&mut self, now: i64) -> Result<()> {
+        if now.saturating_sub(*self.noted_at) < NOTE_EVERY_MS {
+            return Ok(());
+        }
+        self.tx.prepare_cached(&self.sql.seen)?.execute([now])?;
+        *self.noted_at = now;
+        Ok(())
+    }
+
+    fn commit(self) -> Result<()> {
+        self.tx.commit()
+    }
 }
 
 fn count(db: &Db, text: &str, params: impl rusqlite::Params) -> Result<i64> {
@@ -65,45 +92,52 @@ fn count(db: &Db, text: &str, params: impl rusqlite::Params) -> Result<i64> {
 pub(super) fn acquire(
     db: &mut Db, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64,
 ) -> Result<Acquired> {
-    let (tx, sql) = immediate(db)?;
+    let mut write = immediate(db)?;
     let now = now_ms();
     let token = match hold {
-        HoldKind::Lock => take_lock(&tx, sql, key, owner, expiry(now, ttl_ms), now)?,
-        _ => take_hold(&tx, sql, hold, key, owner, expiry(now, ttl_ms), now)?,
+        HoldKind::Lock => take_lock(&mut write, key, owner, expiry(now, ttl_ms), now)?,
+        _ => take_hold(&mut write, hold, key, owner, expiry(now, ttl_ms), now)?,
     };
+    // Refused, a waiting writer's mark stays: it holds new readers back.
+    write.commit()?;
     let Some(token) = token else {
-        // A waiting writer's mark stays: it holds new readers back.
-        tx.commit()?;
         return Ok(Acquired::Refused);
     };
-    tx.commit()?;
     // The counter starts at 0 and only grows.
     Ok(Acquired::Fenced(u64::try_from(token).unwrap_or(0)))
 }
 
+/// A free row (or none) is taken, its token one more than the key's last
+/// (or than the floor, for a key without a row).
 fn take_lock(
-    tx: &Transaction<'_>, sql: &Sql, key: &str, owner: &str, expires_at: i64, now: i64,
+    write: &mut Write<'_>, key: &str, owner: &str, expires_at: i64, now: i64,
 ) -> Result<Option<i64>> {
-    let held: Option<i64> = tx
+    let Write { tx, sql, .. } = write;
+    let row: Option<(i64, i64)> = tx
         .prepare_cached(&sql.lock_owner)?
-        .query_row([key], |row| row.get(1))
+        .query_row([key], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
-    if held.is_some_and(|expires| expires > now) {
-        return Ok(None);
-    }
-    let token = next_token(tx, sql, now)?;
+    let last = match row {
+        Some((expires, _)) if expires > now => return Ok(None),
+        Some((_, token)) => token,
+        None => tx
+            .prepare_cached(&sql.state_read)?
+            .query_row(["floor"], |row| row.get(0))?,
+    };
+    let token = last.saturating_add(1);
     tx.prepare_cached(&sql.lock_take)?
         .execute(params![key, owner, expires_at, token])?;
+    write.noted(now)?;
     Ok(Some(token))
 }
 
 /// A permit, a reader or a writer: admitted by the live holds of its group.
 /// A writer refused marks the key so that new readers wait behind it.
 fn take_hold(
-    tx: &Transaction<'_>, sql: &Sql, hold: HoldKind, key: &str, owner: &str, expires_at: i64,
-    now: i64,
+    write: &mut Write<'_>, hold: HoldKind, key: &str, owner: &str, expires_at: i64, now: i64,
 ) -> Result<Option<i64>> {
     let (mine, _) = kinds(hold);
+    let Write { tx, sql, .. } = write;
     let live = |first: &str, second: &str| -> Result<i64> {
         tx.prepare_cached(&sql.hold_count)?
             .query_row(params![key, first, second, now], |row| row.get(0))
@@ -137,7 +171,7 @@ fn take_hold(
     }
     tx.prepare_cached(&sql.hold_put)?
         .execute(params![key, mine, owner, expires_at])?;
-    next_token(tx, sql, now).map(Some)
+    write.next_token(now).map(Some)
 }
 
 pub(super) fn release(db: &mut Db, hold: HoldKind, key: &str, owner: &str) -> Result<bool> {
@@ -158,9 +192,10 @@ pub(super) fn release(db: &mut Db, hold: HoldKind, key: &str, owner: &str) -> Re
 pub(super) fn extend(
     db: &mut Db, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64,
 ) -> Result<bool> {
-    let (tx, sql) = immediate(db)?;
+    let mut write = immediate(db)?;
     let now = now_ms();
     let expires_at = expiry(now, ttl_ms);
+    let (tx, sql) = (&write.tx, write.sql);
     let changed = match hold {
         HoldKind::Lock => tx
             .prepare_cached(&sql.lock_extend)?
@@ -174,9 +209,9 @@ pub(super) fn extend(
         ])?,
     };
     if changed > 0 {
-        noted(&tx, sql, now)?;
+        write.noted(now)?;
     }
-    tx.commit()?;
+    write.commit()?;
     Ok(changed > 0)
 }
 
@@ -243,13 +278,47 @@ pub(super) fn withdraw(db: &mut Db, key: &str) -> Result<()> {
     Ok(())
 }
 
-/// Delete the rows that lapsed (they decide nothing; this keeps the file small).
-pub(super) fn sweep(db: &mut Db) -> Result<()> {
-    let (tx, sql) = immediate(db)?;
+/// Which table a sweep is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Swept {
+    Locks,
+    Holds,
+}
+
+/// Delete the lapsed rows among the next [`SWEEP_BATCH`] keys of a table
+/// after `from` (they decide nothing; this keeps the file small), raising
+/// the floor to the plain locks' tokens deleted. The key to go on from, or
+/// `None` at the table's end.
+pub(super) fn sweep(db: &mut Db, table: Swept, from: &str) -> Result<Option<String>> {
+    let write = immediate(db)?;
     let now = now_ms();
-    tx.prepare_cached(&sql.sweep_locks)?.execute([now])?;
-    tx.prepare_cached(&sql.sweep_holds)?.execute([now])?;
-    tx.commit()
+    let (tx, sql) = (&write.tx, write.sql);
+    let (end, delete) = match table {
+        Swept::Locks => (&sql.sweep_locks_end, &sql.sweep_locks),
+        Swept::Holds => (&sql.sweep_holds_end, &sql.sweep_holds),
+    };
+    let last: Option<String> = tx
+        .prepare_cached(end)?
+        .query_row(params![from, SWEEP_BATCH], |row| row.get(0))?;
+    let Some(last) = last else {
+        return Ok(None);
+    };
+    let mut statement = tx.prepare_cached(delete)?;
+    if table == Swept::Locks {
+        let tokens = statement.query_map(params![from, last, now], |row| row.get::<_, i64>(0))?;
+        let mut highest = None;
+        for token in tokens {
+            highest = highest.max(Some(token?));
+        }
+        if let Some(highest) = highest {
+            tx.prepare_cached(&sql.floor_raise)?.execute([highest])?;
+        }
+    } else {
+        statement.execute(params![from, last, now])?;
+    }
+    drop(statement);
+    write.commit()?;
+    Ok(Some(last))
 }
 
 /// One read of the file.

@@ -3,11 +3,15 @@
 //! wall-clock step decides nothing.
 //!
 //! A plain lock is a row of `<table>` (`key`, `owner`, `expires_at`, and
-//! the fencing `token` it was given). Semaphores and read-write locks keep
+//! the fencing `token` it was given), kept when it is released (owner `''`,
+//! `expires_at` 0) so the key's next token is one more than its last: taking
+//! and giving back a lock each write one page. A sweep deletes lapsed rows,
+//! raising `floor` (in `<table>_state`) to their tokens, and a key without
+//! a row counts on from the floor. Semaphores and read-write locks keep
 //! their holds in `<table>_holds`, one row per hold: kind `s` a permit, `r` a
-//! reader, `w` the writer, `m` a waiting writer's mark. `<table>_state` keeps
-//! the last fencing token given (`fencing`), the boot the holds belong to
-//! (`boot`) and the latest clock reading a hold was written at (`seen`).
+//! reader, `w` the writer, `m` a waiting writer's mark; their tokens come
+//! from `fencing` in `<table>_state`, which also keeps the boot the holds
+//! belong to (`boot`) and a recent clock reading a hold was written at (`seen`).
 //! `<table>_ears` notes which processes wait for which key, and where
 //! their ears are (`ear`).
 
@@ -33,6 +37,11 @@ pub(super) struct Sql {
     pub state_write: String,
     pub next_token: String,
     pub seen: String,
+    pub floor_raise: String,
+    pub sweep_locks_end: String,
+    pub sweep_locks: String,
+    pub sweep_holds_end: String,
+    pub sweep_holds: String,
     pub ear_on: String,
     pub ear_off: String,
     pub ears_of: String,
@@ -40,9 +49,11 @@ pub(super) struct Sql {
     pub clear_ears: String,
     pub clear_locks: String,
     pub clear_holds: String,
-    pub sweep_locks: String,
-    pub sweep_holds: String,
 }
+
+/// Rows a sweep looks at per acquire: its pause stays short whatever the
+/// table's size.
+pub(super) const SWEEP_BATCH: i64 = 256;
 
 impl Sql {
     /// `table` is a lower-case name of letters, digits and underscores
@@ -56,25 +67,24 @@ impl Sql {
                 "CREATE TABLE IF NOT EXISTS {table} (
                    key TEXT PRIMARY KEY, owner TEXT NOT NULL,
                    expires_at INTEGER NOT NULL, token INTEGER NOT NULL) WITHOUT ROWID;
-                 CREATE INDEX IF NOT EXISTS {table}_expiry ON {table} (expires_at);
                  CREATE TABLE IF NOT EXISTS {holds} (
                    key TEXT NOT NULL, kind TEXT NOT NULL, owner TEXT NOT NULL,
                    expires_at INTEGER NOT NULL, PRIMARY KEY (key, kind, owner)) WITHOUT ROWID;
-                 CREATE INDEX IF NOT EXISTS {holds}_expiry ON {holds} (expires_at);
                  CREATE TABLE IF NOT EXISTS {state} (
                    name TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
                  CREATE TABLE IF NOT EXISTS {ears} (
                    key TEXT NOT NULL, kind TEXT NOT NULL, ear TEXT NOT NULL,
                    PRIMARY KEY (key, kind, ear)) WITHOUT ROWID;
-                 INSERT OR IGNORE INTO {state} VALUES ('fencing', 0), ('seen', 0), ('boot', '');"
+                 INSERT OR IGNORE INTO {state} VALUES ('fencing', 0), ('floor', 0), ('seen', 0), ('boot', '');"
             ),
-            lock_owner: format!("SELECT owner, expires_at FROM {table} WHERE key = ?1"),
+            lock_owner: format!("SELECT expires_at, token FROM {table} WHERE key = ?1"),
             lock_take: format!(
                 "INSERT INTO {table} VALUES (?1, ?2, ?3, ?4) ON CONFLICT (key) DO UPDATE
                    SET owner = excluded.owner, expires_at = excluded.expires_at, token = excluded.token"
             ),
             lock_release: format!(
-                "DELETE FROM {table} WHERE key = ?1 AND owner = ?2 AND expires_at > ?3"
+                "UPDATE {table} SET owner = '', expires_at = 0
+                   WHERE key = ?1 AND owner = ?2 AND expires_at > ?3"
             ),
             lock_extend: format!(
                 "UPDATE {table} SET expires_at = ?4 WHERE key = ?1 AND owner = ?2 AND expires_at > ?3"
@@ -128,10 +138,25 @@ impl Sql {
             ears_of: format!("SELECT ear FROM {ears} WHERE key = ?1 AND kind = ?2"),
             ear_gone: format!("DELETE FROM {ears} WHERE ear = ?1"),
             clear_ears: format!("DELETE FROM {ears}"),
-            clear_locks: format!("DELETE FROM {table}"),
+            floor_raise: format!(
+                "UPDATE {state} SET value = max(value, ?1) WHERE name = 'floor'"
+            ),
+            sweep_locks_end: format!(
+                "SELECT max(key) FROM (SELECT key FROM {table} WHERE key > ?1 ORDER BY key LIMIT ?2)"
+            ),
+            sweep_locks: format!(
+                "DELETE FROM {table} WHERE key > ?1 AND key <= ?2 AND expires_at <= ?3 RETURNING token"
+            ),
+            sweep_holds_end: format!(
+                "SELECT max(key) FROM (SELECT key FROM {holds} WHERE key > ?1 ORDER BY key LIMIT ?2)"
+            ),
+            sweep_holds: format!(
+                "DELETE FROM {holds} WHERE key > ?1 AND key <= ?2 AND expires_at <= ?3"
+            ),
+            clear_locks: format!(
+                "UPDATE {table} SET owner = '', expires_at = 0, token = token + ?1"
+            ),
             clear_holds: format!("DELETE FROM {holds}"),
-            sweep_locks: format!("DELETE FROM {table} WHERE expires_at <= ?1"),
-            sweep_holds: format!("DELETE FROM {holds} WHERE expires_at <= ?1"),
         }
     }
 }

@@ -348,3 +348,58 @@ fn a_release_is_heard_by_the_ears_that_wait_for_its_key_and_a_gone_ear_is_forgot
     waiter.close();
     assert_eq!(noted(&path), 0, "a closed store's notes go with it");
 }
+
+#[test]
+fn sweeps_delete_lapsed_rows_a_batch_per_acquire_and_a_swept_keys_tokens_still_grow() {
+    let folder = Folder::new("sweep");
+    let path = folder.file("locks.db");
+    let s = store(&path);
+    let before: Vec<u64> = (0..600)
+        .map(|i| {
+            token(now(s.acquire(
+                LOCK,
+                &format!("k{i:03}"),
+                "o",
+                1.0,
+                Wait::Now,
+            )))
+        })
+        .collect();
+    for i in 0..50 {
+        token(now(s.acquire(
+            HoldKind::Read,
+            &format!("r{i}"),
+            "o",
+            1.0,
+            Wait::Now,
+        )));
+    }
+    std::thread::sleep(Duration::from_millis(5));
+    let rows = |table: &str| -> i64 {
+        let db = rusqlite::Connection::open(&path).expect("open");
+        db.query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+            row.get(0)
+        })
+        .expect("counted")
+    };
+    assert_eq!((rows("keel_locks"), rows("keel_locks_holds")), (600, 50));
+    let mut options = SqliteOptions::at(&path);
+    options.sweep_interval = Duration::ZERO;
+    let sweeper = SqliteStore::new(options, None).expect("opens");
+    for _ in 0..8 {
+        token(now(sweeper.acquire(LOCK, "live", "o", 60_000.0, Wait::Now)));
+        assert!(now(sweeper.release(LOCK, "live", "o")));
+    }
+    assert_eq!(rows("keel_locks_holds"), 0, "swept in batches");
+    assert!(rows("keel_locks") <= 1, "{}", rows("keel_locks"));
+    for (i, old) in before.iter().enumerate().step_by(97) {
+        let again = token(now(s.acquire(
+            LOCK,
+            &format!("k{i:03}"),
+            "o",
+            1_000.0,
+            Wait::Now,
+        )));
+        assert!(again > *old, "k{i:03}: {old} then {again}");
+    }
+}

@@ -1,0 +1,53 @@
+//! Checkpoints away from the caller's thread. A WAL checkpoint copies the
+//! log's pages into the database and waits for the disk (twice), which
+//! SQLite would do inside whichever commit took the log past its limit: on
+//! the JS thread, a pause of milliseconds every few hundred locks. Instead
+//! the store's connection tells a thread of its own, which checkpoints on a
+//! connection of its own (`PASSIVE`: it never makes a writer wait).
+
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::time::Duration;
+
+use rusqlite::wal::CheckpointMode;
+use rusqlite::{Connection, OpenFlags};
+
+/// Log pages past which a checkpoint is asked for (SQLite's own default).
+const PAGES: i32 = 1_000;
+/// A checkpoint that could not empty the log (a reader holds it) is tried
+/// again no sooner than this.
+const AGAIN_AFTER: Duration = Duration::from_millis(20);
+
+/// The store's side: asks for a checkpoint; the thread ends when it drops.
+pub(super) struct Checkpoints(SyncSender<()>);
+
+impl Checkpoints {
+    /// The thread, checkpointing the file at `path`.
+    pub fn start(path: PathBuf) -> std::io::Result<Checkpoints> {
+        let (ask, asked) = sync_channel(1);
+        std::thread::Builder::new()
+            .name("keel-sqlite-checkpoint".to_owned())
+            .spawn(move || checkpoint_when_asked(&path, &asked))?;
+        Ok(Checkpoints(ask))
+    }
+
+    /// What the connection's WAL hook does after each commit, with the
+    /// log's size in pages: past the limit, one request (more wait behind
+    /// the one pending). True when the thread is gone (it could not open
+    /// the file): the commit checkpoints itself, as SQLite would.
+    pub fn after_commit(&self, pages: i32) -> bool {
+        pages >= PAGES && matches!(self.0.try_send(()), Err(TrySendError::Disconnected(())))
+    }
+}
+
+fn checkpoint_when_asked(path: &PathBuf, asked: &Receiver<()>) {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let Ok(connection) = Connection::open_with_flags(path, flags) else {
+        return;
+    };
+    // This connection never writes, so never checkpoints by itself either.
+    while asked.recv().is_ok() {
+        let _ = connection.wal_checkpoint_v2(Some(rusqlite::MAIN_DB), CheckpointMode::PASSIVE);
+        std::thread::sleep(AGAIN_AFTER);
+    }
+}
