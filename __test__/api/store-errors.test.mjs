@@ -5,7 +5,9 @@
 // input stays a TypeError; a JS store's errors reach the caller as it threw them.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { Redis } from 'ioredis'
@@ -19,6 +21,7 @@ import {
   RedisLockStore,
   PostgresLockStore,
   MySqlLockStore,
+  SqliteLockStore,
   LockStoreError,
 } from '@shaferllc/keel/core'
 import { startRedis, freePort, uniqueKey } from '../../support/servers.mjs'
@@ -33,6 +36,8 @@ let postgres
 let mariadb
 const withoutMariaDb = skipReason(['mariadb'])
 lacking(['mariadb'], 'MySqlLockStore errors')
+/** A folder for SqliteLockStore's files. */
+const files = mkdtempSync(join(tmpdir(), 'keel-store-errors-'))
 /** A TCP server that accepts connections and never answers. */
 let silent
 const cleanups = []
@@ -51,6 +56,7 @@ after(async () => {
   await postgres?.close()
   await mariadb?.close()
   silent?.close()
+  rmSync(files, { recursive: true, force: true })
 })
 
 /** @param {import('@shaferllc/keel/core').LockStore & { close(): Promise<void> }} store */
@@ -162,6 +168,13 @@ const situations = {
       await closing(new MySqlLockStore({ url: mariadb.url, table: 'nosuch.keel_locks' })).isLocked('k')
     },
   ],
+  ERR_LOCK_STORE_SQLITE: [
+    async function sqliteNotADatabase() {
+      const notes = join(files, 'notes.txt')
+      writeFileSync(notes, 'not a database\n'.repeat(300))
+      closing(new SqliteLockStore(notes))
+    },
+  ],
   ERR_LOCK_STORE_CLOSED: [
     async function redisClosed() {
       const store = new RedisLockStore({ url: redis.url })
@@ -177,6 +190,11 @@ const situations = {
       const store = new MySqlLockStore({ url: mariadb.url })
       await store.close()
       await store.extend('k', 'o', 1_000)
+    },
+    async function sqliteClosed() {
+      const store = new SqliteLockStore(join(files, 'closed.db'))
+      await store.close()
+      await store.isLocked('k')
     },
   ],
 }

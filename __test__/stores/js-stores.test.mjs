@@ -52,10 +52,14 @@ test('a JS store waits: acquire({ timeout }) retries until the holder releases',
   const store = setLockStore(new AsyncMapLockStore())
   const holder = lock('k', 10_000)
   await holder.acquire()
-  setTimeout(() => holder.release(), 100)
-  const started = Date.now()
+  // Whether the holder has started to let go: the waiter's success must come after.
+  let releasing = false
+  setTimeout(() => {
+    releasing = true
+    holder.release()
+  }, 100)
   assert.equal(await lock('k').acquire({ timeout: 2_000, retryDelay: 20 }), true)
-  assert.ok(Date.now() - started >= 95)
+  assert.equal(releasing, true, 'acquired only once the holder let go')
   assert.ok(store.calls.filter((c) => c[0] === 'acquire').length >= 3, 'it polled')
 })
 

@@ -59,7 +59,7 @@ impl Ears {
     fn bind(&self) -> Option<(String, Task)> {
         let (socket, bound) = unix::bind().ok()?;
         let task = self.follower.follow((), |inbox, on_released| {
-            unix::listen(socket, inbox, on_released)
+            unix::listen(socket, MAX_ANNOUNCED_KEY_BYTES + 1, inbox, on_released)
         })?;
         Some((bound, task))
     }
@@ -123,7 +123,6 @@ mod unix {
 
     use tokio::sync::mpsc;
 
-    use super::MAX_ANNOUNCED_KEY_BYTES;
     use crate::store::follow::{OnReleased, Released};
     use crate::store::Task;
 
@@ -181,16 +180,17 @@ mod unix {
         }
     }
 
-    /// The task that reports what the ear hears until the store lets go of
-    /// it (its inbox closes).
+    /// The task that reports what the ear hears (messages up to `longest`
+    /// bytes) until the store lets go of it (its inbox closes).
     pub fn listen(
-        socket: UnixDatagram, mut inbox: mpsc::UnboundedReceiver<()>, on_released: OnReleased,
+        socket: UnixDatagram, longest: usize, mut inbox: mpsc::UnboundedReceiver<()>,
+        on_released: OnReleased,
     ) -> Task {
         Box::pin(async move {
             let Ok(socket) = tokio::net::UnixDatagram::from_std(socket) else {
                 return;
             };
-            let mut buffer = vec![0u8; MAX_ANNOUNCED_KEY_BYTES + 1];
+            let mut buffer = vec![0u8; longest];
             loop {
                 tokio::select! {
                     request = inbox.recv() => if request.is_none() { return },
