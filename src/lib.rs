@@ -84,7 +84,8 @@
 //!   connections go, and how opening one fails).
 //! - `src/store/sqlite/`: `mod.rs` (the store: each operation at once, on
 //!   its one connection), `options.rs`, `clock.rs` (the machine's monotonic
-//!   clock, and which boot the holds belong to), `sql.rs`, `busy.rs`
+//!   clock, and which boot the holds belong to), `sql.rs`, `place.rs`
+//!   (where the file may be: not on a network filesystem), `busy.rs`
 //!   (waiting for another process's write), `checkpoint.rs` (the log
 //!   copied into the file on a thread of its own), `errors.rs`, `open.rs`
 //!   (the file checked, its tables, an earlier boot's holds let go),

@@ -1,7 +1,7 @@
 //! `SqliteLockStore`: the processes of one machine coordinated through one
 //! SQLite file, with no server. Read in this order: `options`, `clock` (the
 //! machine's monotonic clock, and which boot the holds belong to), `sql`,
-//! `busy` (waiting for another process's write), `checkpoint` (the log
+//! `place` (where the file may be), `busy` (waiting for another process's write), `checkpoint` (the log
 //! copied into the file on a thread of its own), `errors`, `open` (the
 //! file, checked, its tables, an earlier boot's holds let go), `ops`, `ear`
 //! (hearing releases from the other processes on the file).
@@ -19,6 +19,7 @@ mod errors;
 mod open;
 mod ops;
 mod options;
+mod place;
 mod sql;
 
 use std::sync::{Mutex, PoisonError};
@@ -70,12 +71,34 @@ impl SqliteStore {
     fn with<T: Send + 'static>(
         &self, name: &str, op: impl FnOnce(&mut Db) -> rusqlite::Result<T>,
     ) -> Op<T> {
+        self.on_file(name, false, op)
+    }
+
+    /// The same, for an operation that gives or keeps a hold: first, if the
+    /// file at the path is no longer the one open (deleted or replaced),
+    /// the path is opened again, so this process holds and waits in the
+    /// same file as every process that opens the path now.
+    fn granting<T: Send + 'static>(
+        &self, name: &str, op: impl FnOnce(&mut Db) -> rusqlite::Result<T>,
+    ) -> Op<T> {
+        self.on_file(name, true, op)
+    }
+
+    fn on_file<T: Send + 'static>(
+        &self, name: &str, follow_the_path: bool, op: impl FnOnce(&mut Db) -> rusqlite::Result<T>,
+    ) -> Op<T> {
         let mut db = self.db.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(db) = db.as_mut() else {
+        let Some(open_db) = db.as_mut() else {
             return Op::Ready(Err(closed(name)));
         };
+        if follow_the_path && open_db.moved() {
+            match open(&self.options) {
+                Ok(reopened) => *open_db = reopened,
+                Err(e) => return Op::Ready(Err(e)),
+            }
+        }
         busy::start(self.options.command_timeout);
-        Op::Ready(op(db).map_err(|e| failure(name, &self.options.path, &e)))
+        Op::Ready(op(open_db).map_err(|e| failure(name, &self.options.path, &e)))
     }
 
     /// The batch this acquire sweeps, if a pass is under way or due.
@@ -137,7 +160,7 @@ impl LockStore for SqliteStore {
         &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, _wait: Wait,
     ) -> Op<Acquired> {
         let batch = self.sweep_batch();
-        self.with("acquire", |db| {
+        self.granting("acquire", |db| {
             if let Some((table, from)) = batch {
                 // A sweep that failed is tried again at the next acquire.
                 if let Ok(next) = ops::sweep(db, table, &from) {
@@ -159,7 +182,7 @@ impl LockStore for SqliteStore {
     }
 
     fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        self.with("extend", |db| ops::extend(db, hold, key, owner, ttl_ms))
+        self.granting("extend", |db| ops::extend(db, hold, key, owner, ttl_ms))
     }
 
     fn holds(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {

@@ -12,6 +12,7 @@ use super::checkpoint::Checkpoints;
 use super::clock::{boot_id, now_ms};
 use super::errors::failure;
 use super::options::SqliteOptions;
+use super::place::unfit;
 use super::sql::Sql;
 use crate::store::{BackendError, Code, StoreError};
 
@@ -34,12 +35,35 @@ pub(super) struct Db {
     pub noted_at: i64,
 }
 
+impl Db {
+    /// Whether the file this connection has open is no longer the one at
+    /// its path (deleted, or replaced by a rename): the processes that open
+    /// the path now share another file.
+    pub fn moved(&self) -> bool {
+        let mut moved: std::ffi::c_int = 0;
+        // SAFETY: the handle is this connection's and open for the call;
+        // the database name is NUL-terminated; HAS_MOVED writes one int,
+        // to `moved`, which lives through the call.
+        let status = unsafe {
+            rusqlite::ffi::sqlite3_file_control(
+                self.connection.handle(),
+                c"main".as_ptr(),
+                rusqlite::ffi::SQLITE_FCNTL_HAS_MOVED,
+                (&mut moved as *mut std::ffi::c_int).cast(),
+            )
+        };
+        status == rusqlite::ffi::SQLITE_OK && moved != 0
+    }
+}
+
 /// Open `options.path` as a store's file: made if missing, refused with
 /// the path named if its folder is missing, it is not a SQLite database,
 /// or it cannot be written.
 pub(super) fn open(options: &SqliteOptions) -> Result<Db, StoreError> {
     let path = options.path.as_path();
-    check_place(path)?;
+    if let Some(why) = unfit(path) {
+        return Err(refused(path, &why));
+    }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -91,22 +115,6 @@ pub(super) fn open(options: &SqliteOptions) -> Result<Db, StoreError> {
         .execute_batch("PRAGMA synchronous = NORMAL")
         .map_err(fail)?;
     Ok(db)
-}
-
-/// The folder must exist and the path must not be one.
-fn check_place(path: &Path) -> Result<(), StoreError> {
-    if path.is_dir() {
-        return Err(refused(path, "this is a folder, not a file"));
-    }
-    let folder = match path.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder,
-        _ => Path::new("."),
-    };
-    if !folder.is_dir() {
-        let what = format!("the folder {} does not exist", folder.display());
-        return Err(refused(path, &what));
-    }
-    Ok(())
 }
 
 fn refused(path: &Path, what: &str) -> StoreError {

@@ -403,3 +403,34 @@ fn sweeps_delete_lapsed_rows_a_batch_per_acquire_and_a_swept_keys_tokens_still_g
         assert!(again > *old, "k{i:03}: {old} then {again}");
     }
 }
+
+#[test]
+fn a_file_deleted_or_replaced_underneath_is_followed_to_the_path_before_a_grant() {
+    let folder = Folder::new("moved");
+    let path = folder.file("locks.db");
+    let old = store(&path);
+    token(now(old.acquire(LOCK, "mine", "o", 60_000.0, Wait::Now)));
+    for replace in [false, true] {
+        // Another process's view: the path now names another file.
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        if replace {
+            let elsewhere = folder.file("elsewhere.db");
+            drop(store(&elsewhere));
+            std::fs::rename(&elsewhere, &path).expect("renamed over the path");
+        }
+        let new = store(&path);
+        token(now(new.acquire(LOCK, "k", "new", 60_000.0, Wait::Now)));
+        assert_eq!(
+            now(old.acquire(LOCK, "k", "old", 60_000.0, Wait::Now)),
+            Acquired::Refused,
+            "the old store follows the path (replaced: {replace})"
+        );
+        assert!(
+            !now(old.extend(LOCK, "mine", "o", 1_000.0)),
+            "its hold went with the old file"
+        );
+        assert!(now(new.release(LOCK, "k", "new")));
+    }
+}
