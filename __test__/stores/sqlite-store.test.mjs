@@ -19,6 +19,8 @@ import { lock, setLockStore, getLockStore, LockStoreError, SqliteLockStore } fro
 import { runProcess, killHard } from '../helpers/processes.mjs'
 import { node } from '../helpers/node.mjs'
 import { describeWith } from '../helpers/tools.mjs'
+import { eventually } from '../helpers/eventually.mjs'
+import { holdHandOvers } from '../../lib/core/store-events.js'
 import { TOOLS } from '../../support/tools.mjs'
 
 const CHILD = fileURLToPath(new URL('../helpers/sqlite-child.mjs', import.meta.url))
@@ -166,6 +168,48 @@ describe('processes and threads on one file', () => {
     const started = performance.now()
     assert.deepEqual(await child('idle', { KEEL_TEST_SQLITE: fileNamed('idle.db') }), { ran: true })
     assert.ok(performance.now() - started < 10_000)
+  })
+})
+
+describe('the line', () => {
+  test('a lock handed over reaches this thread twice (told, and in a first attempt\'s answer) and is taken once', async () => {
+    const path = fileNamed('handed-twice.db')
+    const here = new SqliteLockStore(path)
+    const elsewhere = new SqliteLockStore(path) // another process, as the line sees it
+    const previous = getLockStore()
+    setLockStore(here)
+    try {
+      assert.equal(await elsewhere.acquire('k', 'elsewhere', 60_000), true)
+      const controller = new AbortController()
+      const waiting = lock('k').acquire({ timeout: 10_000, retryDelay: 60_000, signal: controller.signal })
+      await sleep(50) // its attempt was refused: this thread's place is in line
+      // The release hands the lock to this thread's place, its waiter gives
+      // up, and a new caller's first attempt is answered with that same lock.
+      // The hand-over's message is held back, as a busy thread would hold it.
+      const messages = holdHandOvers()
+      assert.equal(await elsewhere.release('k', 'elsewhere'), true)
+      await eventually(() => assert.equal(messages.count, 1))
+      controller.abort()
+      await assert.rejects(waiting, { name: 'AbortError' })
+      const second = lock('k', 60_000)
+      assert.equal(await second.acquire({ timeout: 5_000 }), true, 'the lock handed to this thread, in the answer')
+      assert.equal(await second.release(), true)
+      // Held elsewhere again, with a waiter here, when the message comes at last.
+      assert.equal(await elsewhere.acquire('k', 'elsewhere-again', 60_000), true)
+      const third = lock('k')
+      let got
+      const gets = third.acquire({ timeout: 400, retryDelay: 60_000 }).then((ran) => (got = ran))
+      await sleep(50)
+      messages.deliver()
+      await sleep(50)
+      assert.equal(got, undefined, 'the late message gives nobody the lock held elsewhere')
+      assert.equal(await gets, false, 'it waits its timeout out')
+      assert.equal(await elsewhere.release('k', 'elsewhere-again'), true)
+    } finally {
+      setLockStore(previous)
+      await here.close()
+      await elsewhere.close()
+    }
   })
 })
 

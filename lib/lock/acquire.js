@@ -14,6 +14,7 @@ const { isThenable } = require('../core/check.js')
 const { realNow } = require('../core/timers.js')
 const { waitersOf, takeTicket, firstTriesOut, enqueue } = require('../wait/waiting.js')
 const { Waiter, refused, kTook } = require('../wait/waiter.js')
+const { takenOnce } = require('../wait/handed.js')
 
 /** @typedef {import('../wait/waiting.js').Grant} Grant */
 /** @typedef {import('./acquisition.js').Target} Target */
@@ -48,8 +49,11 @@ function acquire(taker, target, timeout, retryDelay, signal, trace) {
   const asked = inLine(target) ? realNow() : undefined
   const grant = asked !== undefined ? ops.acquire(handle, key, ttlMs, lineWait(target, timeout), asked) : ops.acquire(handle, key, ttlMs)
   if (!isThenable(grant)) {
-    // Answered at once: no waiter is made unless it has to wait.
-    if (grant !== null) return taker[kTook](/** @type {NonNullable<Grant>} */ (grant), target.capabilities.saysWhenLapsed ? 0 : realNow())
+    // Answered at once: no waiter is made unless it has to wait. In a store's
+    // line, a lock handed over can come twice (by message, and in this
+    // answer): taken once, by whichever reached a waiter first.
+    const took = grant !== null && (asked === undefined || takenOnce(handle, /** @type {NonNullable<Grant>} */ (grant)))
+    if (took) return taker[kTook](/** @type {NonNullable<Grant>} */ (grant), target.capabilities.saysWhenLapsed ? 0 : realNow())
     return timeout === 0 ? refused(target) : queued(new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace))
   }
   const answer = /** @type {Promise<Grant>} */ (grant)

@@ -97,4 +97,15 @@ const wasTaken = (handle, owner) => handedTaken.get(handle)?.has(owner) === true
  */
 const forget = (handle, owner) => void handedTaken.get(handle)?.delete(owner)
 
-module.exports = { firstTake, wasTaken, holding, forget }
+/**
+ * Whether a grant from a store's line is this thread's to take: a hand-over
+ * the first time it arrives (then marked taken); a fresh grant unless its
+ * owner was handed here and taken already.
+ *
+ * @param {object} handle
+ * @param {string | [string, number] | [string, number, true]} grant
+ */
+const takenOnce = (handle, grant) =>
+  typeof grant !== 'string' && grant.length === 3 ? firstTake(handle, grant[0]) : !wasTaken(handle, typeof grant === 'string' ? grant : grant[0])
+
+module.exports = { firstTake, wasTaken, takenOnce, holding, forget }

@@ -20,7 +20,7 @@ const { withdraw } = require('./marks.js')
 const { answeredBeforeClose } = require('../core/store-events.js')
 const { cancelWith, endWith } = require('../core/abort.js')
 const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, leaveUnwanted } = require('./waiting.js')
-const { firstTake, wasTaken } = require('./handed.js')
+const { takenOnce } = require('./handed.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
 /** @typedef {import('../lock/acquisition.js').Target} Target */
@@ -362,16 +362,5 @@ class Waiter {
 
 /** @param {NonNullable<Grant>} grant */
 const ownerOf = (grant) => (typeof grant === 'string' ? grant : grant[0])
-
-/**
- * Whether a grant from a store's line is this thread's to take: a hand-over
- * the first time it arrives (then marked taken); a fresh grant unless its
- * owner was handed here and taken already.
- *
- * @param {object} handle
- * @param {NonNullable<Grant>} grant
- */
-const takenOnce = (handle, grant) =>
-  typeof grant !== 'string' && grant.length === 3 ? firstTake(handle, grant[0]) : !wasTaken(handle, ownerOf(grant))
 
 module.exports = { Waiter, refused, kTook }

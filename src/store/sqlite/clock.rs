@@ -9,11 +9,16 @@
 /// `performance.now()` and timers read), whole, counted from some moment
 /// before this boot's first process.
 pub(super) fn now_ms() -> i64 {
-    monotonic_ms()
+    monotonic_us() / 1000
+}
+
+/// The same clock in whole microseconds: the order waiters arrived in.
+pub(super) fn now_us() -> i64 {
+    monotonic_us()
 }
 
 #[cfg(unix)]
-fn monotonic_ms() -> i64 {
+fn monotonic_us() -> i64 {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -25,12 +30,12 @@ fn monotonic_ms() -> i64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
     // `time_t` and `c_long` are 32 bits on some targets (armv7).
     #[allow(clippy::useless_conversion)]
-    let ms = i64::from(now.tv_sec) * 1000 + i64::from(now.tv_nsec) / 1_000_000;
-    ms
+    let us = i64::from(now.tv_sec) * 1_000_000 + i64::from(now.tv_nsec) / 1_000;
+    us
 }
 
 #[cfg(windows)]
-fn monotonic_ms() -> i64 {
+fn monotonic_us() -> i64 {
     #[link(name = "kernel32")]
     extern "system" {
         fn QueryUnbiasedInterruptTime(time: *mut u64) -> i32;
@@ -39,7 +44,7 @@ fn monotonic_ms() -> i64 {
     // SAFETY: `ticks` is a valid, writable u64 for the call's duration; the
     // function only writes it (100 ns units since boot, sleep left out).
     unsafe { QueryUnbiasedInterruptTime(&mut ticks) };
-    i64::try_from(ticks / 10_000).unwrap_or(i64::MAX)
+    i64::try_from(ticks / 10).unwrap_or(i64::MAX)
 }
 
 /// What names this boot of the machine, where the system says: Linux's

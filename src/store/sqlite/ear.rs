@@ -7,66 +7,81 @@
 //! polled; a datagram lost (a full queue, an ear just gone) only leaves the
 //! waiters to their next poll.
 
+#[cfg(unix)]
 use std::sync::{Mutex, PoisonError};
 
-use crate::store::follow::{Follower, OnReleased};
+use crate::store::follow::{Follower, OnReleased, Released};
 use crate::store::Task;
 
 /// The longest key announced: a datagram carries the key whole, and a
 /// longer one is left to the waiters' polls.
 const MAX_ANNOUNCED_KEY_BYTES: usize = 60_000;
 
-/// A store's side of hearing and telling: its ear (bound when it first has
-/// waiters) and the socket it tells other ears from. Where there are no
-/// unix sockets (Windows), nothing is heard and waiters poll.
+/// A store's side of hearing and telling: its ear (bound as the store is
+/// made, its address this process's name in the file: in `<table>_ears`
+/// and in the line) and the socket it tells other ears from. Where there
+/// are no unix sockets (Windows), or no callback to report to, there is no
+/// ear: nothing is heard, and waiters poll.
 pub(super) struct Ears {
     follower: Follower<()>,
-    /// The ear's address as noted in the file, once bound.
-    address: Mutex<Option<String>>,
+    /// The ear's address as noted in the file.
+    address: Option<String>,
+    /// The ear's socket, until its listener takes it.
+    #[cfg(unix)]
+    socket: Mutex<Option<std::os::unix::net::UnixDatagram>>,
     #[cfg(unix)]
     sender: std::sync::OnceLock<Option<std::os::unix::net::UnixDatagram>>,
 }
 
 impl Ears {
+    #[cfg(unix)]
     pub fn new(on_released: Option<OnReleased>) -> Ears {
+        let bound = on_released.as_ref().and_then(|_| unix::bind().ok());
+        let (socket, address) = bound.map_or((None, None), |(s, a)| (Some(s), Some(a)));
         Ears {
             follower: Follower::new(on_released),
-            address: Mutex::new(None),
-            #[cfg(unix)]
+            address,
+            socket: Mutex::new(socket),
             sender: std::sync::OnceLock::new(),
         }
     }
 
-    /// Whether releases elsewhere are heard here.
-    pub fn hear(&self) -> bool {
-        cfg!(unix)
-    }
-
-    /// This store's ear's address, bound on first use, with the task that
-    /// listens there the first time (for the caller to run on Tokio).
-    /// `None` when nothing can be heard (closed, no callback, no socket).
-    pub fn open(&self) -> Option<(String, Option<Task>)> {
-        let mut address = self.address.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(bound) = address.as_ref() {
-            return Some((bound.clone(), None));
-        }
-        let (bound, task) = self.bind()?;
-        *address = Some(bound.clone());
-        Some((bound, Some(task)))
-    }
-
-    #[cfg(unix)]
-    fn bind(&self) -> Option<(String, Task)> {
-        let (socket, bound) = unix::bind().ok()?;
-        let task = self.follower.follow((), |inbox, on_released| {
-            unix::listen(socket, MAX_ANNOUNCED_KEY_BYTES + 1, inbox, on_released)
-        })?;
-        Some((bound, task))
-    }
-
     #[cfg(not(unix))]
-    fn bind(&self) -> Option<(String, Task)> {
+    pub fn new(on_released: Option<OnReleased>) -> Ears {
+        Ears {
+            follower: Follower::new(on_released),
+            address: None,
+        }
+    }
+
+    /// This store's ear's address (this process's name in the file), if
+    /// it has one.
+    pub fn address(&self) -> Option<&str> {
+        self.address.as_deref()
+    }
+
+    /// The task that listens at the ear, the first time (for the caller to
+    /// run on Tokio); `None` after, or when there is no ear or it closed.
+    pub fn listener(&self) -> Option<Task> {
+        #[cfg(unix)]
+        {
+            let socket = self
+                .socket
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()?;
+            self.follower.follow((), |inbox, on_released| {
+                unix::listen(socket, MAX_ANNOUNCED_KEY_BYTES + 1, inbox, on_released)
+            })
+        }
+        #[cfg(not(unix))]
         None
+    }
+
+    /// Report what this store learned itself (a lock its own release
+    /// handed to this process), as if heard.
+    pub fn report(&self, released: Released, text: String) {
+        self.follower.report(released, text);
     }
 
     /// Tell each of `ears` that `key` was released (`letter`: its kind of
@@ -75,11 +90,20 @@ impl Ears {
         if key.len() > MAX_ANNOUNCED_KEY_BYTES {
             return Vec::new();
         }
-        self.tell_each(ears, letter, key)
+        self.send(ears, &framed(letter, key))
+    }
+
+    /// Tell the ear `to` of a lock handed to its process (`told`: the
+    /// hand-over's text); false when nobody listens there any more.
+    pub fn hand_over(&self, to: &str, told: &str) -> bool {
+        told.len() > MAX_ANNOUNCED_KEY_BYTES
+            || self
+                .send(vec![to.to_owned()], &framed(b'h', told))
+                .is_empty()
     }
 
     #[cfg(unix)]
-    fn tell_each(&self, ears: Vec<String>, letter: u8, key: &str) -> Vec<String> {
+    fn send(&self, ears: Vec<String>, message: &[u8]) -> Vec<String> {
         let sender = self.sender.get_or_init(|| {
             let socket = std::os::unix::net::UnixDatagram::unbound().ok()?;
             socket.set_nonblocking(true).ok()?;
@@ -88,16 +112,13 @@ impl Ears {
         let Some(sender) = sender else {
             return Vec::new();
         };
-        let mut message = Vec::with_capacity(key.len() + 1);
-        message.push(letter);
-        message.extend_from_slice(key.as_bytes());
         ears.into_iter()
-            .filter(|ear| !unix::tell(sender, ear, &message))
+            .filter(|ear| !unix::tell(sender, ear, message))
             .collect()
     }
 
     #[cfg(not(unix))]
-    fn tell_each(&self, _ears: Vec<String>, _letter: u8, _key: &str) -> Vec<String> {
+    fn send(&self, _ears: Vec<String>, _message: &[u8]) -> Vec<String> {
         Vec::new()
     }
 
@@ -105,15 +126,26 @@ impl Ears {
     /// for its notes in the file to go.
     pub fn close(&self) -> Option<String> {
         self.follower.close();
-        let address = self
-            .address
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()?;
         #[cfg(unix)]
-        unix::unbind(&address);
-        Some(address)
+        {
+            self.socket
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(address) = &self.address {
+                unix::unbind(address);
+            }
+        }
+        self.address.clone()
     }
+}
+
+/// A message: its letter, then the text.
+fn framed(letter: u8, text: &str) -> Vec<u8> {
+    let mut message = Vec::with_capacity(text.len() + 1);
+    message.push(letter);
+    message.extend_from_slice(text.as_bytes());
+    message
 }
 
 #[cfg(unix)]
@@ -211,6 +243,7 @@ mod unix {
             b'l' => Released::Lock,
             b's' => Released::Semaphore,
             b'r' => Released::ReadWrite,
+            b'h' => Released::Handed,
             _ => return None,
         };
         Some((released, String::from_utf8(key.to_vec()).ok()?))

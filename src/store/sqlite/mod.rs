@@ -4,7 +4,8 @@
 //! `place` (where the file may be), `busy` (waiting for another process's write), `checkpoint` (the log
 //! copied into the file on a thread of its own), `errors`, `open` (the
 //! file, checked, its tables, an earlier boot's holds let go), `ops`, `ear`
-//! (hearing releases from the other processes on the file).
+//! (hearing releases from the other processes on the file), `line` (the
+//! line a plain lock's waiters wait in).
 //!
 //! Each store keeps one connection and answers every operation at once, on
 //! the calling thread ([`Op::Ready`]): a lock's statements take
@@ -16,6 +17,7 @@ mod checkpoint;
 mod clock;
 mod ear;
 mod errors;
+mod line;
 mod open;
 mod ops;
 mod options;
@@ -26,12 +28,15 @@ use std::sync::{Mutex, PoisonError};
 
 use self::ear::Ears;
 use self::errors::{closed, failure};
+use self::line::{HandOver, Place};
 use self::open::{open, Db};
 use self::ops::Swept;
 pub use self::options::SqliteOptions;
-use crate::store::follow::OnReleased;
+use crate::store::follow::{OnReleased, Released};
 use crate::store::sweeps::Sweeps;
-use crate::store::{Acquired, Capabilities, HoldKind, LockStore, Op, StoreError, Task, Wait};
+use crate::store::{
+    Acquired, Asked, Capabilities, HoldKind, LockStore, Op, StoreError, Task, Wait,
+};
 
 pub struct SqliteStore {
     options: SqliteOptions,
@@ -133,6 +138,35 @@ impl SqliteStore {
         }
     }
 
+    /// This process's place for a waiter's attempt (none for one that does
+    /// not wait, or without an ear to be told at).
+    fn place(&self, wait: Wait) -> Option<Place<'_>> {
+        let me = self.ears.address()?;
+        let (asked, more) = match wait {
+            Wait::Now => return None,
+            Wait::InLine(asked) => (asked, None),
+            Wait::InLineWithMore(asked) => (asked, Some(crate::owner::mint())),
+        };
+        Some(Place {
+            me,
+            asked: asked.ms(),
+            more,
+        })
+    }
+
+    /// Tell the process a lock was handed to: this one by report, another
+    /// by its ear (one that is gone lets its claim window end).
+    fn tell_hand_over(&self, hand_over: Option<HandOver>) {
+        let Some(HandOver { to, told }) = hand_over else {
+            return;
+        };
+        if self.ears.address() == Some(to.as_str()) {
+            self.ears.report(Released::Handed, told);
+        } else {
+            self.ears.hand_over(&to, &told);
+        }
+    }
+
     /// Tell the ears that wait for `key` that it was released. Nothing
     /// fails for it: an ear not told leaves its waiters to their poll.
     fn announce(&self, db: &mut Db, hold: HoldKind, key: &str) {
@@ -150,14 +184,17 @@ impl SqliteStore {
 
 impl LockStore for SqliteStore {
     fn capabilities(&self) -> Capabilities {
+        let ear = self.ears.address().is_some();
         Capabilities {
-            announces_releases: self.ears.hear(),
+            announces_releases: ear,
+            // The line tells a process of a lock handed to it at its ear.
+            waits_in_line: ear,
             ..Capabilities::default()
         }
     }
 
     fn acquire(
-        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, _wait: Wait,
+        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, wait: Wait,
     ) -> Op<Acquired> {
         let batch = self.sweep_batch();
         self.granting("acquire", |db| {
@@ -167,17 +204,32 @@ impl LockStore for SqliteStore {
                     self.swept(table, next);
                 }
             }
-            ops::acquire(db, hold, key, owner, ttl_ms)
+            if hold != HoldKind::Lock {
+                return ops::acquire(db, hold, key, owner, ttl_ms);
+            }
+            let (acquired, hand_over) = line::acquire(db, key, owner, ttl_ms, self.place(wait))?;
+            self.tell_hand_over(hand_over);
+            Ok(acquired)
         })
     }
 
     fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
         self.with("release", |db| {
-            let released = ops::release(db, hold, key, owner)?;
-            if released {
-                self.announce(db, hold, key);
+            if hold != HoldKind::Lock {
+                let released = ops::release(db, hold, key, owner)?;
+                if released {
+                    self.announce(db, hold, key);
+                }
+                return Ok(released);
             }
-            Ok(released)
+            let (held, hand_over) = line::release(db, key, owner, self.ears.address())?;
+            // Handed on, the lock's waiters elsewhere wait for their turn;
+            // with nobody in line, those that watch are told it is free.
+            match hand_over {
+                Some(hand_over) => self.tell_hand_over(Some(hand_over)),
+                None => self.announce(db, hold, key),
+            }
+            Ok(held)
         })
     }
 
@@ -201,17 +253,34 @@ impl LockStore for SqliteStore {
         self.with("holders", |db| ops::holders(db, hold, key))
     }
 
+    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {
+        let place = more.and_then(|asked| self.place(Wait::InLineWithMore(asked)));
+        let me = self.ears.address();
+        self.granting("claim", |db| line::claim(db, key, owner, ttl_ms, me, place))
+    }
+
+    fn leave_line(&self, key: &str) -> Op<()> {
+        let Some(me) = self.ears.address() else {
+            return Op::Ready(Ok(()));
+        };
+        self.with("leave_line", |db| {
+            let hand_over = line::leave(db, key, me)?;
+            self.tell_hand_over(hand_over);
+            Ok(())
+        })
+    }
+
     fn withdraw(&self, _hold: HoldKind, key: &str) -> Op<()> {
         self.with("withdraw", |db| ops::withdraw(db, key))
     }
 
-    /// Note (or forget) this store's ear beside `key`, binding the ear on
-    /// first use: its listener is the task returned.
+    /// Note (or forget) this store's ear beside `key`; the first time, its
+    /// listener is the task returned.
     fn watch(&self, hold: HoldKind, key: &str, on: bool) -> Option<Task> {
-        let (address, task) = self.ears.open()?;
-        let noted = self.with("watch", |db| ops::note_ear(db, hold, key, &address, on));
+        let address = self.ears.address()?;
+        let noted = self.with("watch", |db| ops::note_ear(db, hold, key, address, on));
         drop(noted);
-        task
+        self.ears.listener()
     }
 
     fn ping(&self) -> Op<()> {

@@ -143,6 +143,7 @@ fn settle_the_boot(db: &mut Db) -> rusqlite::Result<()> {
         tx.execute(&sql.clear_locks, [TOKENS_A_POWER_CUT_MAY_TAKE_BACK])?;
         tx.execute(&sql.clear_holds, [])?;
         tx.execute(&sql.clear_ears, [])?;
+        tx.execute(&sql.clear_line, [])?;
         for counter in ["fencing", "floor"] {
             let token: i64 = tx.query_row(&sql.state_read, [counter], |row| row.get(0))?;
             let jumped = token.saturating_add(TOKENS_A_POWER_CUT_MAY_TAKE_BACK);

@@ -17,7 +17,7 @@ type Result<T> = rusqlite::Result<T>;
 /// When a hold taken or extended now for `ttl_ms` lapses: TTLs count in
 /// whole milliseconds, a fraction rounding up (the largest the API accepts,
 /// 2^53 - 1, fits beside any clock reading).
-fn expiry(now: i64, ttl_ms: f64) -> i64 {
+pub(super) fn expiry(now: i64, ttl_ms: f64) -> i64 {
     // A cast from f64 saturates; the API keeps TTLs positive and finite.
     now.saturating_add(ttl_ms.ceil() as i64)
 }
@@ -34,13 +34,13 @@ fn kinds(hold: HoldKind) -> (&'static str, [&'static str; 2]) {
 }
 
 /// A write transaction, with the statements and when the clock was last noted.
-struct Write<'a> {
-    tx: Transaction<'a>,
-    sql: &'a Sql,
+pub(super) struct Write<'a> {
+    pub tx: Transaction<'a>,
+    pub sql: &'a Sql,
     noted_at: &'a mut i64,
 }
 
-fn immediate(db: &mut Db) -> Result<Write<'_>> {
+pub(super) fn immediate(db: &mut Db) -> Result<Write<'_>> {
     let Db {
         connection,
         sql,
@@ -78,7 +78,7 @@ impl Write<'_> {
         Ok(())
     }
 
-    fn commit(self) -> Result<()> {
+    pub fn commit(self) -> Result<()> {
         self.tx.commit()
     }
 }
@@ -89,15 +89,14 @@ fn count(db: &Db, text: &str, params: impl rusqlite::Params) -> Result<i64> {
         .query_row(params, |row| row.get(0))
 }
 
+/// A semaphore permit, a reader or a writer (a plain lock's acquire is the
+/// line's: `line::acquire`).
 pub(super) fn acquire(
     db: &mut Db, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64,
 ) -> Result<Acquired> {
     let mut write = immediate(db)?;
     let now = now_ms();
-    let token = match hold {
-        HoldKind::Lock => take_lock(&mut write, key, owner, expiry(now, ttl_ms), now)?,
-        _ => take_hold(&mut write, hold, key, owner, expiry(now, ttl_ms), now)?,
-    };
+    let token = take_hold(&mut write, hold, key, owner, expiry(now, ttl_ms), now)?;
     // Refused, a waiting writer's mark stays: it holds new readers back.
     write.commit()?;
     let Some(token) = token else {
@@ -107,19 +106,25 @@ pub(super) fn acquire(
     Ok(Acquired::Fenced(u64::try_from(token).unwrap_or(0)))
 }
 
+/// A plain lock's row: when it lapses, its last token and its owner.
+pub(super) fn lock_row(write: &Write<'_>, key: &str) -> Result<Option<(i64, i64, String)>> {
+    write
+        .tx
+        .prepare_cached(&write.sql.lock_owner)?
+        .query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .optional()
+}
+
 /// A free row (or none) is taken, its token one more than the key's last
 /// (or than the floor, for a key without a row).
-fn take_lock(
+pub(super) fn take_lock(
     write: &mut Write<'_>, key: &str, owner: &str, expires_at: i64, now: i64,
 ) -> Result<Option<i64>> {
+    let row = lock_row(write, key)?;
     let Write { tx, sql, .. } = write;
-    let row: Option<(i64, i64)> = tx
-        .prepare_cached(&sql.lock_owner)?
-        .query_row([key], |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?;
     let last = match row {
-        Some((expires, _)) if expires > now => return Ok(None),
-        Some((_, token)) => token,
+        Some((expires, _, _)) if expires > now => return Ok(None),
+        Some((_, token, _)) => token,
         None => tx
             .prepare_cached(&sql.state_read)?
             .query_row(["floor"], |row| row.get(0))?,
@@ -174,18 +179,14 @@ fn take_hold(
     write.next_token(now).map(Some)
 }
 
+/// A semaphore permit, a reader or a writer given back (a plain lock's
+/// release is the line's: `line::release`).
 pub(super) fn release(db: &mut Db, hold: HoldKind, key: &str, owner: &str) -> Result<bool> {
     let now = now_ms();
-    let changed = match hold {
-        HoldKind::Lock => db
-            .connection
-            .prepare_cached(&db.sql.lock_release)?
-            .execute(params![key, owner, now])?,
-        _ => db
-            .connection
-            .prepare_cached(&db.sql.hold_release)?
-            .execute(params![key, kinds(hold).0, owner, now])?,
-    };
+    let changed = db
+        .connection
+        .prepare_cached(&db.sql.hold_release)?
+        .execute(params![key, kinds(hold).0, owner, now])?;
     Ok(changed > 0)
 }
 

@@ -13,7 +13,11 @@
 //! from `fencing` in `<table>_state`, which also keeps the boot the holds
 //! belong to (`boot`) and a recent clock reading a hold was written at (`seen`).
 //! `<table>_ears` notes which processes wait for which key, and where
-//! their ears are (`ear`).
+//! their ears are (`ear`). `<table>_line` is the line a plain lock's
+//! waiters wait in (`store::line`), one place per process (named by its
+//! ear): when it arrived (µs), when it lapses, the owner token a hand-over
+//! makes the lock, when the process asked, and once the lock went to it the
+//! token it was handed with.
 
 /// The statements for one table, made once per store.
 pub(super) struct Sql {
@@ -47,6 +51,15 @@ pub(super) struct Sql {
     pub ears_of: String,
     pub ear_gone: String,
     pub clear_ears: String,
+    pub line_lapse: String,
+    pub line_mine_handed: String,
+    pub line_first: String,
+    pub line_join: String,
+    pub line_handed_to: String,
+    pub line_give_back: String,
+    pub line_leave: String,
+    pub line_out: String,
+    pub clear_line: String,
     pub clear_locks: String,
     pub clear_holds: String,
 }
@@ -62,6 +75,7 @@ impl Sql {
         let holds = format!("{table}_holds");
         let state = format!("{table}_state");
         let ears = format!("{table}_ears");
+        let line = format!("{table}_line");
         Sql {
             create: format!(
                 "CREATE TABLE IF NOT EXISTS {table} (
@@ -75,16 +89,19 @@ impl Sql {
                  CREATE TABLE IF NOT EXISTS {ears} (
                    key TEXT NOT NULL, kind TEXT NOT NULL, ear TEXT NOT NULL,
                    PRIMARY KEY (key, kind, ear)) WITHOUT ROWID;
+                 CREATE TABLE IF NOT EXISTS {line} (
+                   key TEXT NOT NULL, process TEXT NOT NULL, arrived INTEGER NOT NULL,
+                   lapses_at INTEGER NOT NULL, next_owner TEXT NOT NULL, handed INTEGER,
+                   asked INTEGER NOT NULL, PRIMARY KEY (key, process)) WITHOUT ROWID;
                  INSERT OR IGNORE INTO {state} VALUES ('fencing', 0), ('floor', 0), ('seen', 0), ('boot', '');"
             ),
-            lock_owner: format!("SELECT expires_at, token FROM {table} WHERE key = ?1"),
+            lock_owner: format!("SELECT expires_at, token, owner FROM {table} WHERE key = ?1"),
             lock_take: format!(
                 "INSERT INTO {table} VALUES (?1, ?2, ?3, ?4) ON CONFLICT (key) DO UPDATE
                    SET owner = excluded.owner, expires_at = excluded.expires_at, token = excluded.token"
             ),
             lock_release: format!(
-                "UPDATE {table} SET owner = '', expires_at = 0
-                   WHERE key = ?1 AND owner = ?2 AND expires_at > ?3"
+                "UPDATE {table} SET owner = '', expires_at = 0 WHERE key = ?1 AND owner = ?2"
             ),
             lock_extend: format!(
                 "UPDATE {table} SET expires_at = ?4 WHERE key = ?1 AND owner = ?2 AND expires_at > ?3"
@@ -153,6 +170,34 @@ impl Sql {
             sweep_holds: format!(
                 "DELETE FROM {holds} WHERE key > ?1 AND key <= ?2 AND expires_at <= ?3"
             ),
+            line_lapse: format!("DELETE FROM {line} WHERE key = ?1 AND lapses_at <= ?2"),
+            line_mine_handed: format!(
+                "DELETE FROM {line} WHERE key = ?1 AND process = ?2 AND handed IS NOT NULL
+                   RETURNING next_owner, handed"
+            ),
+            line_first: format!(
+                "SELECT process, next_owner, asked FROM {line} WHERE key = ?1 AND handed IS NULL
+                   ORDER BY arrived, process LIMIT 1"
+            ),
+            line_join: format!(
+                "INSERT INTO {line} VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6)
+                   ON CONFLICT (key, process) DO UPDATE SET
+                     arrived = CASE WHEN {line}.handed IS NULL THEN {line}.arrived ELSE excluded.arrived END,
+                     lapses_at = excluded.lapses_at, next_owner = excluded.next_owner, handed = NULL,
+                     asked = excluded.asked"
+            ),
+            line_handed_to: format!(
+                "UPDATE {line} SET handed = ?3, lapses_at = ?4 WHERE key = ?1 AND process = ?2"
+            ),
+            line_give_back: format!(
+                "DELETE FROM {line} WHERE key = ?1 AND process = ?2 AND handed IS NOT NULL AND next_owner = ?3"
+            ),
+            line_leave: format!(
+                "DELETE FROM {line} WHERE key = ?1 AND process = ?2 AND (handed IS NULL OR NOT EXISTS (
+                   SELECT 1 FROM {table} WHERE key = ?1 AND owner = {line}.next_owner AND expires_at > ?3))"
+            ),
+            line_out: format!("DELETE FROM {line} WHERE key = ?1 AND process = ?2"),
+            clear_line: format!("DELETE FROM {line}"),
             clear_locks: format!(
                 "UPDATE {table} SET owner = '', expires_at = 0, token = token + ?1"
             ),

@@ -434,3 +434,39 @@ fn a_file_deleted_or_replaced_underneath_is_followed_to_the_path_before_a_grant(
         assert!(now(new.release(LOCK, "k", "new")));
     }
 }
+
+/// The line's contract (`store::line::contract`), two stores on one file
+/// standing for two processes.
+mod line_contract {
+    use super::*;
+    use crate::store::event_loop::tests::Harness;
+    use crate::store::follow::OnReleased;
+    use crate::store::line::contract::{
+        leaving_keeps_a_lock_handed_over, more_waiting_keep_their_place,
+        the_line_hands_the_lock_over_in_order,
+    };
+
+    fn on_one_file(run: impl Fn(&Harness, &dyn Fn(OnReleased) -> SqliteStore)) {
+        let folder = Folder::new("line");
+        let path = folder.file("locks.db");
+        let make = |told: OnReleased| {
+            SqliteStore::new(SqliteOptions::at(&path), Some(told)).expect("opens")
+        };
+        run(&Harness::new(), &make);
+    }
+
+    #[test]
+    fn the_line_hands_the_lock_over_in_order_and_tells_its_process() {
+        on_one_file(|harness, make| the_line_hands_the_lock_over_in_order(harness, make));
+    }
+
+    #[test]
+    fn an_attempt_with_more_waiting_keeps_their_place_however_it_gets_in() {
+        on_one_file(|harness, make| more_waiting_keep_their_place(harness, make));
+    }
+
+    #[test]
+    fn leaving_the_line_keeps_a_lock_handed_over() {
+        on_one_file(|harness, make| leaving_keeps_a_lock_handed_over(harness, make));
+    }
+}

@@ -1,0 +1,268 @@
+//! The line a plain lock's waiters wait in (`store::line`), on the file:
+//! one place per process (named by its ear), each step one transaction.
+//! SQLite lets one connection of any process write at a time, so a step
+//! reads and writes the lock's row and the line's places as one: no marks,
+//! no second lock, nothing a release and a waiter taking its place can miss
+//! of each other. A lock handed over is told to its process after the
+//! commit ([`HandOver`]), by datagram to its ear, or, handed to this very
+//! process, reported here.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::clock::{now_ms, now_us};
+use super::open::Db;
+use super::ops::{expiry, immediate, lock_row, take_lock, Write};
+use crate::store::line::{told, CLAIM_MS, LEASE_MS};
+use crate::store::Acquired;
+use crate::text::SmallStr;
+
+type Result<T> = rusqlite::Result<T>;
+
+/// This process in the line: its name (its ear's address), when it asked
+/// (`store::line::Asked`, in ms), and, with more of its waiters behind the
+/// one asking, the owner token of the place it keeps at the back for them.
+pub(super) struct Place<'a> {
+    pub me: &'a str,
+    pub asked: u64,
+    pub more: Option<SmallStr>,
+}
+
+/// A lock handed to a process's place, to tell it once committed.
+#[derive(Debug)]
+pub(super) struct HandOver {
+    /// The process (its ear's address).
+    pub to: String,
+    /// What it is told (`store::line::told`).
+    pub told: String,
+}
+
+const CLAIM: i64 = CLAIM_MS as i64;
+const LEASE: i64 = LEASE_MS as i64;
+
+/// A plain lock's acquire: taken if it is free and nobody else's turn (or
+/// claimed, if it was handed to this process), else, for a waiter
+/// (`place`), its process's place taken or kept. A lock free with someone
+/// else first in line goes to them.
+pub(super) fn acquire(
+    db: &mut Db, key: &str, who: &str, ttl_ms: f64, place: Option<Place<'_>>,
+) -> Result<(Acquired, Option<HandOver>)> {
+    let mut write = immediate(db)?;
+    let now = now_ms();
+    lapse(&write, key, now)?;
+    if let Some(place) = &place {
+        if let Some((owner, token)) = handed_here(&write, key, place.me)? {
+            if extend(&write, key, &owner, expiry(now, ttl_ms), now)? {
+                keep_more(&write, key, place, now)?;
+                write.commit()?;
+                let token = u64::try_from(token).unwrap_or(0);
+                return Ok((
+                    Acquired::Handed {
+                        owner: SmallStr::from(owner.as_str()),
+                        token,
+                    },
+                    None,
+                ));
+            }
+        }
+    }
+    let me = place.as_ref().map(|p| p.me);
+    let first = first_in_line(&write, key)?;
+    let my_turn = first
+        .as_ref()
+        .is_none_or(|(process, ..)| Some(process.as_str()) == me);
+    let mut hand_over = None;
+    if my_turn {
+        if let Some(token) = take_lock(&mut write, key, who, expiry(now, ttl_ms), now)? {
+            if let (Some(place), Some(_)) = (&place, &first) {
+                out(&write, key, place.me)?;
+            }
+            if let Some(place) = &place {
+                keep_more(&write, key, place, now)?;
+            }
+            write.commit()?;
+            return Ok((Acquired::Fenced(u64::try_from(token).unwrap_or(0)), None));
+        }
+    } else {
+        hand_over = hand_on(&mut write, key, now)?;
+    }
+    let Some(place) = place else {
+        write.commit()?;
+        return Ok((Acquired::Refused, hand_over));
+    };
+    join(&write, key, place.me, who, place.asked, now)?;
+    write.commit()?;
+    Ok((Acquired::Refused, hand_over))
+}
+
+/// A plain lock given back by `who` (`me`: this process, if it has a name
+/// in the line): whether it was still held, and the hand-over to the first
+/// in line.
+pub(super) fn release(
+    db: &mut Db, key: &str, who: &str, me: Option<&str>,
+) -> Result<(bool, Option<HandOver>)> {
+    let mut write = immediate(db)?;
+    let now = now_ms();
+    let Some((expires, _, owner)) = lock_row(&write, key)? else {
+        return Ok((false, None));
+    };
+    if owner != who || owner.is_empty() {
+        return Ok((false, None));
+    }
+    write
+        .tx
+        .prepare_cached(&write.sql.lock_release)?
+        .execute(params![key, who])?;
+    if let Some(me) = me {
+        // A lock handed to this process, given back unclaimed: its place goes.
+        write
+            .tx
+            .prepare_cached(&write.sql.line_give_back)?
+            .execute(params![key, me, who])?;
+    }
+    lapse(&write, key, now)?;
+    let hand_over = hand_on(&mut write, key, now)?;
+    write.commit()?;
+    Ok((expires > now, hand_over))
+}
+
+/// A lock handed to this process's place (`me`), claimed by `who` for
+/// `ttl_ms`; with `more` (this process's place for the waiters behind), it
+/// keeps a place at the back.
+pub(super) fn claim(
+    db: &mut Db, key: &str, who: &str, ttl_ms: f64, me: Option<&str>, more: Option<Place<'_>>,
+) -> Result<bool> {
+    let write = immediate(db)?;
+    let now = now_ms();
+    if let Some(me) = me {
+        write
+            .tx
+            .prepare_cached(&write.sql.line_give_back)?
+            .execute(params![key, me, who])?;
+    }
+    if !extend(&write, key, who, expiry(now, ttl_ms), now)? {
+        write.commit()?;
+        return Ok(false);
+    }
+    if let Some(place) = &more {
+        keep_more(&write, key, place, now)?;
+    }
+    write.commit()?;
+    Ok(true)
+}
+
+/// Every waiter of this process (`me`) gave up: its place goes, unless a
+/// lock was handed to it and is still its own (the message telling it may
+/// yet reach a waiter of it that came since). A lock free goes on.
+pub(super) fn leave(db: &mut Db, key: &str, me: &str) -> Result<Option<HandOver>> {
+    let mut write = immediate(db)?;
+    let now = now_ms();
+    write
+        .tx
+        .prepare_cached(&write.sql.line_leave)?
+        .execute(params![key, me, now])?;
+    lapse(&write, key, now)?;
+    let hand_over = if held(&write, key, now)? {
+        None
+    } else {
+        hand_on(&mut write, key, now)?
+    };
+    write.commit()?;
+    Ok(hand_over)
+}
+
+/// Places that lapsed go.
+fn lapse(write: &Write<'_>, key: &str, now: i64) -> Result<()> {
+    write
+        .tx
+        .prepare_cached(&write.sql.line_lapse)?
+        .execute(params![key, now])?;
+    Ok(())
+}
+
+/// A lock handed to this process's place: the owner it was handed for and
+/// its token. The place goes (a claim takes the lock; a place kept for
+/// more waiters is a new one).
+fn handed_here(write: &Write<'_>, key: &str, me: &str) -> Result<Option<(String, i64)>> {
+    write
+        .tx
+        .prepare_cached(&write.sql.line_mine_handed)?
+        .query_row(params![key, me], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()
+}
+
+/// The first place nobody was handed the lock for: its process, the owner
+/// it left and when it asked.
+fn first_in_line(write: &Write<'_>, key: &str) -> Result<Option<(String, String, i64)>> {
+    write
+        .tx
+        .prepare_cached(&write.sql.line_first)?
+        .query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .optional()
+}
+
+fn held(write: &Write<'_>, key: &str, now: i64) -> Result<bool> {
+    Ok(lock_row(write, key)?.is_some_and(|(expires, ..)| expires > now))
+}
+
+/// `who`'s live lock pushed out to `expires_at`.
+fn extend(write: &Write<'_>, key: &str, who: &str, expires_at: i64, now: i64) -> Result<bool> {
+    let changed = write
+        .tx
+        .prepare_cached(&write.sql.lock_extend)?
+        .execute(params![key, who, now, expires_at])?;
+    Ok(changed > 0)
+}
+
+/// Take (or keep) `me`'s place at the back of the line, for `owner`.
+fn join(write: &Write<'_>, key: &str, me: &str, owner: &str, asked: u64, now: i64) -> Result<()> {
+    write
+        .tx
+        .prepare_cached(&write.sql.line_join)?
+        .execute(params![
+            key,
+            me,
+            now_us(),
+            now.saturating_add(LEASE),
+            owner,
+            i64::try_from(asked).unwrap_or(i64::MAX)
+        ])?;
+    Ok(())
+}
+
+/// With more of this process waiting, it keeps a place at the back for them.
+fn keep_more(write: &Write<'_>, key: &str, place: &Place<'_>, now: i64) -> Result<()> {
+    match &place.more {
+        Some(spare) => join(write, key, place.me, spare, place.asked, now),
+        None => Ok(()),
+    }
+}
+
+fn out(write: &Write<'_>, key: &str, me: &str) -> Result<()> {
+    write
+        .tx
+        .prepare_cached(&write.sql.line_out)?
+        .execute(params![key, me])?;
+    Ok(())
+}
+
+/// The lock, free, goes to the first in line, held for it [`CLAIM_MS`]
+/// until claimed, with a fencing token.
+fn hand_on(write: &mut Write<'_>, key: &str, now: i64) -> Result<Option<HandOver>> {
+    let Some((process, owner, asked)) = first_in_line(write, key)? else {
+        return Ok(None);
+    };
+    let claim_by = now.saturating_add(CLAIM);
+    let Some(token) = take_lock(write, key, &owner, claim_by, now)? else {
+        return Ok(None);
+    };
+    write
+        .tx
+        .prepare_cached(&write.sql.line_handed_to)?
+        .execute(params![key, process, token, claim_by])?;
+    let token = u64::try_from(token).unwrap_or(0);
+    let asked = u64::try_from(asked).unwrap_or(0);
+    Ok(Some(HandOver {
+        to: process,
+        told: told(token, asked, &owner, key),
+    }))
+}
