@@ -299,4 +299,6 @@ impl LockStore for SqliteStore {
 }
 
 #[cfg(test)]
+mod line_tests;
+#[cfg(test)]
 mod tests;

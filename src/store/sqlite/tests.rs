@@ -7,10 +7,10 @@ use super::{SqliteOptions, SqliteStore};
 use crate::store::{Acquired, Code, HoldKind, LockStore, Op, StoreError, Wait};
 
 /// A folder removed when the test ends.
-struct Folder(PathBuf);
+pub(super) struct Folder(pub PathBuf);
 
 impl Folder {
-    fn new(name: &str) -> Folder {
+    pub fn new(name: &str) -> Folder {
         let path = std::env::temp_dir().join(format!(
             "keel-sqlite-{name}-{}-{}",
             std::process::id(),
@@ -20,7 +20,7 @@ impl Folder {
         Folder(path)
     }
 
-    fn file(&self, name: &str) -> PathBuf {
+    pub fn file(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
 }
@@ -31,11 +31,11 @@ impl Drop for Folder {
     }
 }
 
-fn store(path: &Path) -> SqliteStore {
+pub(super) fn store(path: &Path) -> SqliteStore {
     SqliteStore::new(SqliteOptions::at(path), None).expect("the store opens")
 }
 
-fn now<T>(op: Op<T>) -> T {
+pub(super) fn now<T>(op: Op<T>) -> T {
     match op {
         Op::Ready(Ok(value)) => value,
         Op::Ready(Err(e)) => panic!("failed: {e}"),
@@ -51,14 +51,14 @@ fn failed<T: std::fmt::Debug>(op: Op<T>) -> (Code, String) {
     }
 }
 
-fn token(acquired: Acquired) -> u64 {
+pub(super) fn token(acquired: Acquired) -> u64 {
     match acquired {
         Acquired::Fenced(token) => token,
         other => panic!("expected a fencing token, got {other:?}"),
     }
 }
 
-const LOCK: HoldKind = HoldKind::Lock;
+pub(super) const LOCK: HoldKind = HoldKind::Lock;
 
 #[test]
 fn a_plain_lock_is_one_owners_across_connections_with_growing_tokens() {
@@ -276,79 +276,6 @@ fn a_write_held_elsewhere_past_the_command_timeout_fails_as_too_slow_and_close_e
     assert_eq!(failed(s.ping()).0, Code::StoreClosed);
 }
 
-#[cfg(unix)]
-#[test]
-fn a_release_is_heard_by_the_ears_that_wait_for_its_key_and_a_gone_ear_is_forgotten() {
-    use crate::store::follow::Released;
-    use std::sync::mpsc;
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let folder = Folder::new("ears");
-    let path = folder.file("locks.db");
-    let (heard, hear) = mpsc::channel();
-    let on_released: crate::store::follow::OnReleased =
-        std::sync::Arc::new(move |released, key| {
-            let _ = heard.send((released, key));
-        });
-    let waiter = SqliteStore::new(SqliteOptions::at(&path), Some(on_released)).expect("opens");
-    assert!(waiter.capabilities().announces_releases);
-    let listener = waiter.watch(LOCK, "k", true).expect("the ear's listener");
-    runtime.spawn(listener);
-    assert!(waiter.watch(HoldKind::Read, "k", true).is_none(), "one ear");
-    let holder = store(&path);
-    token(now(holder.acquire(LOCK, "k", "o", 10_000.0, Wait::Now)));
-    token(now(holder.acquire(LOCK, "other", "o", 10_000.0, Wait::Now)));
-    token(now(holder.acquire(
-        HoldKind::Write,
-        "k",
-        "o",
-        10_000.0,
-        Wait::Now,
-    )));
-    assert!(
-        now(holder.release(LOCK, "other", "o")),
-        "a key nobody waits for"
-    );
-    assert!(now(holder.release(LOCK, "k", "o")));
-    assert!(now(holder.release(HoldKind::Write, "k", "o")));
-    let within = Duration::from_secs(2);
-    assert_eq!(
-        hear.recv_timeout(within),
-        Ok((Released::Lock, "k".to_owned()))
-    );
-    assert_eq!(
-        hear.recv_timeout(within),
-        Ok((Released::ReadWrite, "k".to_owned()))
-    );
-    // Waiting no more: not told.
-    waiter.watch(LOCK, "k", false);
-    token(now(holder.acquire(LOCK, "k", "o", 10_000.0, Wait::Now)));
-    assert!(now(holder.release(LOCK, "k", "o")));
-    assert!(hear.recv_timeout(Duration::from_millis(200)).is_err());
-    // An ear that is gone (its process killed, its notes left) is forgotten at the next release.
-    waiter.watch(LOCK, "k", true);
-    let noted = |path: &Path| -> i64 {
-        let db = rusqlite::Connection::open(path).expect("open");
-        db.query_row("SELECT count(*) FROM keel_locks_ears", [], |row| row.get(0))
-            .expect("counted")
-    };
-    assert_eq!(noted(&path), 2, "the lock's and the read-write key's");
-    let db = rusqlite::Connection::open(&path).expect("open");
-    db.execute(
-        "INSERT INTO keel_locks_ears VALUES ('k', 'l', '@keel-sqlite-gone')",
-        [],
-    )
-    .expect("a dead ear noted");
-    token(now(holder.acquire(LOCK, "k", "o", 10_000.0, Wait::Now)));
-    assert!(now(holder.release(LOCK, "k", "o")));
-    assert_eq!(
-        hear.recv_timeout(within),
-        Ok((Released::Lock, "k".to_owned()))
-    );
-    assert_eq!(noted(&path), 2, "the dead one forgotten");
-    waiter.close();
-    assert_eq!(noted(&path), 0, "a closed store's notes go with it");
-}
-
 #[test]
 fn sweeps_delete_lapsed_rows_a_batch_per_acquire_and_a_swept_keys_tokens_still_grow() {
     let folder = Folder::new("sweep");
@@ -432,41 +359,5 @@ fn a_file_deleted_or_replaced_underneath_is_followed_to_the_path_before_a_grant(
             "its hold went with the old file"
         );
         assert!(now(new.release(LOCK, "k", "new")));
-    }
-}
-
-/// The line's contract (`store::line::contract`), two stores on one file
-/// standing for two processes.
-mod line_contract {
-    use super::*;
-    use crate::store::event_loop::tests::Harness;
-    use crate::store::follow::OnReleased;
-    use crate::store::line::contract::{
-        leaving_keeps_a_lock_handed_over, more_waiting_keep_their_place,
-        the_line_hands_the_lock_over_in_order,
-    };
-
-    fn on_one_file(run: impl Fn(&Harness, &dyn Fn(OnReleased) -> SqliteStore)) {
-        let folder = Folder::new("line");
-        let path = folder.file("locks.db");
-        let make = |told: OnReleased| {
-            SqliteStore::new(SqliteOptions::at(&path), Some(told)).expect("opens")
-        };
-        run(&Harness::new(), &make);
-    }
-
-    #[test]
-    fn the_line_hands_the_lock_over_in_order_and_tells_its_process() {
-        on_one_file(|harness, make| the_line_hands_the_lock_over_in_order(harness, make));
-    }
-
-    #[test]
-    fn an_attempt_with_more_waiting_keeps_their_place_however_it_gets_in() {
-        on_one_file(|harness, make| more_waiting_keep_their_place(harness, make));
-    }
-
-    #[test]
-    fn leaving_the_line_keeps_a_lock_handed_over() {
-        on_one_file(|harness, make| leaving_keeps_a_lock_handed_over(harness, make));
     }
 }
