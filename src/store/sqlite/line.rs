@@ -11,9 +11,9 @@ use rusqlite::{params, OptionalExtension};
 
 use super::clock::{now_ms, now_us};
 use super::open::Db;
-use super::ops::{expiry, immediate, lock_row, take_lock, Write};
+use super::ops::{ears_of, expiry, immediate, lock_row, noted, take_lock, Write};
 use crate::store::line::{told, CLAIM_MS, LEASE_MS};
-use crate::store::Acquired;
+use crate::store::{Acquired, HoldKind};
 use crate::text::SmallStr;
 
 type Result<T> = rusqlite::Result<T>;
@@ -46,9 +46,29 @@ const LEASE: i64 = LEASE_MS as i64;
 pub(super) fn acquire(
     db: &mut Db, key: &str, who: &str, ttl_ms: f64, place: Option<Place<'_>>,
 ) -> Result<(Acquired, Option<HandOver>)> {
+    // Free, nobody in line, and no more of this process waiting: one
+    // statement. (Anything else, or a lock handed to this process's place,
+    // is the transaction below.)
+    if place.as_ref().is_none_or(|p| p.more.is_none()) {
+        let now = now_ms();
+        let taken: Option<i64> = db
+            .connection
+            .prepare_cached(&db.sql.lock_take_alone)?
+            .query_row(params![key, who, expiry(now, ttl_ms), now], |row| {
+                row.get(0)
+            })
+            .optional()?;
+        if let Some(token) = taken {
+            if let Some(place) = &place {
+                // A place this process kept (handed a lock that lapsed since) goes.
+                out_of_line(db, key, place.me)?;
+            }
+            noted(db, now)?;
+            return Ok((Acquired::Fenced(u64::try_from(token).unwrap_or(0)), None));
+        }
+    }
     let mut write = immediate(db)?;
     let now = now_ms();
-    lapse(&write, key, now)?;
     if let Some(place) = &place {
         if let Some((owner, token)) = handed_here(&write, key, place.me)? {
             if extend(&write, key, &owner, expiry(now, ttl_ms), now)? {
@@ -66,7 +86,7 @@ pub(super) fn acquire(
         }
     }
     let me = place.as_ref().map(|p| p.me);
-    let first = first_in_line(&write, key)?;
+    let first = first_in_line(&write, key, now)?;
     let my_turn = first
         .as_ref()
         .is_none_or(|(process, ..)| Some(process.as_str()) == me);
@@ -89,6 +109,7 @@ pub(super) fn acquire(
         write.commit()?;
         return Ok((Acquired::Refused, hand_over));
     };
+    lapse(&write, key, now)?;
     join(&write, key, place.me, who, place.asked, now)?;
     write.commit()?;
     Ok((Acquired::Refused, hand_over))
@@ -96,22 +117,30 @@ pub(super) fn acquire(
 
 /// A plain lock given back by `who` (`me`: this process, if it has a name
 /// in the line): whether it was still held, and the hand-over to the first
-/// in line.
+/// in line, or, with nobody in line, the ears that wait for its release.
 pub(super) fn release(
     db: &mut Db, key: &str, who: &str, me: Option<&str>,
-) -> Result<(bool, Option<HandOver>)> {
+) -> Result<(bool, Released)> {
+    // Nobody in line or listening: one statement. A waiter that takes its
+    // place after it finds the lock free.
+    let alone: Option<i64> = db
+        .connection
+        .prepare_cached(&db.sql.lock_release_alone)?
+        .query_row(params![key, who, now_ms()], |row| row.get(0))
+        .optional()?;
+    if let Some(freed) = alone {
+        return Ok((freed == -1, Released::Alone));
+    }
     let mut write = immediate(db)?;
     let now = now_ms();
-    let Some((expires, _, owner)) = lock_row(&write, key)? else {
-        return Ok((false, None));
-    };
-    if owner != who || owner.is_empty() {
-        return Ok((false, None));
-    }
-    write
+    let freed: Option<i64> = write
         .tx
         .prepare_cached(&write.sql.lock_release)?
-        .execute(params![key, who])?;
+        .query_row(params![key, who, now], |row| row.get(0))
+        .optional()?;
+    let Some(freed) = freed else {
+        return Ok((false, Released::Nobody));
+    };
     if let Some(me) = me {
         // A lock handed to this process, given back unclaimed: its place goes.
         write
@@ -119,10 +148,24 @@ pub(super) fn release(
             .prepare_cached(&write.sql.line_give_back)?
             .execute(params![key, me, who])?;
     }
-    lapse(&write, key, now)?;
-    let hand_over = hand_on(&mut write, key, now)?;
+    let released = match hand_on(&mut write, key, now)? {
+        Some(hand_over) => Released::HandedOn(hand_over),
+        None => Released::Ears(ears_of(&write.tx, write.sql, HoldKind::Lock, key)?),
+    };
     write.commit()?;
-    Ok((expires > now, hand_over))
+    Ok((freed == -1, released))
+}
+
+/// Whom a release is told to.
+pub(super) enum Released {
+    /// Nobody (it released nothing).
+    Nobody,
+    /// Nobody: nobody waited in line or listened.
+    Alone,
+    /// The process the lock was handed to.
+    HandedOn(HandOver),
+    /// The ears waiting for the key (nobody in line).
+    Ears(Vec<String>),
 }
 
 /// A lock handed to this process's place (`me`), claimed by `who` for
@@ -192,11 +235,13 @@ fn handed_here(write: &Write<'_>, key: &str, me: &str) -> Result<Option<(String,
 
 /// The first place nobody was handed the lock for: its process, the owner
 /// it left and when it asked.
-fn first_in_line(write: &Write<'_>, key: &str) -> Result<Option<(String, String, i64)>> {
+fn first_in_line(write: &Write<'_>, key: &str, now: i64) -> Result<Option<(String, String, i64)>> {
     write
         .tx
         .prepare_cached(&write.sql.line_first)?
-        .query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .query_row(params![key, now], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
         .optional()
 }
 
@@ -237,6 +282,14 @@ fn keep_more(write: &Write<'_>, key: &str, place: &Place<'_>, now: i64) -> Resul
     }
 }
 
+/// `me`'s place goes, outside a transaction.
+fn out_of_line(db: &Db, key: &str, me: &str) -> Result<()> {
+    db.connection
+        .prepare_cached(&db.sql.line_out)?
+        .execute(params![key, me])?;
+    Ok(())
+}
+
 fn out(write: &Write<'_>, key: &str, me: &str) -> Result<()> {
     write
         .tx
@@ -248,7 +301,7 @@ fn out(write: &Write<'_>, key: &str, me: &str) -> Result<()> {
 /// The lock, free, goes to the first in line, held for it [`CLAIM_MS`]
 /// until claimed, with a fencing token.
 fn hand_on(write: &mut Write<'_>, key: &str, now: i64) -> Result<Option<HandOver>> {
-    let Some((process, owner, asked)) = first_in_line(write, key)? else {
+    let Some((process, owner, asked)) = first_in_line(write, key, now)? else {
         return Ok(None);
     };
     let claim_by = now.saturating_add(CLAIM);

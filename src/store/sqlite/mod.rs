@@ -170,9 +170,14 @@ impl SqliteStore {
     /// Tell the ears that wait for `key` that it was released. Nothing
     /// fails for it: an ear not told leaves its waiters to their poll.
     fn announce(&self, db: &mut Db, hold: HoldKind, key: &str) {
-        let Ok(ears) = ops::ears_of(db, hold, key) else {
+        let Ok(ears) = ops::ears_of(&db.connection, &db.sql, hold, key) else {
             return;
         };
+        self.tell_ears(db, ears, hold, key);
+    }
+
+    /// Tell `ears` that `key` was released; forget those gone.
+    fn tell_ears(&self, db: &mut Db, ears: Vec<String>, hold: HoldKind, key: &str) {
         if ears.is_empty() {
             return;
         }
@@ -222,12 +227,13 @@ impl LockStore for SqliteStore {
                 }
                 return Ok(released);
             }
-            let (held, hand_over) = line::release(db, key, owner, self.ears.address())?;
+            let (held, released) = line::release(db, key, owner, self.ears.address())?;
             // Handed on, the lock's waiters elsewhere wait for their turn;
             // with nobody in line, those that watch are told it is free.
-            match hand_over {
-                Some(hand_over) => self.tell_hand_over(Some(hand_over)),
-                None => self.announce(db, hold, key),
+            match released {
+                line::Released::HandedOn(hand_over) => self.tell_hand_over(Some(hand_over)),
+                line::Released::Ears(ears) => self.tell_ears(db, ears, hold, key),
+                line::Released::Nobody | line::Released::Alone => {}
             }
             Ok(held)
         })

@@ -55,6 +55,17 @@ pub(super) fn immediate(db: &mut Db) -> Result<Write<'_>> {
 /// its TTL and this.
 const NOTE_EVERY_MS: i64 = 1_000;
 
+/// The clock noted as `seen` by a write outside a transaction (see
+/// [`Write::noted`]), when due.
+pub(super) fn noted(db: &mut Db, now: i64) -> Result<()> {
+    if now.saturating_sub(db.noted_at) < NOTE_EVERY_MS {
+        return Ok(());
+    }
+    db.connection.prepare_cached(&db.sql.seen)?.execute([now])?;
+    db.noted_at = now;
+    Ok(())
+}
+
 impl Write<'_> {
     /// The next token of the file's counter (semaphores and read-write locks).
     fn next_token(&mut self, now: i64) -> Result<i64> {
@@ -356,9 +367,12 @@ pub(super) fn note_ear(db: &mut Db, hold: HoldKind, key: &str, ear: &str, on: bo
     Ok(())
 }
 
-/// The ears that wait for `key`'s releases.
-pub(super) fn ears_of(db: &Db, hold: HoldKind, key: &str) -> Result<Vec<String>> {
-    let mut statement = db.connection.prepare_cached(&db.sql.ears_of)?;
+/// The ears that wait for `key`'s releases (read on `connection`, or in a
+/// transaction on it).
+pub(super) fn ears_of(
+    connection: &rusqlite::Connection, sql: &Sql, hold: HoldKind, key: &str,
+) -> Result<Vec<String>> {
+    let mut statement = connection.prepare_cached(&sql.ears_of)?;
     let ears = statement.query_map(params![key, letter_text(hold)], |row| row.get(0))?;
     ears.collect()
 }

@@ -24,7 +24,9 @@ pub(super) struct Sql {
     pub create: String,
     pub lock_owner: String,
     pub lock_take: String,
+    pub lock_take_alone: String,
     pub lock_release: String,
+    pub lock_release_alone: String,
     pub lock_extend: String,
     pub lock_holds: String,
     pub lock_left: String,
@@ -93,6 +95,7 @@ impl Sql {
                    key TEXT NOT NULL, process TEXT NOT NULL, arrived INTEGER NOT NULL,
                    lapses_at INTEGER NOT NULL, next_owner TEXT NOT NULL, handed INTEGER,
                    asked INTEGER NOT NULL, PRIMARY KEY (key, process)) WITHOUT ROWID;
+                 CREATE INDEX IF NOT EXISTS {line}_order ON {line} (key, arrived, process);
                  INSERT OR IGNORE INTO {state} VALUES ('fencing', 0), ('floor', 0), ('seen', 0), ('boot', '');"
             ),
             lock_owner: format!("SELECT expires_at, token, owner FROM {table} WHERE key = ?1"),
@@ -100,8 +103,32 @@ impl Sql {
                 "INSERT INTO {table} VALUES (?1, ?2, ?3, ?4) ON CONFLICT (key) DO UPDATE
                    SET owner = excluded.owner, expires_at = excluded.expires_at, token = excluded.token"
             ),
+            // Freed, a row lapses at -1 if it was still held, else 0 (both
+            // long past), which tells the release whether it was.
+            // A plain lock taken in one statement of its own, only while it is
+            // free and nobody waits in line (the common case): its token one
+            // more than the key's last, or than the floor for a new key.
+            lock_take_alone: format!(
+                "INSERT INTO {table} SELECT ?1, ?2, ?3, (SELECT value FROM {state} WHERE name = 'floor') + 1
+                   WHERE NOT EXISTS (SELECT 1 FROM {line} WHERE key = ?1 AND handed IS NULL AND lapses_at > ?4)
+                   ON CONFLICT (key) DO UPDATE
+                     SET owner = excluded.owner, expires_at = excluded.expires_at, token = {table}.token + 1
+                     WHERE {table}.expires_at <= ?4
+                   RETURNING token"
+            ),
             lock_release: format!(
-                "UPDATE {table} SET owner = '', expires_at = 0 WHERE key = ?1 AND owner = ?2"
+                "UPDATE {table} SET owner = '', expires_at = CASE WHEN expires_at > ?3 THEN -1 ELSE 0 END
+                   WHERE key = ?1 AND owner = ?2 AND owner <> '' RETURNING expires_at"
+            ),
+            // The same, in one statement of its own, only while nobody waits
+            // in line or listens for the key (the common case: no
+            // transaction, nobody to hand on to or tell).
+            lock_release_alone: format!(
+                "UPDATE {table} SET owner = '', expires_at = CASE WHEN expires_at > ?3 THEN -1 ELSE 0 END
+                   WHERE key = ?1 AND owner = ?2 AND owner <> ''
+                     AND NOT EXISTS (SELECT 1 FROM {line} WHERE key = ?1 AND handed IS NULL AND lapses_at > ?3)
+                     AND NOT EXISTS (SELECT 1 FROM {ears} WHERE key = ?1 AND kind = 'l')
+                   RETURNING expires_at"
             ),
             lock_extend: format!(
                 "UPDATE {table} SET expires_at = ?4 WHERE key = ?1 AND owner = ?2 AND expires_at > ?3"
@@ -176,7 +203,8 @@ impl Sql {
                    RETURNING next_owner, handed"
             ),
             line_first: format!(
-                "SELECT process, next_owner, asked FROM {line} WHERE key = ?1 AND handed IS NULL
+                "SELECT process, next_owner, asked FROM {line}
+                   WHERE key = ?1 AND handed IS NULL AND lapses_at > ?2
                    ORDER BY arrived, process LIMIT 1"
             ),
             line_join: format!(
