@@ -251,9 +251,12 @@ impl Sql {
             Statement::HeldBy => format!(
                 "SELECT EXISTS (SELECT 1 FROM {table} WHERE id = ? AND owner = ? AND expires_at > {NOW_MS})"
             ),
-            // Milliseconds left, told 1 ms short (never less than 1).
+            // Milliseconds left, without the waiter's mark and told 1 ms
+            // short (never less than 1): an expiry rounded up to the even
+            // millisecond then marked lies up to 2 ms past its window, and a
+            // remaining time never tells more than the window given.
             Statement::Remaining => format!(
-                "SELECT GREATEST(expires_at - 1 - {NOW_MS}, 1) FROM {table} WHERE id = ? AND expires_at > {NOW_MS}"
+                "SELECT GREATEST(expires_at DIV 2 * 2 - 1 - {NOW_MS}, 1) FROM {table} WHERE id = ? AND expires_at > {NOW_MS}"
             ),
             Statement::IsLocked => format!(
                 "SELECT EXISTS (SELECT 1 FROM {table} WHERE id = ? AND expires_at > {NOW_MS})"
