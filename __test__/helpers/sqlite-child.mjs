@@ -7,8 +7,14 @@
 //              what it saw with how far its wall clock is off (REAL_NOW)
 //     idle     take and give back one lock, leave the store open, and end
 //     open     open the store and print what happened (a path it may not write)
+//     disk-full  (the file on a small disk of its own) hold a lock, fill the
+//              disk, take new keys until one fails, make room, go on; print
+//              what it saw and the file's integrity check
 //   env: KEEL_TEST_SQLITE (the file), HELD, FRESH, REAL_NOW
 
+import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import Database from 'better-sqlite3'
 import { lock, semaphore, readLock, setLockStore, SqliteLockStore } from '@shaferllc/keel/core'
 
 const path = process.env.KEEL_TEST_SQLITE
@@ -48,6 +54,42 @@ switch (process.argv[2]) {
     } catch (error) {
       print({ opened: false, name: error.name, code: error.code, message: error.message })
     }
+    break
+  }
+  case 'disk-full': {
+    const store = new SqliteLockStore(path)
+    const heldTaken = await store.acquire('held', 'holder', 60_000)
+    // Every block the disk has left, in ever smaller writes.
+    const filler = join(dirname(path), 'filler')
+    const fd = openSync(filler, 'w')
+    let fillError
+    for (const size of [65_536, 4_096, 512, 1]) {
+      try {
+        for (;;) writeSync(fd, Buffer.alloc(size))
+      } catch (error) {
+        fillError = error.code
+      }
+    }
+    closeSync(fd)
+    let failure
+    let takenWhileFull = 0
+    for (let i = 0; i < 5_000 && !failure; i++) {
+      try {
+        if (await store.acquire(`k${i}`, 'o', 60_000)) takenWhileFull++
+      } catch (error) {
+        failure = { key: `k${i}`, name: error.name, code: error.code, message: error.message }
+      }
+    }
+    const failedKeyLocked = failure ? await store.isLocked(failure.key) : null
+    const heldLeft = await store.remainingTime('held')
+    unlinkSync(filler)
+    const takenWithRoom = failure ? await store.acquire(failure.key, 'o', 60_000) : null
+    const heldReleased = await store.release('held', 'holder')
+    await store.close()
+    const db = new Database(path, { readonly: true })
+    const integrity = db.pragma('integrity_check', { simple: true })
+    db.close()
+    print({ heldTaken, fillError, takenWhileFull, failure, failedKeyLocked, heldLeft, takenWithRoom, heldReleased, integrity })
     break
   }
   default:

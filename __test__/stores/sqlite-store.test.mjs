@@ -7,7 +7,7 @@
 
 import { describe, test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
@@ -113,6 +113,37 @@ describe('a path that cannot be the store\'s file', () => {
       assert.equal(seen.code, 'ERR_LOCK_STORE_SQLITE')
       assert.ok(seen.message.startsWith(`new SqliteLockStore: ${path}: `) || seen.message.includes(path), seen.message)
     }
+  })
+})
+
+describe('the disk', () => {
+  test('full: a write fails naming the path and takes nothing; the store goes on once there is room', async (t) => {
+    if (process.platform !== 'linux') return t.skip('a small disk of its own: a tmpfs in a Linux mount namespace')
+    // The child mounts a 1 MB tmpfs in a mount namespace of its own (a user
+    // namespace too where this is not root): nothing to unmount, even if it dies.
+    const asRoot = process.getuid() === 0
+    if (!asRoot && spawnSync('unshare', ['-rm', 'true']).status !== 0) {
+      return t.skip('a small disk of its own: this user may not make a mount namespace (run as root, or allow unprivileged user namespaces)')
+    }
+    const mountPoint = fileNamed('small-disk')
+    mkdirSync(mountPoint)
+    const script = 'mount -t tmpfs -o size=1m keel-small-disk "$1" && exec "$2" "$3" disk-full'
+    const seen = await runProcess(
+      'unshare',
+      [asRoot ? '-m' : '-rm', '--propagation', 'private', 'sh', '-c', script, 'sh', mountPoint, process.execPath, CHILD],
+      { KEEL_TEST_SQLITE: join(mountPoint, 'locks.db') },
+    )
+    assert.equal(seen.heldTaken, true)
+    assert.equal(seen.fillError, 'ENOSPC')
+    assert.ok(seen.failure, `no write failed with the disk full (${seen.takenWhileFull} taken)`)
+    assert.equal(seen.failure.name, 'LockStoreError')
+    assert.equal(seen.failure.code, 'ERR_LOCK_STORE_SQLITE')
+    assert.ok(seen.failure.message.includes(join(mountPoint, 'locks.db')) && /full/.test(seen.failure.message), seen.failure.message)
+    assert.equal(seen.failedKeyLocked, false, 'the failed acquire took nothing')
+    assert.ok(seen.heldLeft > 50_000, `the lock held before goes on being held (${seen.heldLeft} ms left)`)
+    assert.equal(seen.takenWithRoom, true)
+    assert.equal(seen.heldReleased, true)
+    assert.equal(seen.integrity, 'ok')
   })
 })
 

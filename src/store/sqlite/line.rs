@@ -11,7 +11,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::clock::{now_ms, now_us};
 use super::open::Db;
-use super::ops::{ears_of, expiry, immediate, lock_row, noted, take_lock, Write};
+use super::ops::{ears_of, expiry, immediate, lock_row, noted, take_lock, written_row, Write};
 use crate::store::line::{told, CLAIM_MS, LEASE_MS};
 use crate::store::{Acquired, HoldKind};
 use crate::text::SmallStr;
@@ -51,13 +51,9 @@ pub(super) fn acquire(
     // is the transaction below.)
     if place.as_ref().is_none_or(|p| p.more.is_none()) {
         let now = now_ms();
-        let taken: Option<i64> = db
-            .connection
-            .prepare_cached(&db.sql.lock_take_alone)?
-            .query_row(params![key, who, expiry(now, ttl_ms), now], |row| {
-                row.get(0)
-            })
-            .optional()?;
+        let params = params![key, who, expiry(now, ttl_ms), now];
+        let taken: Option<i64> =
+            written_row(db, &db.sql.lock_take_alone, params, |row| row.get(0))?;
         if let Some(token) = taken {
             if let Some(place) = &place {
                 // A place this process kept (handed a lock that lapsed since) goes.
@@ -123,11 +119,8 @@ pub(super) fn release(
 ) -> Result<(bool, Released)> {
     // Nobody in line or listening: one statement. A waiter that takes its
     // place after it finds the lock free.
-    let alone: Option<i64> = db
-        .connection
-        .prepare_cached(&db.sql.lock_release_alone)?
-        .query_row(params![key, who, now_ms()], |row| row.get(0))
-        .optional()?;
+    let params = params![key, who, now_ms()];
+    let alone: Option<i64> = written_row(db, &db.sql.lock_release_alone, params, |row| row.get(0))?;
     if let Some(freed) = alone {
         return Ok((freed == -1, Released::Alone));
     }

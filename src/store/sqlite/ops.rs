@@ -94,6 +94,24 @@ impl Write<'_> {
     }
 }
 
+/// The row (if any) a writing statement outside a transaction answers, the
+/// statement stepped to its end: such a statement commits in the step that
+/// ends it, so an error there (the disk full) fails the operation instead of
+/// going unseen when the statement is reset after its first row.
+pub(super) fn written_row<T>(
+    db: &Db, text: &str, params: impl rusqlite::Params,
+    read: impl FnOnce(&rusqlite::Row<'_>) -> Result<T>,
+) -> Result<Option<T>> {
+    let mut statement = db.connection.prepare_cached(text)?;
+    let mut rows = statement.query(params)?;
+    let first = match rows.next()? {
+        Some(row) => Some(read(row)?),
+        None => None,
+    };
+    while rows.next()?.is_some() {}
+    Ok(first)
+}
+
 fn count(db: &Db, text: &str, params: impl rusqlite::Params) -> Result<i64> {
     db.connection
         .prepare_cached(text)?
