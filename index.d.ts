@@ -319,10 +319,21 @@ export declare class MemoryLockStore implements LockStore {
 
 /**
  * What every store on a server ({@link RedisLockStore}, {@link PostgresLockStore},
- * {@link MySqlLockStore}), or on a file ({@link SqliteLockStore}), has beside the
- * five operations: a type for code that checks or closes whichever one it was given.
+ * {@link MySqlLockStore}), or on a file ({@link SqliteLockStore}), has: the five
+ * operations, each answered by a promise, `ping()` and `close()`. A type for code
+ * that checks or closes whichever one it was given.
  */
 export interface ServerLockStore extends LockStore {
+  /** {@link LockStore.acquire}, always answered by a promise. */
+  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
+  /** {@link LockStore.release}, always answered by a promise. */
+  release(key: string, owner: string): Promise<boolean>
+  /** {@link LockStore.extend}, always answered by a promise. */
+  extend(key: string, owner: string, ttlMs: number): Promise<boolean>
+  /** {@link LockStore.isLocked}, always answered by a promise. */
+  isLocked(key: string): Promise<boolean>
+  /** {@link LockStore.remainingTime}, always answered by a promise. */
+  remainingTime(key: string): Promise<number | null>
   /**
    * One round trip to the server, opening a connection if none is open:
    * resolves once it answered, rejects with the {@link LockStoreError} an
@@ -437,11 +448,6 @@ export declare class RedisLockStore implements ServerLockStore {
   constructor(nodeUrls: string[])
   constructor(options: RedisLockStoreOptions)
   constructor(urlOrOptions: string | string[] | RedisLockStoreOptions)
-  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
-  release(key: string, owner: string): Promise<boolean>
-  extend(key: string, owner: string, ttlMs: number): Promise<boolean>
-  isLocked(key: string): Promise<boolean>
-  remainingTime(key: string): Promise<number | null>
   /**
    * One round trip (`PING`) to the server (of a Cluster: one of its nodes), opening a connection
    * if none is open: resolves once it answered, rejects with the
@@ -458,6 +464,9 @@ export declare class RedisLockStore implements ServerLockStore {
    */
   close(): Promise<void>
 }
+
+/** Its five operations, `ping()` and `close()`: those of every {@link ServerLockStore}, declared once there. */
+export interface RedisLockStore extends ServerLockStore {}
 
 /** Options of {@link PostgresLockStore}. Every field is optional. */
 export interface PostgresLockStoreOptions {
@@ -519,11 +528,6 @@ export declare class PostgresLockStore implements ServerLockStore {
   constructor(url: string)
   constructor(options: PostgresLockStoreOptions)
   constructor(urlOrOptions: string | PostgresLockStoreOptions)
-  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
-  release(key: string, owner: string): Promise<boolean>
-  extend(key: string, owner: string, ttlMs: number): Promise<boolean>
-  isLocked(key: string): Promise<boolean>
-  remainingTime(key: string): Promise<number | null>
   /**
    * One round trip (a read of the lock table) to the server, opening a connection
    * if none is open: resolves once it answered, rejects with the
@@ -549,6 +553,9 @@ export declare class PostgresLockStore implements ServerLockStore {
    */
   static schema(table?: string): string
 }
+
+/** Its five operations, `ping()` and `close()`: those of every {@link ServerLockStore}, declared once there. */
+export interface PostgresLockStore extends ServerLockStore {}
 
 /** Options of {@link MySqlLockStore}. Every field is optional. */
 export interface MySqlLockStoreOptions {
@@ -615,11 +622,6 @@ export declare class MySqlLockStore implements ServerLockStore {
   constructor(url: string)
   constructor(options: MySqlLockStoreOptions)
   constructor(urlOrOptions: string | MySqlLockStoreOptions)
-  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
-  release(key: string, owner: string): Promise<boolean>
-  extend(key: string, owner: string, ttlMs: number): Promise<boolean>
-  isLocked(key: string): Promise<boolean>
-  remainingTime(key: string): Promise<number | null>
   /**
    * One round trip (a read of the lock table) to the server, opening a connection
    * if none is open: resolves once it answered, rejects with the
@@ -647,6 +649,9 @@ export declare class MySqlLockStore implements ServerLockStore {
    */
   static schema(table?: string): string
 }
+
+/** Its five operations, `ping()` and `close()`: those of every {@link ServerLockStore}, declared once there. */
+export interface MySqlLockStore extends ServerLockStore {}
 
 /** Options of {@link SqliteLockStore}. Only `path` is required. */
 export interface SqliteLockStoreOptions {
@@ -692,11 +697,6 @@ export declare class SqliteLockStore implements ServerLockStore {
   constructor(path: string)
   constructor(options: SqliteLockStoreOptions)
   constructor(pathOrOptions: string | SqliteLockStoreOptions)
-  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>
-  release(key: string, owner: string): Promise<boolean>
-  extend(key: string, owner: string, ttlMs: number): Promise<boolean>
-  isLocked(key: string): Promise<boolean>
-  remainingTime(key: string): Promise<number | null>
   /** One read of the file: resolves once it answered, rejects as an operation would. */
   ping(): Promise<void>
   /**
@@ -705,6 +705,9 @@ export declare class SqliteLockStore implements ServerLockStore {
    */
   close(): Promise<void>
 }
+
+/** Its five operations, `ping()` and `close()`: those of every {@link ServerLockStore}, declared once there. */
+export interface SqliteLockStore extends ServerLockStore {}
 
 /** Thrown by {@link Lock.extend} when the lock has expired, was released, or was never acquired. */
 export declare class LockNotHeldError extends Error {

@@ -131,6 +131,16 @@ export async function everyApi(invoice: { id: number }): Promise<void> {
   const servers: ServerLockStore[] = [new RedisLockStore(), new PostgresLockStore(), new MySqlLockStore(), new SqliteLockStore('locks.db')]
   assertType<Equal<Awaited<ReturnType<typeof startUp>>, ServerLockStore>>(true)
   void servers
+  // Each class has the five operations, typed once in LockStore.
+  const sqlite = new SqliteLockStore('locks.db')
+  assertType<Equal<Parameters<SqliteLockStore['acquire']>, [key: string, owner: string, ttlMs: number]>>(true)
+  assertType<Equal<ReturnType<MySqlLockStore['remainingTime']>, Promise<number | null>>>(true)
+  assertType<Equal<ReturnType<PostgresLockStore['isLocked']>, Promise<boolean>>>(true)
+  assertType<Equal<ReturnType<RedisLockStore['extend']>, Promise<boolean>>>(true)
+  const released: Promise<boolean> = sqlite.release('k', 'o')
+  void released
+  // @ts-expect-error release takes the owner
+  void sqlite.release('k')
   // @ts-expect-error the memory store is no server store
   void startUp(memory)
   assertType<Equal<typeof memory, MemoryLockStore>>(true)

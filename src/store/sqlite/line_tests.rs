@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::tests::{now, store, token, Folder, LOCK};
+use super::tests::{now, store, take, Folder, LOCK};
 use super::{SqliteOptions, SqliteStore};
 use crate::store::event_loop::tests::Harness;
 use crate::store::follow::OnReleased;
@@ -57,15 +57,9 @@ fn a_release_is_heard_by_the_ears_that_wait_for_its_key_and_a_gone_ear_is_forgot
     runtime.spawn(listener);
     assert!(waiter.watch(HoldKind::Read, "k", true).is_none(), "one ear");
     let holder = store(&path);
-    token(now(holder.acquire(LOCK, "k", "o", 10_000.0, Wait::Now)));
-    token(now(holder.acquire(LOCK, "other", "o", 10_000.0, Wait::Now)));
-    token(now(holder.acquire(
-        HoldKind::Write,
-        "k",
-        "o",
-        10_000.0,
-        Wait::Now,
-    )));
+    take(&holder, LOCK, "k", "o", 10_000.0);
+    take(&holder, LOCK, "other", "o", 10_000.0);
+    take(&holder, HoldKind::Write, "k", "o", 10_000.0);
     assert!(
         now(holder.release(LOCK, "other", "o")),
         "a key nobody waits for"
@@ -83,7 +77,7 @@ fn a_release_is_heard_by_the_ears_that_wait_for_its_key_and_a_gone_ear_is_forgot
     );
     // Waiting no more: not told.
     waiter.watch(LOCK, "k", false);
-    token(now(holder.acquire(LOCK, "k", "o", 10_000.0, Wait::Now)));
+    take(&holder, LOCK, "k", "o", 10_000.0);
     assert!(now(holder.release(LOCK, "k", "o")));
     assert!(hear.recv_timeout(Duration::from_millis(200)).is_err());
     // An ear that is gone (its process killed, its notes left) is forgotten at the next release.
@@ -100,7 +94,7 @@ fn a_release_is_heard_by_the_ears_that_wait_for_its_key_and_a_gone_ear_is_forgot
         [],
     )
     .expect("a dead ear noted");
-    token(now(holder.acquire(LOCK, "k", "o", 10_000.0, Wait::Now)));
+    take(&holder, LOCK, "k", "o", 10_000.0);
     assert!(now(holder.release(LOCK, "k", "o")));
     assert_eq!(
         hear.recv_timeout(within),

@@ -51,6 +51,18 @@ fn failed<T: std::fmt::Debug>(op: Op<T>) -> (Code, String) {
     }
 }
 
+/// `owner` takes `key` (for `ttl_ms`, not waiting): its fencing token.
+pub(super) fn take(s: &SqliteStore, kind: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> u64 {
+    token(try_take(s, kind, key, owner, ttl_ms))
+}
+
+/// `owner` tries `key` (for `ttl_ms`, not waiting): the answer.
+pub(super) fn try_take(
+    s: &SqliteStore, kind: HoldKind, key: &str, owner: &str, ttl_ms: f64,
+) -> Acquired {
+    now(s.acquire(kind, key, owner, ttl_ms, Wait::Now))
+}
+
 pub(super) fn token(acquired: Acquired) -> u64 {
     match acquired {
         Acquired::Fenced(token) => token,
@@ -67,11 +79,8 @@ fn a_plain_lock_is_one_owners_across_connections_with_growing_tokens() {
         store(&folder.file("locks.db")),
         store(&folder.file("locks.db")),
     );
-    let first = token(now(a.acquire(LOCK, "k", "o1", 10_000.0, Wait::Now)));
-    assert_eq!(
-        now(b.acquire(LOCK, "k", "o2", 10_000.0, Wait::Now)),
-        Acquired::Refused
-    );
+    let first = take(&a, LOCK, "k", "o1", 10_000.0);
+    assert_eq!(try_take(&b, LOCK, "k", "o2", 10_000.0), Acquired::Refused);
     assert!(now(b.holds(LOCK, "k", "o1")) && !now(b.holds(LOCK, "k", "o2")));
     assert!(now(b.would_wait(LOCK, "k")));
     assert_eq!(now(b.holders(LOCK, "k")), 1.0);
@@ -84,11 +93,11 @@ fn a_plain_lock_is_one_owners_across_connections_with_growing_tokens() {
     assert!(!now(a.release(LOCK, "k", "o1")), "released once");
     assert!(!now(b.would_wait(LOCK, "k")));
     assert_eq!(now(b.remaining(LOCK, "k", None)), None);
-    let second = token(now(b.acquire(LOCK, "k", "o2", 10_000.0, Wait::Now)));
+    let second = take(&b, LOCK, "k", "o2", 10_000.0);
     assert!(second > first, "{first} then {second}");
     // Another file is another store.
     let other = store(&folder.file("other.db"));
-    token(now(other.acquire(LOCK, "k", "o3", 10_000.0, Wait::Now)));
+    take(&other, LOCK, "k", "o3", 10_000.0);
 }
 
 #[test]
@@ -96,16 +105,13 @@ fn a_hold_lapses_at_its_ttl_and_keys_may_hold_anything() {
     let folder = Folder::new("lapse");
     let s = store(&folder.file("locks.db"));
     let key = format!("a\0b{}", "x".repeat(100_000));
-    token(now(s.acquire(LOCK, &key, "o1", 30.0, Wait::Now)));
-    assert_eq!(
-        now(s.acquire(LOCK, &key, "o2", 30.0, Wait::Now)),
-        Acquired::Refused
-    );
+    take(&s, LOCK, &key, "o1", 30.0);
+    assert_eq!(try_take(&s, LOCK, &key, "o2", 30.0), Acquired::Refused);
     assert!(!now(s.would_wait(LOCK, "a")), "another key");
     std::thread::sleep(Duration::from_millis(40));
     assert!(!now(s.holds(LOCK, &key, "o1")));
     assert!(!now(s.extend(LOCK, &key, "o1", 1_000.0)), "lapsed");
-    token(now(s.acquire(LOCK, &key, "o2", 1_000.0, Wait::Now)));
+    take(&s, LOCK, &key, "o2", 1_000.0);
 }
 
 #[test]
@@ -113,59 +119,35 @@ fn semaphores_admit_their_limit_and_a_waiting_writer_holds_readers_back() {
     let folder = Folder::new("holds");
     let s = store(&folder.file("locks.db"));
     let permit = HoldKind::Permit { limit: 2 };
-    let t1 = token(now(s.acquire(permit, "k", "p1", 10_000.0, Wait::Now)));
-    let t2 = token(now(s.acquire(permit, "k", "p2", 10_000.0, Wait::Now)));
+    let t1 = take(&s, permit, "k", "p1", 10_000.0);
+    let t2 = take(&s, permit, "k", "p2", 10_000.0);
     assert!(t2 > t1);
-    assert_eq!(
-        now(s.acquire(permit, "k", "p3", 10_000.0, Wait::Now)),
-        Acquired::Refused
-    );
+    assert_eq!(try_take(&s, permit, "k", "p3", 10_000.0), Acquired::Refused);
     assert!(now(s.would_wait(permit, "k")));
     assert_eq!(now(s.holders(permit, "k")), 2.0);
     assert!(now(s.remaining(permit, "k", Some("p1"))).is_some());
     assert_eq!(now(s.remaining(permit, "k", None)), None);
     // A plain lock and a read-write key of the same name are apart.
-    token(now(s.acquire(LOCK, "k", "l", 10_000.0, Wait::Now)));
-    token(now(s.acquire(
-        HoldKind::Read,
-        "k",
-        "r1",
-        10_000.0,
-        Wait::Now,
-    )));
+    take(&s, LOCK, "k", "l", 10_000.0);
+    take(&s, HoldKind::Read, "k", "r1", 10_000.0);
     assert!(now(s.release(permit, "k", "p1")));
-    token(now(s.acquire(permit, "k", "p3", 10_000.0, Wait::Now)));
+    take(&s, permit, "k", "p3", 10_000.0);
 
-    token(now(s.acquire(
-        HoldKind::Read,
-        "k",
-        "r2",
-        10_000.0,
-        Wait::Now,
-    )));
+    take(&s, HoldKind::Read, "k", "r2", 10_000.0);
     assert_eq!(now(s.holders(HoldKind::Read, "k")), 2.0);
     let write = HoldKind::Write;
-    assert_eq!(
-        now(s.acquire(write, "k", "w", 10_000.0, Wait::Now)),
-        Acquired::Refused
-    );
+    assert_eq!(try_take(&s, write, "k", "w", 10_000.0), Acquired::Refused);
     assert!(now(s.would_wait(HoldKind::Read, "k")), "the writer's mark");
     assert_eq!(
-        now(s.acquire(HoldKind::Read, "k", "r3", 10_000.0, Wait::Now)),
+        try_take(&s, HoldKind::Read, "k", "r3", 10_000.0),
         Acquired::Refused
     );
     now(s.withdraw(write, "k"));
-    token(now(s.acquire(
-        HoldKind::Read,
-        "k",
-        "r3",
-        10_000.0,
-        Wait::Now,
-    )));
+    take(&s, HoldKind::Read, "k", "r3", 10_000.0);
     for reader in ["r1", "r2", "r3"] {
         assert!(now(s.release(HoldKind::Read, "k", reader)));
     }
-    token(now(s.acquire(write, "k", "w", 10_000.0, Wait::Now)));
+    take(&s, write, "k", "w", 10_000.0);
     assert!(now(s.would_wait(write, "k")) && now(s.would_wait(HoldKind::Read, "k")));
     assert!(now(s.extend(write, "k", "w", 20_000.0)));
     assert!(now(s.holds(write, "k", "w")));
@@ -187,14 +169,8 @@ fn holds_of_another_boot_are_let_go_and_tokens_jump_past_them() {
     let path = folder.file("locks.db");
     let before = {
         let s = store(&path);
-        token(now(s.acquire(LOCK, "k", "o1", 3_600_000.0, Wait::Now)));
-        token(now(s.acquire(
-            HoldKind::Read,
-            "k",
-            "r",
-            3_600_000.0,
-            Wait::Now,
-        )))
+        take(&s, LOCK, "k", "o1", 3_600_000.0);
+        take(&s, HoldKind::Read, "k", "r", 3_600_000.0)
     };
     // The same boot: the holds stay.
     assert!(now(store(&path).would_wait(LOCK, "k")));
@@ -202,7 +178,7 @@ fn holds_of_another_boot_are_let_go_and_tokens_jump_past_them() {
     set_state(&path, "boot", "another boot".to_owned().into());
     let s = store(&path);
     assert!(!now(s.would_wait(LOCK, "k")) && !now(s.would_wait(HoldKind::Write, "k")));
-    let after = token(now(s.acquire(LOCK, "k", "o2", 3_600_000.0, Wait::Now)));
+    let after = take(&s, LOCK, "k", "o2", 3_600_000.0);
     assert!(after > before + (1 << 32), "{before} then {after}");
     drop(s);
     // A clock that runs behind the latest write is a new boot too (where
@@ -210,7 +186,7 @@ fn holds_of_another_boot_are_let_go_and_tokens_jump_past_them() {
     set_state(&path, "seen", i64::MAX.into());
     let s = store(&path);
     assert!(!now(s.would_wait(LOCK, "k")));
-    let again = token(now(s.acquire(LOCK, "k", "o3", 1_000.0, Wait::Now)));
+    let again = take(&s, LOCK, "k", "o3", 1_000.0);
     assert!(again > after + (1 << 32));
 }
 
@@ -270,7 +246,7 @@ fn a_write_held_elsewhere_past_the_command_timeout_fails_as_too_slow_and_close_e
     // Reads go on meanwhile.
     assert!(!now(s.would_wait(LOCK, "k")));
     other.execute_batch("COMMIT").expect("let go");
-    token(now(s.acquire(LOCK, "k", "o", 1_000.0, Wait::Now)));
+    take(&s, LOCK, "k", "o", 1_000.0);
     s.close();
     assert_eq!(failed(s.holds(LOCK, "k", "o")).0, Code::StoreClosed);
     assert_eq!(failed(s.ping()).0, Code::StoreClosed);
@@ -282,24 +258,10 @@ fn sweeps_delete_lapsed_rows_a_batch_per_acquire_and_a_swept_keys_tokens_still_g
     let path = folder.file("locks.db");
     let s = store(&path);
     let before: Vec<u64> = (0..600)
-        .map(|i| {
-            token(now(s.acquire(
-                LOCK,
-                &format!("k{i:03}"),
-                "o",
-                1.0,
-                Wait::Now,
-            )))
-        })
+        .map(|i| take(&s, LOCK, &format!("k{i:03}"), "o", 1.0))
         .collect();
     for i in 0..50 {
-        token(now(s.acquire(
-            HoldKind::Read,
-            &format!("r{i}"),
-            "o",
-            1.0,
-            Wait::Now,
-        )));
+        take(&s, HoldKind::Read, &format!("r{i}"), "o", 1.0);
     }
     std::thread::sleep(Duration::from_millis(5));
     let rows = |table: &str| -> i64 {
@@ -314,19 +276,13 @@ fn sweeps_delete_lapsed_rows_a_batch_per_acquire_and_a_swept_keys_tokens_still_g
     options.sweep_interval = Duration::ZERO;
     let sweeper = SqliteStore::new(options, None).expect("opens");
     for _ in 0..8 {
-        token(now(sweeper.acquire(LOCK, "live", "o", 60_000.0, Wait::Now)));
+        take(&sweeper, LOCK, "live", "o", 60_000.0);
         assert!(now(sweeper.release(LOCK, "live", "o")));
     }
     assert_eq!(rows("keel_locks_holds"), 0, "swept in batches");
     assert!(rows("keel_locks") <= 1, "{}", rows("keel_locks"));
     for (i, old) in before.iter().enumerate().step_by(97) {
-        let again = token(now(s.acquire(
-            LOCK,
-            &format!("k{i:03}"),
-            "o",
-            1_000.0,
-            Wait::Now,
-        )));
+        let again = take(&s, LOCK, &format!("k{i:03}"), "o", 1_000.0);
         assert!(again > *old, "k{i:03}: {old} then {again}");
     }
 }
@@ -336,7 +292,7 @@ fn a_file_deleted_or_replaced_underneath_is_followed_to_the_path_before_a_grant(
     let folder = Folder::new("moved");
     let path = folder.file("locks.db");
     let old = store(&path);
-    token(now(old.acquire(LOCK, "mine", "o", 60_000.0, Wait::Now)));
+    take(&old, LOCK, "mine", "o", 60_000.0);
     for replace in [false, true] {
         // Another process's view: the path now names another file.
         for suffix in ["", "-wal", "-shm"] {
@@ -348,9 +304,9 @@ fn a_file_deleted_or_replaced_underneath_is_followed_to_the_path_before_a_grant(
             std::fs::rename(&elsewhere, &path).expect("renamed over the path");
         }
         let new = store(&path);
-        token(now(new.acquire(LOCK, "k", "new", 60_000.0, Wait::Now)));
+        take(&new, LOCK, "k", "new", 60_000.0);
         assert_eq!(
-            now(old.acquire(LOCK, "k", "old", 60_000.0, Wait::Now)),
+            try_take(&old, LOCK, "k", "old", 60_000.0),
             Acquired::Refused,
             "the old store follows the path (replaced: {replace})"
         );
