@@ -1,6 +1,7 @@
 // SqliteLockStore beyond the store contract (contract/sqlite.test.mjs): its
 // options, a path that cannot be its file (failing at once, naming it, and
-// changing nothing), a file another user may not write, holders killed in
+// changing nothing), a file another user may not write (from the start, or
+// made so while a store has it open), a full disk, holders killed in
 // the middle of their writes (the file stays sound), worker threads of one
 // process on one file, a wall clock that is wrong (libfaketime), a reboot,
 // close() with waiters, and a process that ends with its store open.
@@ -91,8 +92,6 @@ describe('a path that cannot be the store\'s file', () => {
   })
 
   test('a file or folder this user may not write: refused at once, naming the path', async (t) => {
-    // Root writes anywhere: the check runs as another user where this one is root.
-    const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined
     if (process.platform === 'win32') return t.skip('file modes are POSIX')
     const readOnlyFolder = fileNamed('read-only-folder')
     mkdirSync(readOnlyFolder, { mode: 0o555 })
@@ -100,21 +99,45 @@ describe('a path that cannot be the store\'s file', () => {
     const readOnlyFile = fileNamed('read-only.db')
     new Database(readOnlyFile).close()
     chmodSync(readOnlyFile, 0o444)
-    for (const path of [join(readOnlyFolder, 'locks.db'), readOnlyFile]) {
-      const seen = await new Promise((resolve, reject) => {
-        const c = spawn(process.execPath, [CHILD, 'open'], { env: { ...process.env, KEEL_TEST_SQLITE: path }, ...asUser, stdio: ['ignore', 'pipe', 'inherit'] })
-        let out = ''
-        c.stdout.on('data', (d) => (out += d))
-        c.once('error', reject)
-        c.once('exit', () => resolve(JSON.parse(out)))
-      })
-      assert.equal(seen.opened, false, `${path}: ${JSON.stringify(seen)}`)
-      assert.equal(seen.name, 'LockStoreError')
-      assert.equal(seen.code, 'ERR_LOCK_STORE_SQLITE')
-      assert.ok(seen.message.startsWith(`new SqliteLockStore: ${path}: `) || seen.message.includes(path), seen.message)
+    for (const path of [join(readOnlyFolder, 'locks.db'), readOnlyFile]) await refusedToAnotherProcess(path)
+  })
+
+  test('made read-only after it opened: the open store goes on; the next process is refused, naming the path', async (t) => {
+    if (process.platform === 'win32') return t.skip('file modes are POSIX')
+    const folder = fileNamed('made-read-only')
+    mkdirSync(folder)
+    const path = join(folder, 'locks.db')
+    const store = new SqliteLockStore(path)
+    try {
+      assert.equal(await store.acquire('before', 'o', 60_000), true)
+      for (const file of readdirSync(folder)) chmodSync(join(folder, file), 0o444)
+      chmodSync(folder, 0o555)
+      assert.equal(await store.acquire('after', 'o', 60_000), true)
+      assert.equal(await store.release('before', 'o'), true)
+      assert.equal(await store.isLocked('before'), false)
+      await refusedToAnotherProcess(path)
+    } finally {
+      await store.close()
+      chmodSync(folder, 0o755)
     }
   })
 })
+
+/** A process (another user where this one is root: root writes anywhere) fails to open `path`, told why and where. */
+async function refusedToAnotherProcess(path) {
+  const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined
+  const seen = await new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [CHILD, 'open'], { env: { ...process.env, KEEL_TEST_SQLITE: path }, ...asUser, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    c.stdout.on('data', (d) => (out += d))
+    c.once('error', reject)
+    c.once('exit', () => resolve(JSON.parse(out)))
+  })
+  assert.equal(seen.opened, false, `${path}: ${JSON.stringify(seen)}`)
+  assert.equal(seen.name, 'LockStoreError')
+  assert.equal(seen.code, 'ERR_LOCK_STORE_SQLITE')
+  assert.ok(seen.message.startsWith(`new SqliteLockStore: ${path}: `) || seen.message.includes(path), seen.message)
+}
 
 describe('the disk', () => {
   test('full: a write fails naming the path and takes nothing; the store goes on once there is room', async (t) => {
