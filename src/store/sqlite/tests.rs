@@ -115,6 +115,27 @@ fn a_hold_lapses_at_its_ttl_and_keys_may_hold_anything() {
 }
 
 #[test]
+fn a_new_file_has_small_pages_and_one_made_elsewhere_keeps_its_own() {
+    let folder = Folder::new("pages");
+    let page_size = |path: &Path| -> i64 {
+        let db = rusqlite::Connection::open(path).expect("open");
+        db.query_row("PRAGMA page_size", [], |row| row.get(0))
+            .expect("read")
+    };
+    let new = folder.file("new.db");
+    take(&store(&new), LOCK, "k", "o", 10_000.0);
+    assert_eq!(page_size(&new), 1024);
+    let made = folder.file("made.db");
+    rusqlite::Connection::open(&made)
+        .and_then(|db| db.execute_batch("PRAGMA page_size = 4096; CREATE TABLE mine (a)"))
+        .expect("a file of another program's");
+    let s = store(&made);
+    take(&s, LOCK, "k", "o", 10_000.0);
+    assert!(now(s.release(LOCK, "k", "o")));
+    assert_eq!(page_size(&made), 4096);
+}
+
+#[test]
 fn semaphores_admit_their_limit_and_a_waiting_writer_holds_readers_back() {
     let folder = Folder::new("holds");
     let s = store(&folder.file("locks.db"));
