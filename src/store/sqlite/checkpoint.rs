@@ -3,7 +3,9 @@
 //! SQLite would do inside whichever commit took the log past its limit: on
 //! the JS thread, a pause of milliseconds every few hundred locks. Instead
 //! the store's connection tells a thread of its own, which checkpoints on a
-//! connection of its own (`PASSIVE`: it never makes a writer wait).
+//! connection of its own (`PASSIVE`: it never makes a writer wait). Past
+//! four times the limit, a commit checkpoints the last pages itself, so that
+//! the log starts over even while commits never stop.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
@@ -14,6 +16,13 @@ use rusqlite::{Connection, OpenFlags};
 
 /// Log pages past which a checkpoint is asked for (SQLite's own default).
 const PAGES: i32 = 1_000;
+/// Log pages past which the commit checkpoints itself, as SQLite would. The
+/// log starts over only once every page in it was copied, and under a
+/// steady stream of commits the thread never catches up (each commit adds
+/// a page while it copies): the log grew by two pages a lock cycle, about
+/// 40 MB a second in a tight loop. The commit's own checkpoint finds the
+/// thread's work done but for the last pages, and the log then starts over.
+pub(super) const OWN_PAGES: i32 = 4 * PAGES;
 /// A checkpoint that could not empty the log (a reader holds it) is tried
 /// again no sooner than this.
 const AGAIN_AFTER: Duration = Duration::from_millis(20);
@@ -33,10 +42,13 @@ impl Checkpoints {
 
     /// What the connection's WAL hook does after each commit, with the
     /// log's size in pages: past the limit, one request (more wait behind
-    /// the one pending). True when the thread is gone (it could not open
-    /// the file): the commit checkpoints itself, as SQLite would.
+    /// the one pending). True when the commit checkpoints itself: the log
+    /// is past [`OWN_PAGES`], or the thread is gone (it could not open the
+    /// file).
     pub fn after_commit(&self, pages: i32) -> bool {
-        pages >= PAGES && matches!(self.0.try_send(()), Err(TrySendError::Disconnected(())))
+        pages >= OWN_PAGES
+            || (pages >= PAGES
+                && matches!(self.0.try_send(()), Err(TrySendError::Disconnected(()))))
     }
 }
 

@@ -136,6 +136,27 @@ fn a_new_file_has_small_pages_and_one_made_elsewhere_keeps_its_own() {
 }
 
 #[test]
+fn the_log_starts_over_while_commits_never_stop() {
+    let folder = Folder::new("log");
+    let path = folder.file("locks.db");
+    let s = store(&path);
+    let log = path.with_file_name("locks.db-wal");
+    let mut largest = 0;
+    // Two commits a cycle, back to back: several times the pages past which
+    // a commit checkpoints itself.
+    for cycle in 0..3 * super::checkpoint::OWN_PAGES {
+        take(&s, LOCK, "k", "o", 10_000.0);
+        assert!(now(s.release(LOCK, "k", "o")));
+        if cycle % 256 == 0 {
+            largest = largest.max(std::fs::metadata(&log).map_or(0, |m| m.len()));
+        }
+    }
+    // Each commit adds a 1024-byte page and its 24-byte header to the log.
+    let most = u64::try_from(super::checkpoint::OWN_PAGES + 512).unwrap_or(u64::MAX) * 1048;
+    assert!(largest <= most, "the log reached {largest} bytes");
+}
+
+#[test]
 fn semaphores_admit_their_limit_and_a_waiting_writer_holds_readers_back() {
     let folder = Folder::new("holds");
     let s = store(&folder.file("locks.db"));
