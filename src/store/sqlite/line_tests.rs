@@ -13,7 +13,7 @@ use crate::store::line::contract::{
     leaving_keeps_a_lock_handed_over, more_waiting_keep_their_place,
     the_line_hands_the_lock_over_in_order,
 };
-use crate::store::{HoldKind, LockStore, Wait};
+use crate::store::{HoldKind, LockStore};
 
 fn on_one_file(run: impl Fn(&Harness, &dyn Fn(OnReleased) -> SqliteStore)) {
     let folder = Folder::new("line");
