@@ -31,3 +31,24 @@ pub(super) fn try_again(tries: i32) -> bool {
     }
     true
 }
+
+/// `step`, tried again while it answers "busy" without SQLite having asked
+/// the busy handler (a change of journal mode while another connection
+/// makes the same file's: each needs the file to itself for a moment), as
+/// that handler would, until the operation's deadline.
+pub(super) fn retried<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let mut tries = 0;
+    loop {
+        match step() {
+            Err(e) if is_busy(&e) && try_again(tries) => tries = tries.saturating_add(1),
+            outcome => return outcome,
+        }
+    }
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}

@@ -91,9 +91,9 @@ pub(super) fn open(options: &SqliteOptions) -> Result<Db, StoreError> {
         .map_err(fail)?;
     // Read before anything is written: a file that is not a database fails
     // here, untouched.
-    let mode: String = connection
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .map_err(fail)?;
+    let mode: String =
+        busy::retried(|| connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)))
+            .map_err(fail)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(refused(
             path,
@@ -113,7 +113,11 @@ pub(super) fn open(options: &SqliteOptions) -> Result<Db, StoreError> {
     connection
         .wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages| {
             if checkpoints.after_commit(pages) {
-                wal.checkpoint_v2(rusqlite::wal::CheckpointMode::PASSIVE)?;
+                // The commit is done whatever this answers: an error here
+                // would fail the operation that committed (another
+                // connection checkpointing at once answers "busy"). A
+                // checkpoint not made is made by a later commit.
+                let _ = wal.checkpoint_v2(rusqlite::wal::CheckpointMode::PASSIVE);
             }
             Ok(())
         }))

@@ -157,6 +157,41 @@ fn the_log_starts_over_while_commits_never_stop() {
 }
 
 #[test]
+fn commits_from_two_stores_that_checkpoint_at_once_all_succeed() {
+    let folder = Folder::new("log-two");
+    let path = folder.file("locks.db");
+    std::thread::scope(|threads| {
+        for name in ["a", "b"] {
+            let path = &path;
+            threads.spawn(move || {
+                let s = store(path);
+                for _ in 0..2 * super::checkpoint::OWN_PAGES {
+                    take(&s, LOCK, name, "o", 10_000.0);
+                    assert!(now(s.release(LOCK, name, "o")));
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn stores_opened_at_once_on_a_new_file_all_open() {
+    // As the workers of a cluster starting together: the first to switch
+    // the file to WAL needs it to itself for a moment, and SQLite answers the
+    // others "busy" at once, without its busy handler.
+    for _ in 0..20 {
+        let folder = Folder::new("together");
+        let path = folder.file("locks.db");
+        std::thread::scope(|threads| {
+            for key in ["a", "b", "c", "d"] {
+                let path = &path;
+                threads.spawn(move || take(&store(path), LOCK, key, "o", 10_000.0));
+            }
+        });
+    }
+}
+
+#[test]
 fn semaphores_admit_their_limit_and_a_waiting_writer_holds_readers_back() {
     let folder = Folder::new("holds");
     let s = store(&folder.file("locks.db"));
