@@ -6,7 +6,8 @@
 //     skewed   (under libfaketime) try HELD, take FRESH for 3 s, and print
 //              what it saw with how far its wall clock is off (REAL_NOW)
 //     idle     take and give back one lock, leave the store open, and end
-//     open     open the store and print what happened (a path it may not write)
+//     open     open the store (at START_AT, if given) and take a key, and print
+//              what happened (a path it may not write; processes starting together)
 //     disk-full  (the file on a small disk of its own) hold a lock, fill the
 //              disk, take new keys until one fails, make room, go on; print
 //              what it saw and the file's integrity check
@@ -48,6 +49,9 @@ switch (process.argv[2]) {
     break
   }
   case 'open': {
+    // At START_AT (ms since the epoch), if given: processes started together open the file together.
+    const startAt = Number(process.env.START_AT ?? 0)
+    while (Date.now() < startAt) await new Promise((resolve) => setTimeout(resolve, 1))
     try {
       const store = new SqliteLockStore(path)
       print({ opened: true, acquired: await store.acquire('k', 'o', 1_000) })

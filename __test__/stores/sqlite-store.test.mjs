@@ -188,12 +188,28 @@ describe('processes and threads on one file', () => {
     await store.close()
   })
 
-  test('4 worker threads on one file: 4 x 50 locked read-modify-writes lose nothing', async () => {
+  test('4 processes starting together on a new file all open it', async () => {
+    for (let round = 0; round < 5; round++) {
+      const path = fileNamed(`together-${round}.db`)
+      const startAt = String(Date.now() + 300)
+      const seen = await Promise.all(Array.from({ length: 4 }, () => child('open', { KEEL_TEST_SQLITE: path, START_AT: startAt })))
+      assert.deepEqual(
+        seen.map((s) => [s.opened, s.message]),
+        Array(4).fill([true, undefined]),
+        `round ${round}`,
+      )
+    }
+  })
+
+  test('4 worker threads opening a new file together: 4 x 50 locked read-modify-writes lose nothing', async () => {
     const path = fileNamed('workers.db')
-    const shared = new Int32Array(new SharedArrayBuffer(12)) // [count, inside, overlaps]
+    const shared = new Int32Array(new SharedArrayBuffer(16)) // [count, inside, overlaps, ready]
     const body = `
       const { workerData: { path, shared } } = require('node:worker_threads')
       const { lock, setLockStore, SqliteLockStore } = require(${JSON.stringify(fileURLToPath(new URL('../../index.js', import.meta.url)))})
+      // Every thread opens the file (not there yet) at the same moment.
+      Atomics.add(shared, 3, 1)
+      while (Atomics.load(shared, 3) < 4);
       const store = setLockStore(new SqliteLockStore(path))
       ;(async () => {
         for (let i = 0; i < 50; i++) {
@@ -215,7 +231,7 @@ describe('processes and threads on one file', () => {
         w.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`worker exited with ${code}`))))
       })),
     )
-    assert.deepEqual([...shared], [200, 0, 0])
+    assert.deepEqual([...shared], [200, 0, 0, 4])
   })
 
   test('a process that used the store and left it open ends by itself', async () => {
