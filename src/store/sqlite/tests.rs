@@ -142,9 +142,9 @@ fn the_log_starts_over_while_commits_never_stop() {
     let s = store(&path);
     let log = path.with_file_name("locks.db-wal");
     let mut largest = 0;
-    // Two commits a cycle, back to back: several times the pages past which
-    // a commit checkpoints itself.
-    for cycle in 0..3 * super::checkpoint::OWN_PAGES {
+    // Two commits a cycle, back to back: twice the pages past which a
+    // commit checkpoints itself.
+    for cycle in 0..super::checkpoint::OWN_PAGES {
         take(&s, LOCK, "k", "o", 10_000.0);
         assert!(now(s.release(LOCK, "k", "o")));
         if cycle % 256 == 0 {
@@ -165,7 +165,7 @@ fn commits_from_two_stores_that_checkpoint_at_once_all_succeed() {
             let path = &path;
             threads.spawn(move || {
                 let s = store(path);
-                for _ in 0..2 * super::checkpoint::OWN_PAGES {
+                for _ in 0..super::checkpoint::OWN_PAGES / 2 {
                     take(&s, LOCK, name, "o", 10_000.0);
                     assert!(now(s.release(LOCK, name, "o")));
                 }
