@@ -323,17 +323,17 @@ pub(super) fn sweep(db: &mut Db, table: Swept, from: &str) -> Result<Option<Stri
     let write = immediate(db)?;
     let now = now_ms();
     let (tx, sql) = (&write.tx, write.sql);
-    let (end, delete) = match table {
-        Swept::Locks => (&sql.sweep_locks_end, &sql.sweep_locks),
-        Swept::Holds => (&sql.sweep_holds_end, &sql.sweep_holds),
+    let statements = match table {
+        Swept::Locks => &sql.sweep_locks,
+        Swept::Holds => &sql.sweep_holds,
     };
     let last: Option<String> = tx
-        .prepare_cached(end)?
+        .prepare_cached(&statements.end)?
         .query_row(params![from, SWEEP_BATCH], |row| row.get(0))?;
     let Some(last) = last else {
         return Ok(None);
     };
-    let mut statement = tx.prepare_cached(delete)?;
+    let mut statement = tx.prepare_cached(&statements.delete)?;
     if table == Swept::Locks {
         let tokens = statement.query_map(params![from, last, now], |row| row.get::<_, i64>(0))?;
         let mut highest = None;

@@ -44,10 +44,8 @@ pub(super) struct Sql {
     pub next_token: String,
     pub seen: String,
     pub floor_raise: String,
-    pub sweep_locks_end: String,
-    pub sweep_locks: String,
-    pub sweep_holds_end: String,
-    pub sweep_holds: String,
+    pub sweep_locks: Sweep,
+    pub sweep_holds: Sweep,
     pub ear_on: String,
     pub ear_off: String,
     pub ears_of: String,
@@ -64,6 +62,27 @@ pub(super) struct Sql {
     pub clear_line: String,
     pub clear_locks: String,
     pub clear_holds: String,
+}
+
+/// A sweep's two statements on one table: where the next batch of keys
+/// after `?1` ends (at most `?2` keys on), and the deletion of its lapsed
+/// rows up to that end (`?2`) as of `?3`.
+pub(super) struct Sweep {
+    pub end: String,
+    pub delete: String,
+}
+
+impl Sweep {
+    fn of(table: &str, returning: &str) -> Sweep {
+        Sweep {
+            end: format!(
+                "SELECT max(key) FROM (SELECT key FROM {table} WHERE key > ?1 ORDER BY key LIMIT ?2)"
+            ),
+            delete: format!(
+                "DELETE FROM {table} WHERE key > ?1 AND key <= ?2 AND expires_at <= ?3{returning}"
+            ),
+        }
+    }
 }
 
 /// Rows a sweep looks at per acquire: its pause stays short whatever the
@@ -185,18 +204,9 @@ impl Sql {
             floor_raise: format!(
                 "UPDATE {state} SET value = max(value, ?1) WHERE name = 'floor'"
             ),
-            sweep_locks_end: format!(
-                "SELECT max(key) FROM (SELECT key FROM {table} WHERE key > ?1 ORDER BY key LIMIT ?2)"
-            ),
-            sweep_locks: format!(
-                "DELETE FROM {table} WHERE key > ?1 AND key <= ?2 AND expires_at <= ?3 RETURNING token"
-            ),
-            sweep_holds_end: format!(
-                "SELECT max(key) FROM (SELECT key FROM {holds} WHERE key > ?1 ORDER BY key LIMIT ?2)"
-            ),
-            sweep_holds: format!(
-                "DELETE FROM {holds} WHERE key > ?1 AND key <= ?2 AND expires_at <= ?3"
-            ),
+            // A plain lock's token raises the floor as its row goes.
+            sweep_locks: Sweep::of(table, " RETURNING token"),
+            sweep_holds: Sweep::of(&holds, ""),
             line_lapse: format!("DELETE FROM {line} WHERE key = ?1 AND lapses_at <= ?2"),
             line_mine_handed: format!(
                 "DELETE FROM {line} WHERE key = ?1 AND process = ?2 AND handed IS NOT NULL

@@ -18,15 +18,8 @@ pub const COM_STMT_PREPARE: u8 = 0x16;
 /// The command byte that runs a prepared statement.
 const COM_STMT_EXECUTE: u8 = 0x17;
 
-// Column and parameter types of the binary protocol.
-const TYPE_TINY: u8 = 0x01;
-const TYPE_SHORT: u8 = 0x02;
-const TYPE_LONG: u8 = 0x03;
-const TYPE_FLOAT: u8 = 0x04;
-const TYPE_DOUBLE: u8 = 0x05;
+// Parameter types of the binary protocol.
 const TYPE_LONGLONG: u8 = 0x08;
-const TYPE_INT24: u8 = 0x09;
-const TYPE_YEAR: u8 = 0x0D;
 /// A parameter of this type is bytes (the server's binary character set).
 const TYPE_BLOB: u8 = 0xFC;
 /// A parameter of this type is text in the connection's character set.
@@ -155,8 +148,38 @@ pub fn read_prepare_ok(payload: &[u8]) -> Option<(u32, u16, u16)> {
 /// A result column, as far as reading its binary values needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Column {
-    kind: u8,
+    encoding: Encoding,
     unsigned: bool,
+}
+
+/// How a binary row writes a value of a column's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    /// A little-endian integer of this many bytes.
+    Integer(usize),
+    Float,
+    Double,
+    /// A length byte, then that many bytes (dates and times, which no
+    /// statement of this store answers).
+    Counted,
+    /// Length-encoded bytes (decimals, strings, blobs).
+    LengthEncoded,
+}
+
+impl Encoding {
+    /// The encoding of the protocol's column type `kind`.
+    fn of(kind: u8) -> Encoding {
+        match kind {
+            0x01 => Encoding::Integer(1),                   // TINY
+            0x02 | 0x0D => Encoding::Integer(2),            // SHORT, YEAR
+            0x03 | 0x09 => Encoding::Integer(4),            // LONG, INT24
+            TYPE_LONGLONG => Encoding::Integer(8),          // LONGLONG
+            0x04 => Encoding::Float,                        // FLOAT
+            0x05 => Encoding::Double,                       // DOUBLE
+            0x07 | 0x0A | 0x0B | 0x0C => Encoding::Counted, // TIMESTAMP, DATE, TIME, DATETIME
+            _ => Encoding::LengthEncoded,
+        }
+    }
 }
 
 /// A column definition's type and flags.
@@ -172,7 +195,7 @@ pub fn read_column(payload: &[u8]) -> Option<Column> {
     let kind = r.u8()?;
     let flags = r.u16()?;
     Some(Column {
-        kind,
+        encoding: Encoding::of(kind),
         unsigned: flags & UNSIGNED != 0,
     })
 }
@@ -213,24 +236,18 @@ fn value(r: &mut Reader, column: Column) -> Option<Vec<u8>> {
             (((n << shift) as i64) >> shift).to_string()
         }
     };
-    let text = match column.kind {
-        TYPE_TINY => integer(fixed(r, 1)?, 8),
-        TYPE_SHORT | TYPE_YEAR => integer(fixed(r, 2)?, 16),
-        TYPE_LONG | TYPE_INT24 => integer(fixed(r, 4)?, 32),
-        TYPE_LONGLONG => integer(fixed(r, 8)?, 64),
-        TYPE_FLOAT => {
+    let text = match column.encoding {
+        Encoding::Integer(width) => integer(fixed(r, width)?, 8 * width as u32),
+        Encoding::Float => {
             let bytes = fixed(r, 4)?;
             f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]).to_string()
         }
-        TYPE_DOUBLE => f64::from_le_bytes(fixed(r, 8)?).to_string(),
-        // Dates and times: a length byte, then that many bytes (no
-        // statement of this store answers one).
-        0x07 | 0x0A | 0x0B | 0x0C => {
+        Encoding::Double => f64::from_le_bytes(fixed(r, 8)?).to_string(),
+        Encoding::Counted => {
             let n = usize::from(r.u8()?);
             return Some(r.take(n)?.to_vec());
         }
-        // Decimals, strings, blobs: length-encoded bytes.
-        _ => return r.lenenc_bytes()?.map(<[u8]>::to_vec),
+        Encoding::LengthEncoded => return r.lenenc_bytes()?.map(<[u8]>::to_vec),
     };
     Some(text.into_bytes())
 }
@@ -280,26 +297,37 @@ mod tests {
     }
 
     #[test]
+    fn column_types_read_as_their_encodings() {
+        let widths: Vec<_> = [0x01, 0x02, 0x0D, 0x03, 0x09, 0x08]
+            .map(Encoding::of)
+            .into_iter()
+            .collect();
+        assert_eq!(widths, [1, 2, 2, 4, 4, 8].map(Encoding::Integer).to_vec());
+        assert_eq!(Encoding::of(0x0C), Encoding::Counted);
+        assert_eq!(Encoding::of(0xFC), Encoding::LengthEncoded);
+    }
+
+    #[test]
     fn binary_rows_read_as_text() {
         let columns = [
             Column {
-                kind: TYPE_LONGLONG,
+                encoding: Encoding::Integer(8),
                 unsigned: false,
             },
             Column {
-                kind: TYPE_LONG,
+                encoding: Encoding::Integer(4),
                 unsigned: false,
             },
             Column {
-                kind: TYPE_TINY,
+                encoding: Encoding::Integer(1),
                 unsigned: true,
             },
             Column {
-                kind: 0xF6,
+                encoding: Encoding::LengthEncoded,
                 unsigned: false,
             },
             Column {
-                kind: TYPE_LONGLONG,
+                encoding: Encoding::Integer(8),
                 unsigned: false,
             },
         ];
