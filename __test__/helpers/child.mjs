@@ -25,12 +25,19 @@
 //   hammer <file> <ms> <key> <ttl> locked increments for <ms>, riding out store errors,
 //                                  with an exclusive "inside" marker file to catch overlaps
 // With KEEL_TEST_LEAVE_OPEN set, the store is not closed at the end: the
-// process must still exit by itself.
+// process must still exit by itself. With KEEL_TEST_REPORT_HEARD set (a
+// store with no server to watch, whose line the contract observes in its
+// processes), queue and burst add to what they print what this process
+// heard from the others, `heard: { handOvers, announcements }`, and the
+// acquire attempts its waiters sent the store for <key> (`attempts`, as
+// the tracing channel counts them).
 
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { lock, semaphore, readLock, writeLock, restoreLock, setLockStore } from '@shaferllc/keel/core'
+import diagnostics from 'node:diagnostics_channel'
+import { lock, semaphore, readLock, writeLock, restoreLock, setLockStore, channels } from '@shaferllc/keel/core'
+import { countHeard } from '../../lib/core/store-events.js'
 import { openStore } from './stores.mjs'
 
 const [command, ...args] = process.argv.slice(2)
@@ -50,6 +57,27 @@ async function allReady(dir, count) {
     if (Date.now() > giveUp) throw new Error(`only ${readdirSync(dir).length} of ${count} processes ready after 2 minutes`)
     await sleep(10)
   }
+}
+
+/**
+ * What this process heard and tried for `key` from now on, added to a
+ * result by the returned function (nothing without KEEL_TEST_REPORT_HEARD).
+ *
+ * @param {string} key
+ */
+function reporting(key) {
+  if (!process.env.KEEL_TEST_REPORT_HEARD) return (result) => result
+  const heard = countHeard()
+  let attempts = 0
+  const noop = () => {}
+  diagnostics.tracingChannel(channels.acquire).subscribe({
+    asyncEnd: (c) => void (c.key === key && (attempts += c.attempts)),
+    start: noop,
+    end: noop,
+    asyncStart: noop,
+    error: noop,
+  })
+  return (result) => ({ ...result, heard: { ...heard }, attempts })
 }
 
 /** A handle of the kind named: `semaphore:<limit>`, `read`, `write`, or (undefined) a plain lock. */
@@ -188,9 +216,10 @@ switch (command) {
   }
   case 'queue': {
     const [key, timeoutMs, retryDelay = '50'] = args
+    const report = reporting(key)
     const l = lock(key, 10_000)
     const acquired = await l.acquire({ timeout: Number(timeoutMs), retryDelay: Number(retryDelay) })
-    print({ acquired, at: Date.now() })
+    print(report({ acquired, at: Date.now() }))
     if (acquired) {
       await sleep(20)
       await l.release()
@@ -201,6 +230,7 @@ switch (command) {
     const [dir, key, waiters, startAt] = args
     // Warm: the store connected, and following what it follows.
     await lock(`${key}:warm:${process.pid}`).run(() => {})
+    const report = reporting(key)
     await sleep(Math.max(0, Number(startAt) - Date.now()))
     const marker = join(dir, 'inside')
     const figures = { ran: 0, overlaps: 0 }
@@ -221,7 +251,7 @@ switch (command) {
         if (ran) figures.ran++
       }),
     )
-    print(figures)
+    print(report(figures))
     break
   }
   case 'restore': {

@@ -11,11 +11,14 @@
 //
 // `env` opens the same store in a child; `store` is this process's (set as
 // the lock store); `places(key)` how many processes wait in `key`'s line;
-// `observe()` starts watching the server and resolves to `{ attempts(key),
-// told(), stop() }`: the acquire attempts on `key` the server ran, and
-// `{ handOvers, broadcasts }`: how many processes were told of a lock handed
-// to them, and how many announcements went to every listener;
-// `leftovers(key)` what the line keeps of `key` (0 once nobody waits).
+// `observe()` starts watching the server and resolves to `{ attempts(key,
+// reports), told(reports), stop() }`: the acquire attempts on `key` the
+// server ran, and `{ handOvers, broadcasts }`: how many processes were told
+// of a lock handed to them, and how many announcements went to every
+// listener; `leftovers(key)` what the line keeps of `key` (0 once nobody
+// waits). `reports` are what the children printed: a store with no server
+// to watch counts there what its processes did (child.mjs with
+// KEEL_TEST_REPORT_HEARD in `env`).
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -37,7 +40,7 @@ import { holdHandOvers } from '../../lib/core/store-events.js'
 
 const CHILD = fileURLToPath(new URL('../helpers/child.mjs', import.meta.url))
 
-/** @param {() => { env: Record<string, string>, store: any, places: (key: string) => Promise<number>, observe: () => Promise<{ attempts: (key: string) => Promise<number>, told: () => Promise<{ handOvers: number, broadcasts: number }>, stop: () => Promise<void> | void }>, leftovers: (key: string) => Promise<number> }} current */
+/** @param {() => { env: Record<string, string>, store: any, places: (key: string) => Promise<number>, observe: () => Promise<{ attempts: (key: string, reports: any[]) => Promise<number>, told: (reports: any[]) => Promise<{ handOvers: number, broadcasts: number }>, stop: () => Promise<void> | void }>, leftovers: (key: string) => Promise<number> }} current */
 export function lineContract(current) {
   let dir
   before(() => {
@@ -96,7 +99,7 @@ export function lineContract(current) {
         'in the order they came',
       )
       // One hand-over per release, each told to its process alone; nothing to all.
-      assert.deepEqual(await watching.told(), { handOvers: 3, broadcasts: 0 })
+      assert.deepEqual(await watching.told(got), { handOvers: 3, broadcasts: 0 })
     } finally {
       await watching.stop()
     }
@@ -118,7 +121,7 @@ export function lineContract(current) {
       // A process's first attempt counts, and its polls (every retryDelay) while
       // it waits; a hand-over needs no attempt at all (where every process
       // tried after every release, this was about 4 a section).
-      const attempts = await watching.attempts(key)
+      const attempts = await watching.attempts(key, results)
       assert.ok(attempts >= 4 && attempts <= 32, `${attempts} acquire attempts for 16 critical sections`)
     } finally {
       await watching.stop()

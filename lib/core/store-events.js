@@ -48,6 +48,24 @@ function holdHandOvers() {
 }
 
 /**
+ * For the cross-process tests of a store with no server to watch
+ * (__test__/stores/sqlite-line.test.mjs, through __test__/helpers/child.mjs):
+ * from now on, counts what this thread hears from other processes, as it
+ * hears it: locks handed to it from a store's line, and other releases
+ * announced.
+ */
+function countHeard() {
+  const counts = { handOvers: 0, announcements: 0 }
+  const hear = heard
+  heard = (handle, tagged) => {
+    if (tagged[0] === 'h') counts.handOvers++
+    else counts.announcements++
+    hear(handle, tagged)
+  }
+  return counts
+}
+
+/**
  * Who hears that a store was closed: the wait queues, whose waiters then
  * reject at once instead of at their next poll.
  *
@@ -143,4 +161,4 @@ function closedHandle(handle) {
   closed(handle)
 }
 
-module.exports = { onAnnouncedRelease, announced, holdHandOvers, onClosed, closedHandle, answeredBeforeClose, releasesAnswered }
+module.exports = { onAnnouncedRelease, announced, holdHandOvers, countHeard, onClosed, closedHandle, answeredBeforeClose, releasesAnswered }

@@ -141,11 +141,14 @@ impl Sql {
             ),
             // The same, in one statement of its own, only while nobody waits
             // in line or listens for the key (the common case: no
-            // transaction, nobody to hand on to or tell).
+            // transaction, nobody to hand on to or tell), and the lock is
+            // not one handed to a place given back unclaimed (whose place
+            // goes with it).
             lock_release_alone: format!(
                 "UPDATE {table} SET owner = '', expires_at = CASE WHEN expires_at > ?3 THEN -1 ELSE 0 END
                    WHERE key = ?1 AND owner = ?2 AND owner <> ''
-                     AND NOT EXISTS (SELECT 1 FROM {line} WHERE key = ?1 AND handed IS NULL AND lapses_at > ?3)
+                     AND NOT EXISTS (SELECT 1 FROM {line} WHERE key = ?1
+                       AND ((handed IS NULL AND lapses_at > ?3) OR next_owner = ?2))
                      AND NOT EXISTS (SELECT 1 FROM {ears} WHERE key = ?1 AND kind = 'l')
                    RETURNING expires_at"
             ),
