@@ -15,8 +15,8 @@
 //   run-exit <key> <ttlMs> <ending> one run(), its callback ending sync, after a timer, or by a
 //                                  throw; print whether it ran, then process.exit(0) at once
 //   queue <key> <timeoutMs> [<retryDelay>]  one waiter: waits up to <timeoutMs> (polling every
-//                                  <retryDelay> ms, 50 if not given), prints
-//                                  {acquired, at} once it got in (or gave up), holds 20 ms, releases
+//                                  <retryDelay> ms, 50 if not given), holds 20 ms once it got in,
+//                                  releases, then prints {acquired, at}: whether and when it got in
 //   burst <dir> <key> <waiters> <startAt>  <waiters> waiters start together at <startAt> (epoch ms) and
 //                                  each runs once for 1 ms (retryDelay 50), with an exclusive marker
 //                                  file in <dir> while inside; prints {ran, overlaps}
@@ -219,11 +219,14 @@ switch (command) {
     const report = reporting(key)
     const l = lock(key, 10_000)
     const acquired = await l.acquire({ timeout: Number(timeoutMs), retryDelay: Number(retryDelay) })
-    print(report({ acquired, at: Date.now() }))
+    const at = Date.now()
     if (acquired) {
       await sleep(20)
       await l.release()
     }
+    // Printed last: what this process heard counts until it is done (a
+    // hand-over's message may come after its poll found the lock handed).
+    print(report({ acquired, at }))
     break
   }
   case 'burst': {
