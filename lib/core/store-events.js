@@ -27,13 +27,20 @@ function onAnnouncedRelease(listener) {
  * For the tests that hold a hand-over in flight (__test__/stores/contract-line.mjs):
  * from now on, the locks handed to this thread from a store's line are told
  * to its waiters only at `deliver()`, in the order they came, as a message
- * that the network or a busy thread held up would be.
+ * that the network or a busy thread held up would be. `onHeld` is called as
+ * each is held.
+ *
+ * @param {() => void} [onHeld]
  */
-function holdHandOvers() {
+function holdHandOvers(onHeld = noop) {
   /** @type {[object, string][]} */
   const held = []
   const hear = heard
-  heard = (handle, tagged) => (tagged[0] === 'h' ? void held.push([handle, tagged]) : hear(handle, tagged))
+  heard = (handle, tagged) => {
+    if (tagged[0] !== 'h') return hear(handle, tagged)
+    held.push([handle, tagged])
+    onHeld()
+  }
   return {
     /** How many are held. */
     get count() {
