@@ -255,12 +255,14 @@ describe('the line', () => {
       await sleep(50) // its attempt was refused: this thread's place is in line
       // The release hands the lock to this thread's place, its waiter gives
       // up, and a new caller's first attempt is answered with that same lock.
-      // The hand-over's message is held back, as a busy thread would hold it.
-      const messages = holdHandOvers()
+      // The hand-over's message is held back, as a busy thread would hold it,
+      // and the waiter gives up as it is held, before its next renewal could
+      // take the lock (lib/core/protocol.js LINE_RENEW_MS).
+      const gaveUp = assert.rejects(waiting, { name: 'AbortError' })
+      const messages = holdHandOvers(() => queueMicrotask(() => controller.abort()))
       assert.equal(await elsewhere.release('k', 'elsewhere'), true)
       await eventually(() => assert.equal(messages.count, 1))
-      controller.abort()
-      await assert.rejects(waiting, { name: 'AbortError' })
+      await gaveUp
       const second = lock('k', 60_000)
       assert.equal(await second.acquire({ timeout: 5_000 }), true, 'the lock handed to this thread, in the answer')
       assert.equal(await second.release(), true)
