@@ -62,101 +62,96 @@ pub fn acquire<'env>(
     to_js(env, &handle, op)
 }
 
-/// The store's own `acquire(key, owner, ttlMs)`, for a store used directly.
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number, owner: string, ttlMs: number",
-    ts_return_type = "boolean | Promise<boolean>"
-)]
-pub fn store_acquire<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, limit: f64, owner: SmallStr,
-    ttl_ms: f64,
-) -> Result<Settled<'env, bool>> {
-    let op = handle
-        .store
-        .acquire(hold(kind, limit), &key, &owner, ttl_ms, Wait::Now)
-        .map(Acquired::is_taken);
-    to_js(env, &handle, op)
+/// Each store operation below is the same napi function: the handle, the
+/// operation's arguments, one call into the store, its answer settled for JS
+/// ([`to_js`]). Written once here, each reads as its signature (with the
+/// TypeScript types `lib/native.d.ts` is generated from) and its call. Their
+/// docs are `#[doc]` strings: a `///` line passed through a macro arrives as
+/// a raw string, which napi-rs would copy into the types with its `r"`.
+macro_rules! store_operations {
+    ($(
+        $(#[doc = $doc:tt])*
+        fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty,
+            ts($ts_args:tt, $ts_return:tt),
+            |$store:ident| $call:expr;
+    )*) => {$(
+        $(#[doc = $doc])*
+        #[napi(catch_unwind, ts_args_type = $ts_args, ts_return_type = $ts_return)]
+        pub fn $name<'env>(
+            env: &'env Env, handle: Handle, $($arg: $ty),*
+        ) -> Result<Settled<'env, $out>> {
+            let $store = &handle.store;
+            to_js(env, &handle, $call)
+        }
+    )*};
 }
 
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind, owner: string",
-    ts_return_type = "boolean | Promise<boolean>"
-)]
-pub fn release<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, owner: SmallStr,
-) -> Result<Settled<'env, bool>> {
-    let op = handle.store.release(hold(kind, 0.0), &key, &owner);
-    to_js(env, &handle, op)
-}
+store_operations! {
+    #[doc = " The store's own `acquire(key, owner, ttlMs)`, for a store used directly."]
+    fn store_acquire(key: SmallStr, kind: HoldArg, limit: f64, owner: SmallStr, ttl_ms: f64) -> bool,
+        ts("handle: object, key: string, hold: HoldKind, limit: number, owner: string, ttlMs: number", "boolean | Promise<boolean>"),
+        |store| store.acquire(hold(kind, limit), &key, &owner, ttl_ms, Wait::Now).map(Acquired::is_taken);
 
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind, owner: string, ttlMs: number",
-    ts_return_type = "boolean | Promise<boolean>"
-)]
-pub fn extend<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, owner: SmallStr, ttl_ms: f64,
-) -> Result<Settled<'env, bool>> {
-    let op = handle.store.extend(hold(kind, 0.0), &key, &owner, ttl_ms);
-    to_js(env, &handle, op)
-}
+    fn release(key: SmallStr, kind: HoldArg, owner: SmallStr) -> bool,
+        ts("handle: object, key: string, hold: HoldKind, owner: string", "boolean | Promise<boolean>"),
+        |store| store.release(hold(kind, 0.0), &key, &owner);
 
-/// Whether an acquire in this hold (with this limit) would be refused now:
-/// for a plain lock, whether anyone holds it.
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind, limit: number",
-    ts_return_type = "boolean | Promise<boolean>"
-)]
-pub fn would_wait<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, limit: f64,
-) -> Result<Settled<'env, bool>> {
-    let op = handle.store.would_wait(hold(kind, limit), &key);
-    to_js(env, &handle, op)
-}
+    fn extend(key: SmallStr, kind: HoldArg, owner: SmallStr, ttl_ms: f64) -> bool,
+        ts("handle: object, key: string, hold: HoldKind, owner: string, ttlMs: number", "boolean | Promise<boolean>"),
+        |store| store.extend(hold(kind, 0.0), &key, &owner, ttl_ms);
 
-/// Milliseconds left: a plain lock's (whoever holds it), else `owner`'s
-/// hold (null without an owner); null when there is no such hold.
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind, owner?: string | null",
-    ts_return_type = "number | null | Promise<number | null>"
-)]
-pub fn remaining_time<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, owner: Option<SmallStr>,
-) -> Result<Settled<'env, Option<f64>>> {
-    let op = handle
-        .store
-        .remaining(hold(kind, 0.0), &key, owner.as_deref());
-    to_js(env, &handle, op)
-}
+    #[doc = " Whether an acquire in this hold (with this limit) would be refused now:"]
+    #[doc = " for a plain lock, whether anyone holds it."]
+    fn would_wait(key: SmallStr, kind: HoldArg, limit: f64) -> bool,
+        ts("handle: object, key: string, hold: HoldKind, limit: number", "boolean | Promise<boolean>"),
+        |store| store.would_wait(hold(kind, limit), &key);
 
-/// Whether `owner` holds `key` in this hold now.
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind, owner: string",
-    ts_return_type = "boolean | Promise<boolean>"
-)]
-pub fn holds<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, owner: SmallStr,
-) -> Result<Settled<'env, bool>> {
-    let op = handle.store.holds(hold(kind, 0.0), &key, &owner);
-    to_js(env, &handle, op)
-}
+    #[doc = " Milliseconds left: a plain lock's (whoever holds it), else `owner`'s"]
+    #[doc = " hold (null without an owner); null when there is no such hold."]
+    fn remaining_time(key: SmallStr, kind: HoldArg, owner: Option<SmallStr>) -> Option<f64>,
+        ts("handle: object, key: string, hold: HoldKind, owner?: string | null", "number | null | Promise<number | null>"),
+        |store| store.remaining(hold(kind, 0.0), &key, owner.as_deref());
 
-/// How many hold `key` now (1 or 0 for a plain lock; permits; readers, or 1
-/// for a writer).
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind",
-    ts_return_type = "number | Promise<number>"
-)]
-pub fn holders<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg,
-) -> Result<Settled<'env, f64>> {
-    to_js(env, &handle, handle.store.holders(hold(kind, 0.0), &key))
+    #[doc = " Whether `owner` holds `key` in this hold now."]
+    fn holds(key: SmallStr, kind: HoldArg, owner: SmallStr) -> bool,
+        ts("handle: object, key: string, hold: HoldKind, owner: string", "boolean | Promise<boolean>"),
+        |store| store.holds(hold(kind, 0.0), &key, &owner);
+
+    #[doc = " How many hold `key` now (1 or 0 for a plain lock; permits; readers, or 1"]
+    #[doc = " for a writer)."]
+    fn holders(key: SmallStr, kind: HoldArg) -> f64,
+        ts("handle: object, key: string, hold: HoldKind", "number | Promise<number>"),
+        |store| store.holders(hold(kind, 0.0), &key);
+
+    #[doc = " A waiting writer gave up: new readers need not wait for it any more."]
+    fn withdraw(key: SmallStr, kind: HoldArg) -> (),
+        ts("handle: object, key: string, hold: HoldKind", "void | Promise<void>"),
+        |store| store.withdraw(hold(kind, 0.0), &key);
+
+    #[doc = " Settles once everything asked about `key` so far is written to the"]
+    #[doc = " store's connection (undefined when it already is): run() ends on this"]
+    #[doc = " instead of its release's answer, for stores that tell when they wrote."]
+    fn sent(key: SmallStr) -> (),
+        ts("handle: object, key: string", "void | Promise<void>"),
+        |store| store.sent(&key);
+
+    #[doc = " Claim a plain lock handed to this process from its store's line, for"]
+    #[doc = " its TTL; with `more` of this process waiting, it keeps a place in line,"]
+    #[doc = " asked for at `asked` (`performance.now()` as the claim was sent)."]
+    fn claim(key: SmallStr, owner: SmallStr, ttl_ms: f64, more: bool, asked: f64) -> bool,
+        ts("handle: object, key: string, owner: string, ttlMs: number, more: boolean, asked: number", "boolean | Promise<boolean>"),
+        |store| store.claim(&key, &owner, ttl_ms, more.then(|| Asked::at(asked)));
+
+    #[doc = " Every waiter of this process for the plain lock `key` gave up: its place"]
+    #[doc = " in the store's line goes (a no-op for stores without one)."]
+    fn leave_line(key: SmallStr) -> (),
+        ts("handle: object, key: string", "void | Promise<void>"),
+        |store| store.leave_line(&key);
+
+    #[doc = " One round trip to a server store's server, connecting if need be."]
+    fn ping() -> (),
+        ts("handle: object", "void | Promise<void>"),
+        |store| store.ping();
 }
 
 /// The fencing token of `owner`'s hold of `key`, from what the store keeps
@@ -170,18 +165,6 @@ pub fn fencing_token(handle: Handle, key: SmallStr, kind: HoldArg, owner: SmallS
     handle.store.fencing_token(hold(kind, 0.0), &key, &owner)
 }
 
-/// A waiting writer gave up: new readers need not wait for it any more.
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, hold: HoldKind",
-    ts_return_type = "void | Promise<void>"
-)]
-pub fn withdraw<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg,
-) -> Result<Settled<'env, ()>> {
-    to_js(env, &handle, handle.store.withdraw(hold(kind, 0.0), &key))
-}
-
 /// Follow (or stop following) releases of `key`'s holds that other clients
 /// announce; a no-op for stores that cannot hear them. The listener task,
 /// when this starts one, runs on Tokio.
@@ -193,57 +176,6 @@ pub fn watch_releases(handle: Handle, key: String, kind: HoldArg, on: bool) {
     if let Some(task) = handle.store.watch(hold(kind, 0.0), &key, on) {
         napi::bindgen_prelude::spawn(task);
     }
-}
-
-/// Settles once everything asked about `key` so far is written to the
-/// store's connection (undefined when it already is): run() ends on this
-/// instead of its release's answer, for stores that tell when they wrote.
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string",
-    ts_return_type = "void | Promise<void>"
-)]
-pub fn sent<'env>(env: &'env Env, handle: Handle, key: SmallStr) -> Result<Settled<'env, ()>> {
-    to_js(env, &handle, handle.store.sent(&key))
-}
-
-/// Claim a plain lock handed to this process from its store's line, for
-/// its TTL; with `more` of this process waiting, it keeps a place in line,
-/// asked for at `asked` (`performance.now()` as the claim was sent).
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string, owner: string, ttlMs: number, more: boolean, asked: number",
-    ts_return_type = "boolean | Promise<boolean>"
-)]
-pub fn claim<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr, owner: SmallStr, ttl_ms: f64, more: bool,
-    asked: f64,
-) -> Result<Settled<'env, bool>> {
-    let more = more.then(|| Asked::at(asked));
-    to_js(env, &handle, handle.store.claim(&key, &owner, ttl_ms, more))
-}
-
-/// Every waiter of this process for the plain lock `key` gave up: its place
-/// in the store's line goes (a no-op for stores without one).
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object, key: string",
-    ts_return_type = "void | Promise<void>"
-)]
-pub fn leave_line<'env>(
-    env: &'env Env, handle: Handle, key: SmallStr,
-) -> Result<Settled<'env, ()>> {
-    to_js(env, &handle, handle.store.leave_line(&key))
-}
-
-/// One round trip to a server store's server, connecting if need be.
-#[napi(
-    catch_unwind,
-    ts_args_type = "handle: object",
-    ts_return_type = "void | Promise<void>"
-)]
-pub fn ping<'env>(env: &'env Env, handle: Handle) -> Result<Settled<'env, ()>> {
-    to_js(env, &handle, handle.store.ping())
 }
 
 /// Close a server store's connections; later operations fail as closed.
