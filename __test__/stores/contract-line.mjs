@@ -226,9 +226,9 @@ export function lineContract(current) {
           (e) => e,
         )
       await eventually(async () => assert.equal(await current().places(key), 1, 'the waiter took its place'))
-      const held = holdHandOvers(() => queueMicrotask(() => controller.abort()))
+      const held = holdHandOvers((of) => of === key && queueMicrotask(() => controller.abort()))
       assert.equal(await other.release(key, 'other-1'), true)
-      await eventually(() => assert.equal(held.count, 1, 'the hand-over is held in flight'))
+      await eventually(() => assert.equal(held.countOf(key), 1, 'the hand-over is held in flight'))
       const end = await ended
       if (end !== 'ran before its abort') {
         assert.equal(end?.name, 'AbortError', String(end))

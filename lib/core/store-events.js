@@ -27,10 +27,11 @@ function onAnnouncedRelease(listener) {
  * For the tests that hold a hand-over in flight (__test__/stores/contract-line.mjs):
  * from now on, the locks handed to this thread from a store's line are told
  * to its waiters only at `deliver()`, in the order they came, as a message
- * that the network or a busy thread held up would be. `onHeld` is called as
- * each is held.
+ * that the network or a busy thread held up would be. `onHeld` is called
+ * with the key of each as it is held (one may be of a key an earlier case
+ * used, its message late).
  *
- * @param {() => void} [onHeld]
+ * @param {(key: string) => void} [onHeld]
  */
 function holdHandOvers(onHeld = noop) {
   /** @type {[object, string][]} */
@@ -39,12 +40,16 @@ function holdHandOvers(onHeld = noop) {
   heard = (handle, tagged) => {
     if (tagged[0] !== 'h') return hear(handle, tagged)
     held.push([handle, tagged])
-    onHeld()
+    onHeld(handedKey(tagged))
   }
   return {
     /** How many are held. */
     get count() {
       return held.length
+    },
+    /** How many of `key` are held. */
+    countOf(/** @type {string} */ key) {
+      return held.filter(([, tagged]) => handedKey(tagged) === key).length
     },
     /** Tell them now, and tell later ones at once. */
     deliver() {
@@ -52,6 +57,17 @@ function holdHandOvers(onHeld = noop) {
       for (const [handle, tagged] of held.splice(0)) hear(handle, tagged)
     },
   }
+}
+
+/**
+ * The key of a hand-over as heard (`h<token> <asked> <owner> <key>`).
+ *
+ * @param {string} tagged
+ */
+function handedKey(tagged) {
+  let at = 0
+  for (let spaces = 0; spaces < 3; spaces++) at = tagged.indexOf(' ', at) + 1
+  return tagged.slice(at)
 }
 
 /**
