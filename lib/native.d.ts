@@ -115,12 +115,25 @@ export declare enum ErrorCode {
 
 export declare function extend(handle: object, key: string, hold: HoldKind, owner: string, ttlMs: number): boolean | Promise<boolean>
 
+/** A queued release that failed: its key, and the error's code and message. */
+export interface FailedRelease {
+  key: string
+  code: string
+  message: string
+}
+
 /**
  * The fencing token of `owner`'s hold of `key`, from what the store keeps
  * with the hold, or null. (A store on a server hands its tokens over with
  * the acquire's reply.)
  */
 export declare function fencingToken(handle: object, key: string, hold: HoldKind, owner: string): number | null
+
+/**
+ * Write the store's queued releases now; answers those that failed since
+ * the last flush.
+ */
+export declare function flushReleases(handle: object): Array<FailedRelease>
 
 /**
  * How many hold `key` now (1 or 0 for a plain lock; permits; readers, or 1
@@ -178,6 +191,13 @@ export declare function ping(handle: object): void | Promise<void>
 
 /** The SQL that makes the objects of a PostgreSQL store on `table` (checked by the JS layer). */
 export declare function postgresSchema(table: string): string
+
+/**
+ * Queue run()'s release of the plain lock `key`, to be written with the
+ * store's next operation or at `flushReleases` (a store that
+ * `queuesReleases`); false where it is not queued (then release it as usual).
+ */
+export declare function queueRelease(handle: object, key: string, owner: string): boolean
 
 /** RedisLockStore's options, already checked by the JS layer (timeouts in ms). */
 export interface RedisConfig {

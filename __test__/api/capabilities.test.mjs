@@ -1,11 +1,15 @@
 // What each store can do, as the lock reads it once per store: a native
 // store declares its own (in Rust), every store written in JS shares one
-// record. Making a server store connects to nothing, so no server is needed.
+// record. Making a server store connects to nothing, so no server is needed
+// (a SQLite store makes its file in a temporary folder).
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
-import { MemoryLockStore, RedisLockStore, PostgresLockStore } from '../../index.js'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { MemoryLockStore, RedisLockStore, PostgresLockStore, SqliteLockStore } from '../../index.js'
 
 const require = createRequire(import.meta.url)
 const { capabilitiesOf } = require('../../lib/core/protocol.js')
@@ -16,6 +20,7 @@ const none = {
   announcesReleases: false,
   answersInOrder: false,
   tellsWhenSent: false,
+  queuesReleases: false,
   waitsInLine: false,
   writtenInJs: false,
   throwsOwnErrors: false,
@@ -35,6 +40,16 @@ test('each native store says what it can do; every JS store gets the same record
     const pgInLine = { announcesReleases: true, waitsInLine: true }
     assert.deepEqual(of(redis), { ...none, ...inLine, tellsWhenSent: true })
     assert.deepEqual(of(postgres), { ...none, ...pgInLine, tellsWhenSent: true })
+    // A file: every operation a write of its own, so run()'s release is queued
+    // to be written with the next; waiters hear releases at their process's ear.
+    const dir = mkdtempSync(join(tmpdir(), 'keel-capabilities-'))
+    const sqlite = new SqliteLockStore(join(dir, 'locks.db'))
+    try {
+      assert.deepEqual(of(sqlite), { ...none, announcesReleases: true, waitsInLine: true, queuesReleases: true })
+    } finally {
+      await sqlite.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
     // A Unix socket rides Tokio, whose writes are not seen.
     const redisUnix = new RedisLockStore({ url: 'redis+unix:///tmp/keel-none.sock' })
     const postgresUnix = new PostgresLockStore('postgres://postgres@%2Ftmp/postgres')

@@ -3,8 +3,10 @@
 // changing nothing), a file another user may not write (from the start, or
 // made so while a store has it open), a full disk, holders killed in
 // the middle of their writes (the file stays sound), worker threads of one
-// process on one file, a wall clock that is wrong (libfaketime), a reboot,
-// close() with waiters, and a process that ends with its store open.
+// process on one file, run()'s releases queued (written with the next
+// operation, at the end of the turn, at close, by a worker terminated), a
+// wall clock that is wrong (libfaketime), a reboot, close() with waiters,
+// and a process that ends with its store open.
 
 import { describe, test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -34,6 +36,28 @@ before(() => {
 })
 after(() => rmSync(dir, { recursive: true, force: true }))
 const fileNamed = (name) => join(dir, name)
+
+/**
+ * Two stores on the file `name`, two processes as the file sees them:
+ * `here` is the lock store while `use` runs.
+ *
+ * @param {string} name
+ * @param {(stores: { here: SqliteLockStore, elsewhere: SqliteLockStore }) => Promise<void>} use
+ */
+async function onOneFile(name, use) {
+  const path = fileNamed(name)
+  const here = new SqliteLockStore(path)
+  const elsewhere = new SqliteLockStore(path)
+  const previous = getLockStore()
+  setLockStore(here)
+  try {
+    await use({ here, elsewhere })
+  } finally {
+    setLockStore(previous)
+    await here.close()
+    await elsewhere.close()
+  }
+}
 
 describe('options', () => {
   test('a path that is not a non-empty string, ":memory:" or a file: URI is a TypeError naming it', () => {
@@ -243,12 +267,7 @@ describe('processes and threads on one file', () => {
 
 describe('the line', () => {
   test('a lock handed over reaches this thread twice (told, and in a first attempt\'s answer) and is taken once', async () => {
-    const path = fileNamed('handed-twice.db')
-    const here = new SqliteLockStore(path)
-    const elsewhere = new SqliteLockStore(path) // another process, as the line sees it
-    const previous = getLockStore()
-    setLockStore(here)
-    try {
+    await onOneFile('handed-twice.db', async ({ elsewhere }) => {
       assert.equal(await elsewhere.acquire('k', 'elsewhere', 60_000), true)
       const controller = new AbortController()
       const waiting = lock('k').acquire({ timeout: 10_000, retryDelay: 60_000, signal: controller.signal })
@@ -259,9 +278,9 @@ describe('the line', () => {
       // and the waiter gives up as it is held, before its next renewal could
       // take the lock (lib/core/protocol.js LINE_RENEW_MS).
       const gaveUp = assert.rejects(waiting, { name: 'AbortError' })
-      const messages = holdHandOvers(() => queueMicrotask(() => controller.abort()))
+      const messages = holdHandOvers((key) => key === 'k' && queueMicrotask(() => controller.abort()))
       assert.equal(await elsewhere.release('k', 'elsewhere'), true)
-      await eventually(() => assert.equal(messages.count, 1))
+      await eventually(() => assert.equal(messages.countOf('k'), 1))
       await gaveUp
       const second = lock('k', 60_000)
       assert.equal(await second.acquire({ timeout: 5_000 }), true, 'the lock handed to this thread, in the answer')
@@ -277,10 +296,122 @@ describe('the line', () => {
       assert.equal(got, undefined, 'the late message gives nobody the lock held elsewhere')
       assert.equal(await gets, false, 'it waits its timeout out')
       assert.equal(await elsewhere.release('k', 'elsewhere-again'), true)
+    })
+  })
+})
+
+describe("run()'s release, queued", () => {
+  const INDEX = fileURLToPath(new URL('../../index.js', import.meta.url))
+  /** A process holding the file's write lock for `argv[2]` ms, saying once it has it. */
+  const WRITES_A_WHILE = `
+    const Database = require(${JSON.stringify(fileURLToPath(import.meta.resolve('better-sqlite3')))})
+    const db = new Database(process.argv[1])
+    db.exec('BEGIN IMMEDIATE')
+    process.stdout.write('writing\\n')
+    setTimeout(() => db.exec('COMMIT'), Number(process.argv[2]))`
+
+  test("is written with the store's next operation, or at the end of the loop's turn", async () => {
+    await onOneFile('queued.db', async ({ here, elsewhere }) => {
+      assert.deepEqual(await lock('k', 60_000).run(() => 'done'), [true, 'done'])
+      assert.equal(await elsewhere.isLocked('k'), true, 'queued, within this turn')
+      await new Promise((resolve) => setImmediate(resolve))
+      assert.equal(await elsewhere.isLocked('k'), false, 'written by the end of the turn')
+      await lock('k', 60_000).run(() => {})
+      assert.equal(await here.isLocked('k'), false, "written before the store's next operation")
+      assert.equal(await elsewhere.isLocked('k'), false)
+      // A loop of cycles on one key, and on several: each release is written
+      // with the next acquire, and the last one at the end of the turn.
+      for (let i = 0; i < 100; i++) await lock(`k${i % 3}`, 60_000).run(() => {})
+      await new Promise((resolve) => setImmediate(resolve))
+      for (const key of ['k0', 'k1', 'k2']) assert.equal(await elsewhere.isLocked(key), false, key)
+      // A waiter here is woken at once, and its attempt writes the release first.
+      let second
+      const first = lock('w', 60_000).run(async () => {
+        second = lock('w', 60_000).run(() => 'second', { timeout: 5_000, retryDelay: 60_000 })
+        await sleep(20)
+      })
+      const started = performance.now()
+      assert.deepEqual(await first, [true, undefined])
+      assert.deepEqual(await second, [true, 'second'])
+      assert.ok(performance.now() - started < 1_000, 'the waiter here did not wait for its poll')
+    })
+  })
+
+  test('close() right after run() writes it', async () => {
+    const path = fileNamed('queued-close.db')
+    const here = new SqliteLockStore(path)
+    const elsewhere = new SqliteLockStore(path)
+    const previous = getLockStore()
+    setLockStore(here)
+    try {
+      await lock('k', 60_000).run(() => {})
+      await here.close()
+      assert.equal(await elsewhere.isLocked('k'), false)
     } finally {
       setLockStore(previous)
-      await here.close()
       await elsewhere.close()
+    }
+  })
+
+  test('a worker terminated right after run() leaves the lock free', async () => {
+    const path = fileNamed('queued-worker.db')
+    const body = `
+      const { workerData: { path }, parentPort } = require('node:worker_threads')
+      const { lock, setLockStore, SqliteLockStore } = require(${JSON.stringify(INDEX)})
+      setLockStore(new SqliteLockStore(path))
+      lock('k', 60_000).run(() => {}).then(([ran]) => {
+        parentPort.postMessage(ran)
+        // Busy until terminated: this turn of its loop never ends.
+        for (;;);
+      })`
+    const worker = new Worker(body, { eval: true, workerData: { path } })
+    const ran = await new Promise((resolve, reject) => {
+      worker.once('message', resolve)
+      worker.once('error', reject)
+    })
+    assert.equal(ran, true)
+    await worker.terminate()
+    const store = new SqliteLockStore(path)
+    try {
+      assert.equal(await store.isLocked('k'), false, 'held for the rest of its minute')
+    } finally {
+      await store.close()
+    }
+  })
+
+  test('one that fails is told by a LockReleaseWarning naming the key; the next goes through', async () => {
+    const path = fileNamed('queued-failing.db')
+    const here = new SqliteLockStore({ path, commandTimeout: 200 })
+    const previous = getLockStore()
+    setLockStore(here)
+    const warnings = []
+    const onWarning = (w) => w.name === 'LockReleaseWarning' && warnings.push(w)
+    process.on('warning', onWarning)
+    let writer
+    try {
+      // Another process writes for longer than the release may wait. (Not
+      // another connection of this one: two copies of SQLite in one process
+      // do not see each other's locks.)
+      const ran = await lock('k', 60_000).run(async () => {
+        writer = spawn(process.execPath, ['-e', WRITES_A_WHILE, path, '1000'], { stdio: ['ignore', 'pipe', 'inherit'] })
+        await new Promise((resolve) => writer.stdout.once('data', resolve))
+      })
+      assert.deepEqual(ran, [true, undefined])
+      await eventually(() => assert.equal(warnings.length, 1))
+      assert.match(warnings[0].message, /^Lock "k": release after run\(\) failed \(.*ERR_LOCK_STORE_TIMEOUT/s)
+      assert.match(warnings[0].message, /stays held until its TTL passes/)
+      assert.equal(await here.isLocked('k'), true, 'still held')
+      if (writer.exitCode === null) await new Promise((resolve) => writer.once('exit', resolve))
+      const next = lock('other', 60_000)
+      await next.run(() => {})
+      await new Promise((resolve) => setImmediate(resolve))
+      assert.equal(await here.isLocked('other'), false)
+      assert.equal(warnings.length, 1)
+    } finally {
+      process.off('warning', onWarning)
+      writer?.kill()
+      setLockStore(previous)
+      await here.close()
     }
   })
 })

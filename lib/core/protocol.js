@@ -60,6 +60,11 @@ const { HoldKind } = native
  * @property {(handle: object, key: string, owner: string, ttlMs: number, more: boolean, asked: number) => boolean | Promise<boolean>} [claim]
  *   claim a lock handed over from the store's line for its TTL (with `more` waiting here, keep a place,
  *   asked for at `asked`: realNow() as the claim was sent)
+ * @property {(handle: object, key: string, owner: string) => boolean} [queueRelease] queue run()'s
+ *   release of a plain lock, written with the store's next operation or at `flushReleases` (a store
+ *   that `queuesReleases`); false where it is released as usual instead
+ * @property {(handle: object) => { key: string, code: string, message: string }[]} [flushReleases]
+ *   write the queued releases now; those that failed since the last flush
  * @property {(handle: object, key: string) => void | Promise<void>} [leaveLine] this process's waiters for
  *   the plain lock `key` all gave up: its place in the store's line goes (a store that `waitsInLine`)
  */
@@ -98,7 +103,8 @@ const laneOf = (tagged) => {
 function nativeOps(hold, limit) {
   // Taken from the addon once: a lookup on its exports object per call is
   // what a plain lock's cycle would otherwise pay for naming the hold.
-  const { acquire, release, extend, wouldWait, remainingTime, holds, fencingToken, holders, withdraw, watchReleases, sent, claim, leaveLine } = native
+  const { acquire, release, extend, wouldWait, remainingTime, holds, fencingToken, holders, withdraw, watchReleases, sent, claim, leaveLine, queueRelease, flushReleases } =
+    native
   return {
     acquire: (handle, key, ttlMs, wait = WAIT.now, asked = 0) => acquire(handle, key, hold, limit, ttlMs, wait, asked),
     release: (handle, key, owner) => release(handle, key, hold, owner),
@@ -113,6 +119,8 @@ function nativeOps(hold, limit) {
     sent,
     claim,
     leaveLine,
+    queueRelease: hold === HoldKind.Lock ? queueRelease : undefined,
+    flushReleases,
   }
 }
 
@@ -144,6 +152,10 @@ const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
  * @property {boolean} tellsWhenSent it says when what it was asked is written to its connection
  *   (`sent`), and a key's later operations reach the server behind it (on the event loop):
  *   run() ends once its release is on its way, not a round trip later
+ * @property {boolean} queuesReleases run()'s release of a plain lock is queued in the store
+ *   (`queueRelease`) and written with its next operation, else at the end of the loop's turn or
+ *   as the process exits (lib/core/queued-releases.js): a store whose every operation is a write of
+ *   its own (a file) commits once a lock cycle, not twice
  * @property {boolean} waitsInLine a plain lock's waiters wait in a line on the server, one place per
  *   process: a release hands the lock to the
  *   first in line and tells its process alone; the lock arrives as a hand-over (lib/wait/waiting.js), its holder claims it for

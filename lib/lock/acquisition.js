@@ -16,6 +16,7 @@ const { realTimer, cancel, realNow } = require('../core/timers.js')
 const { wake, giveBack } = require('../wait/waiting.js')
 const { holding } = require('../wait/handed.js')
 const { answeredBeforeClose } = require('../core/store-events.js')
+const { queueRelease } = require('../core/queued-releases.js')
 const { inLine } = require('../core/protocol.js')
 const { releaseChannel, extendChannel, lostChannel, traceRelease, traceRenewal, publishLost } = require('../core/tracing.js')
 
@@ -319,6 +320,18 @@ class Acquisition {
           `${outcome}, and the lock stays held until its TTL passes.`,
         { type: 'LockReleaseWarning' },
       )
+    }
+    // A store that queues releases writes this one with its next operation
+    // (lib/core/queued-releases.js); traced, it is written now, for the
+    // trace to have its answer.
+    if (this.target.capabilities.queuesReleases && this.held && !releaseChannel.hasSubscribers) {
+      const { handle, key, ops, lane } = this.target
+      if (queueRelease(handle, ops, key, this.owner)) {
+        this.ended()
+        // A waiter here tries now: its attempt writes the release first.
+        wake(handle, lane)
+        return undefined
+      }
     }
     let released
     try {

@@ -1,13 +1,15 @@
 'use strict'
 /**
  * What every store on a server has beside the five operations: ping() at
- * start-up, and close() once what was sent without waiting is answered.
+ * start-up, and close() once what was sent without waiting is answered (and
+ * what was queued, written).
  */
 
 const native = require('../native.js')
 const { isThenable } = require('../core/check.js')
 const { fromStore } = require('../core/errors.js')
 const { releasesAnswered, closedHandle } = require('../core/store-events.js')
+const { flush } = require('../core/queued-releases.js')
 const { NativeLockStore, handleOf } = require('./native-store.js')
 
 /** @param {NativeLockStore} store */
@@ -15,6 +17,7 @@ async function closeStore(store) {
   const handle = /** @type {object} */ (handleOf(store))
   const answered = releasesAnswered(handle)
   if (answered !== undefined) await answered
+  flush(handle)
   native.closeStore(handle)
   closedHandle(handle)
 }

@@ -31,7 +31,7 @@ use napi_derive::napi;
 use self::convert::{hold, to_js, HoldArg, Settled};
 use self::handle::Handle;
 use crate::lock;
-use crate::store::{Acquired, Asked, Capabilities, Wait};
+use crate::store::{Acquired, Asked, Capabilities, Code, StoreError, Wait};
 use crate::text::SmallStr;
 
 /// One attempt for a fresh owner: the owner token (or `[owner, fencing
@@ -176,6 +176,45 @@ pub fn watch_releases(handle: Handle, key: String, kind: HoldArg, on: bool) {
     if let Some(task) = handle.store.watch(hold(kind, 0.0), &key, on) {
         napi::bindgen_prelude::spawn(task);
     }
+}
+
+/// Queue run()'s release of the plain lock `key`, to be written with the
+/// store's next operation or at `flushReleases` (a store that
+/// `queuesReleases`); false where it is not queued (then release it as usual).
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, key: string, owner: string"
+)]
+pub fn queue_release(handle: Handle, key: SmallStr, owner: SmallStr) -> bool {
+    handle.store.queue_release(&key, &owner)
+}
+
+/// A queued release that failed: its key, and the error's code and message.
+#[napi(object)]
+pub struct FailedRelease {
+    pub key: String,
+    pub code: String,
+    pub message: String,
+}
+
+/// Write the store's queued releases now; answers those that failed since
+/// the last flush.
+#[napi(catch_unwind, ts_args_type = "handle: object")]
+pub fn flush_releases(handle: Handle) -> Vec<FailedRelease> {
+    let failed = handle.store.flush_releases().into_iter();
+    failed
+        .map(|(key, error)| {
+            let (code, message) = match error {
+                StoreError::Type(message) => (Code::Internal, message),
+                StoreError::Backend(e) => (e.code, e.message),
+            };
+            FailedRelease {
+                key,
+                code: code.as_str().to_owned(),
+                message,
+            }
+        })
+        .collect()
 }
 
 /// Close a server store's connections; later operations fail as closed.

@@ -145,6 +145,11 @@ pub struct Capabilities {
     /// behind it: a run() can end once its release is on its way, without
     /// waiting a round trip for the answer.
     pub tells_when_sent: bool,
+    /// A plain lock's release that nobody waits for (run()'s) can be queued
+    /// ([`LockStore::queue_release`]): written with the store's next
+    /// operation, or when the JS layer flushes at the end of the loop's turn
+    /// or as the process exits ([`LockStore::flush_releases`]).
+    pub queues_releases: bool,
     /// A plain lock's waiters wait in a line on the server, one place per
     /// process ([`Wait`]): a release hands the lock to the first in line and
     /// tells only its process, which then claims it ([`LockStore::extend`])
@@ -170,6 +175,7 @@ impl Capabilities {
         announces_releases: false,
         answers_in_order: false,
         tells_when_sent: false,
+        queues_releases: false,
         waits_in_line: false,
         written_in_js: true,
         throws_own_errors: true,
@@ -180,12 +186,13 @@ impl Capabilities {
     /// Every capability by the name JS reads it under, so JS takes the
     /// record as it is. (A field added above does not compile until it is
     /// named here.)
-    pub fn named(&self) -> [(&'static str, bool); 9] {
+    pub fn named(&self) -> [(&'static str, bool); 10] {
         let Capabilities {
             says_when_lapsed,
             announces_releases,
             answers_in_order,
             tells_when_sent,
+            queues_releases,
             waits_in_line,
             written_in_js,
             throws_own_errors,
@@ -197,6 +204,7 @@ impl Capabilities {
             ("announcesReleases", announces_releases),
             ("answersInOrder", answers_in_order),
             ("tellsWhenSent", tells_when_sent),
+            ("queuesReleases", queues_releases),
             ("waitsInLine", waits_in_line),
             ("writtenInJs", written_in_js),
             ("throwsOwnErrors", throws_own_errors),
@@ -265,6 +273,18 @@ pub trait LockStore: Send + Sync + 'static {
     /// wait; the others settle at once.
     fn sent(&self, _key: &str) -> Op<()> {
         Op::Ready(Ok(()))
+    }
+    /// Queue the release of `owner`'s plain lock `key`, which nobody waits
+    /// for (run() ended on it): written with the store's next operation or
+    /// at [`LockStore::flush_releases`], where a failure is told. False
+    /// where releases are not queued (it is then released as usual).
+    fn queue_release(&self, _key: &str, _owner: &str) -> bool {
+        false
+    }
+    /// Write the queued releases now; answers those that failed since the
+    /// last flush (here, or written with another operation), by key.
+    fn flush_releases(&self) -> Vec<(String, StoreError)> {
+        Vec::new()
     }
     /// Claim the plain lock `key`, handed to this process from the store's
     /// line for `owner`, for `ttl_ms` (an extension); with `more` of this

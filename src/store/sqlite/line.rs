@@ -111,6 +111,53 @@ pub(super) fn acquire(
     Ok((Acquired::Refused, hand_over))
 }
 
+/// A release queued (run() ended on it, nobody waits for its answer).
+pub(super) struct Queued {
+    pub key: String,
+    pub owner: String,
+}
+
+/// `queued` releases and a plain lock's acquire written in one transaction
+/// (a loop that gives a lock back and takes one again commits once), each
+/// as its one-statement path: a release only where nobody waits in line or
+/// listens, the acquire only of a lock free with nobody in line. Answers the
+/// releases left for the full path (after this commit: nothing of theirs
+/// was written) and the token, if the lock was taken; refused, the acquire
+/// goes the usual way.
+pub(super) fn released_then_taken<'q>(
+    db: &mut Db, queued: &'q [Queued], key: &str, who: &str, ttl_ms: f64, me: Option<&str>,
+) -> Result<(Vec<&'q Queued>, Option<u64>)> {
+    let mut write = immediate(db)?;
+    let now = now_ms();
+    let mut left = Vec::new();
+    for release in queued {
+        let alone: Option<i64> = write
+            .tx
+            .prepare_cached(&write.sql.lock_release_alone)?
+            .query_row(params![release.key, release.owner, now], |row| row.get(0))
+            .optional()?;
+        if alone.is_none() {
+            left.push(release);
+        }
+    }
+    let taken: Option<i64> = write
+        .tx
+        .prepare_cached(&write.sql.lock_take_alone)?
+        .query_row(params![key, who, expiry(now, ttl_ms), now], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    if taken.is_some() {
+        if let Some(me) = me {
+            // A place this process kept (handed a lock that lapsed since) goes.
+            out(&write, key, me)?;
+        }
+        write.noted(now)?;
+    }
+    write.commit()?;
+    Ok((left, taken.map(|token| u64::try_from(token).unwrap_or(0))))
+}
+
 /// A plain lock given back by `who` (`me`: this process, if it has a name
 /// in the line): whether it was still held, and the hand-over to the first
 /// in line, or, with nobody in line, the ears that wait for its release.

@@ -5,7 +5,8 @@
 //! copied into the file on a thread of its own), `errors`, `open` (the
 //! file, checked, its tables, an earlier boot's holds let go), `ops`, `ear`
 //! (hearing releases from the other processes on the file), `line` (the
-//! line a plain lock's waiters wait in).
+//! line a plain lock's waiters wait in), `queued` (run()'s releases,
+//! written with the next operation).
 //!
 //! Each store keeps one connection and answers every operation at once, on
 //! the calling thread ([`Op::Ready`]): a lock's statements take
@@ -22,6 +23,7 @@ mod open;
 mod ops;
 mod options;
 mod place;
+mod queued;
 mod sql;
 
 use std::sync::{Mutex, PoisonError};
@@ -32,6 +34,7 @@ use self::line::{HandOver, Place};
 use self::open::{open, Db};
 use self::ops::Swept;
 pub use self::options::SqliteOptions;
+use self::queued::{QueuedReleases, Release};
 use crate::store::follow::{OnReleased, Released};
 use crate::store::sweeps::Sweeps;
 use crate::store::{
@@ -46,6 +49,7 @@ pub struct SqliteStore {
     sweeps: Sweeps,
     pass: Mutex<Option<Pass>>,
     ears: Ears,
+    queued: QueuedReleases,
 }
 
 /// A sweep pass under way: the key each table goes on from, `None` once
@@ -68,15 +72,20 @@ impl SqliteStore {
             pass: Mutex::new(None),
             ears: Ears::new(on_released),
             db: Mutex::new(Some(db)),
+            queued: QueuedReleases::new(options.path.clone(), options.command_timeout),
             options,
         })
     }
 
-    /// Run the operation `name` on the connection, now.
+    /// Run the operation `name` on the connection, now, after the
+    /// releases queued before it.
     fn with<T: Send + 'static>(
         &self, name: &str, op: impl FnOnce(&mut Db) -> rusqlite::Result<T>,
     ) -> Op<T> {
-        self.on_file(name, false, op)
+        self.on_file(name, false, |db| {
+            self.write_queued(db);
+            op(db)
+        })
     }
 
     /// The same, for an operation that gives or keeps a hold: first, if the
@@ -86,7 +95,10 @@ impl SqliteStore {
     fn granting<T: Send + 'static>(
         &self, name: &str, op: impl FnOnce(&mut Db) -> rusqlite::Result<T>,
     ) -> Op<T> {
-        self.on_file(name, true, op)
+        self.on_file(name, true, |db| {
+            self.write_queued(db);
+            op(db)
+        })
     }
 
     fn on_file<T: Send + 'static>(
@@ -97,6 +109,8 @@ impl SqliteStore {
             return Op::Ready(Err(closed(name)));
         };
         if follow_the_path && open_db.moved() {
+            // Queued releases are of locks in the file open until now.
+            self.write_queued(open_db);
             match open(&self.options) {
                 Ok(reopened) => *open_db = reopened,
                 Err(e) => return Op::Ready(Err(e)),
@@ -104,6 +118,28 @@ impl SqliteStore {
         }
         busy::start(self.options.command_timeout);
         Op::Ready(op(open_db).map_err(|e| failure(name, &self.options.path, &e)))
+    }
+
+    /// Write the releases queued so far (`queued`).
+    fn write_queued(&self, db: &mut Db) {
+        let releases = self.queued.take();
+        if !releases.is_empty() {
+            let release: Release<'_> = &|db, key, owner| self.release_lock(db, key, owner);
+            self.queued.write(db, &releases, release);
+        }
+    }
+
+    /// A plain lock's release, told to whoever it concerns.
+    fn release_lock(&self, db: &mut Db, key: &str, owner: &str) -> rusqlite::Result<bool> {
+        let (held, released) = line::release(db, key, owner, self.ears.address())?;
+        // Handed on, the lock's waiters elsewhere wait for their turn;
+        // with nobody in line, those that watch are told it is free.
+        match released {
+            line::Released::HandedOn(hand_over) => self.tell_hand_over(Some(hand_over)),
+            line::Released::Ears(ears) => self.tell_ears(db, ears, HoldKind::Lock, key),
+            line::Released::Nobody | line::Released::Alone => {}
+        }
+        Ok(held)
     }
 
     /// The batch this acquire sweeps, if a pass is under way or due.
@@ -192,6 +228,7 @@ impl LockStore for SqliteStore {
         let ear = self.ears.address().is_some();
         Capabilities {
             announces_releases: ear,
+            queues_releases: true,
             // The line tells a process of a lock handed to it at its ear.
             waits_in_line: ear,
             ..Capabilities::default()
@@ -202,17 +239,28 @@ impl LockStore for SqliteStore {
         &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, wait: Wait,
     ) -> Op<Acquired> {
         let batch = self.sweep_batch();
-        self.granting("acquire", |db| {
+        // Not `granting`: the releases queued before it are written here.
+        self.on_file("acquire", true, |db| {
             if let Some((table, from)) = batch {
                 // A sweep that failed is tried again at the next acquire.
                 if let Ok(next) = ops::sweep(db, table, &from) {
                     self.swept(table, next);
                 }
             }
+            let queued = self.queued.take();
+            let release: Release<'_> = &|db, key, owner| self.release_lock(db, key, owner);
             if hold != HoldKind::Lock {
+                self.queued.write(db, &queued, release);
                 return ops::acquire(db, hold, key, owner, ttl_ms);
             }
-            let (acquired, hand_over) = line::acquire(db, key, owner, ttl_ms, self.place(wait))?;
+            let place = self.place(wait);
+            if let Some(taken) =
+                self.queued
+                    .acquire_after(db, &queued, key, owner, ttl_ms, place.as_ref(), release)
+            {
+                return Ok(taken);
+            }
+            let (acquired, hand_over) = line::acquire(db, key, owner, ttl_ms, place)?;
             self.tell_hand_over(hand_over);
             Ok(acquired)
         })
@@ -227,16 +275,22 @@ impl LockStore for SqliteStore {
                 }
                 return Ok(released);
             }
-            let (held, released) = line::release(db, key, owner, self.ears.address())?;
-            // Handed on, the lock's waiters elsewhere wait for their turn;
-            // with nobody in line, those that watch are told it is free.
-            match released {
-                line::Released::HandedOn(hand_over) => self.tell_hand_over(Some(hand_over)),
-                line::Released::Ears(ears) => self.tell_ears(db, ears, hold, key),
-                line::Released::Nobody | line::Released::Alone => {}
-            }
-            Ok(held)
+            self.release_lock(db, key, owner)
         })
+    }
+
+    fn queue_release(&self, key: &str, owner: &str) -> bool {
+        self.queued.push(key, owner);
+        true
+    }
+
+    fn flush_releases(&self) -> Vec<(String, StoreError)> {
+        let mut db = self.db.lock().unwrap_or_else(PoisonError::into_inner);
+        match db.as_mut() {
+            Some(open_db) => self.write_queued(open_db),
+            None => self.queued.closed(self.queued.take()),
+        }
+        self.queued.take_failed()
     }
 
     fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
@@ -297,6 +351,9 @@ impl LockStore for SqliteStore {
     /// this fail as closed.
     fn close(&self) {
         let mut db = self.db.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open_db) = db.as_mut() {
+            self.write_queued(open_db);
+        }
         if let (Some(address), Some(db)) = (self.ears.close(), db.as_mut()) {
             let _ = ops::forget_ear(db, &address);
         }
@@ -304,7 +361,20 @@ impl LockStore for SqliteStore {
     }
 }
 
+/// A store dropped with releases queued (its thread ended without the JS
+/// layer's flush: a worker terminated) writes them first.
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        let mut db = self.db.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(db) = db.as_mut() {
+            self.write_queued(db);
+        }
+    }
+}
+
 #[cfg(test)]
 mod line_tests;
+#[cfg(test)]
+mod queued_tests;
 #[cfg(test)]
 mod tests;

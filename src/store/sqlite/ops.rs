@@ -80,7 +80,7 @@ impl Write<'_> {
     /// A hold written now must be let go if the machine reboots, which the
     /// clock running behind a reading noted here tells where the system names
     /// no boot: noted at most once a second, as each note is a write.
-    fn noted(&mut self, now: i64) -> Result<()> {
+    pub fn noted(&mut self, now: i64) -> Result<()> {
         if now.saturating_sub(*self.noted_at) < NOTE_EVERY_MS {
             return Ok(());
         }

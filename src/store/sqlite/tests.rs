@@ -43,7 +43,7 @@ pub(super) fn now<T>(op: Op<T>) -> T {
     }
 }
 
-fn failed<T: std::fmt::Debug>(op: Op<T>) -> (Code, String) {
+pub(super) fn failed<T: std::fmt::Debug>(op: Op<T>) -> (Code, String) {
     match op {
         Op::Ready(Err(StoreError::Backend(e))) => (e.code, e.message),
         Op::Ready(other) => panic!("expected a store error, got {other:?}"),
