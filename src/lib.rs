@@ -90,8 +90,10 @@
 //!   copied into the file on a thread of its own), `errors.rs`, `open.rs`
 //!   (the file checked, its tables, an earlier boot's holds let go),
 //!   `ops.rs`, `ear.rs` (releases heard from the other processes),
-//!   `line.rs` (the line a plain lock's waiters wait in), `tests.rs`,
-//!   `line_tests.rs` (ears and the line's contract, two stores on one file).
+//!   `line.rs` (the line a plain lock's waiters wait in), `queued.rs`
+//!   (run()'s releases, written with the next operation), `tests.rs`,
+//!   `line_tests.rs` (ears and the line's contract, two stores on one file),
+//!   `queued_tests.rs`.
 //! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an
 //!   opening hands over or fails with), `mod.rs` (the store's side of its
 //!   connections), `opening.rs` (TCP, TLS and remembered

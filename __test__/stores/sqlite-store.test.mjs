@@ -8,7 +8,7 @@
 // wall clock that is wrong (libfaketime), a reboot, close() with waiters,
 // and a process that ends with its store open.
 
-import { describe, test, before, after } from 'node:test'
+import { describe, test, before, after, mock } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
+import { setImmediate as realSetImmediate } from 'node:timers'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { lock, setLockStore, getLockStore, LockStoreError, SqliteLockStore } from '@shaferllc/keel/core'
@@ -337,6 +338,21 @@ describe("run()'s release, queued", () => {
     })
   })
 
+  test("under a test's fake timers, the end of the turn still writes it", async () => {
+    await onOneFile('queued-fake-timers.db', async ({ elsewhere }) => {
+      mock.timers.enable({ apis: ['setImmediate', 'setTimeout'] })
+      try {
+        for (const key of ['a', 'b']) {
+          await lock(key, 60_000).run(() => {})
+          await new Promise((resolve) => realSetImmediate(resolve))
+          assert.equal(await elsewhere.isLocked(key), false, `${key}: written at the end of the turn`)
+        }
+      } finally {
+        mock.timers.reset()
+      }
+    })
+  })
+
   test('close() right after run() writes it', async () => {
     const path = fileNamed('queued-close.db')
     const here = new SqliteLockStore(path)
@@ -402,10 +418,11 @@ describe("run()'s release, queued", () => {
       assert.match(warnings[0].message, /stays held until its TTL passes/)
       assert.equal(await here.isLocked('k'), true, 'still held')
       if (writer.exitCode === null) await new Promise((resolve) => writer.once('exit', resolve))
-      const next = lock('other', 60_000)
-      await next.run(() => {})
+      await lock('other', 60_000).run(() => {})
       await new Promise((resolve) => setImmediate(resolve))
-      assert.equal(await here.isLocked('other'), false)
+      const elsewhere = new SqliteLockStore(path)
+      assert.equal(await elsewhere.isLocked('other'), false, 'written at the end of the turn')
+      await elsewhere.close()
       assert.equal(warnings.length, 1)
     } finally {
       process.off('warning', onWarning)

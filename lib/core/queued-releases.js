@@ -5,15 +5,20 @@
  * release waits in the store and is written with its next operation (a
  * plain lock's acquire in the same transaction, so a loop that gives a lock
  * back and takes one again commits once a cycle, not twice), else at the
- * end of this turn of the event loop, or as the process exits; close()
- * writes them first, and a store dropped with its thread (a worker
- * terminated) writes them as it goes. Nobody waited for the answer: a
- * release that failed is told as run()'s failed releases are, by a
- * LockReleaseWarning; the lock then lapses at its TTL.
+ * end of this turn of the event loop (on the real setImmediate of
+ * node:timers, taken when this file loads: a test's fake timers would never
+ * run it), or as the process exits; close() writes them first, and a store
+ * dropped with its thread (a worker terminated) writes them as it goes.
+ * Nobody waited for the answer: a release that failed is told as run()'s
+ * failed releases are, by a LockReleaseWarning (at exit, written to stderr
+ * at once, as a warning emitted then would never be told); the lock then
+ * lapses at its TTL.
  */
 
+const { setImmediate: realSetImmediate } = require('node:timers')
 const { inspect } = require('node:util')
 const { LockStoreError } = require('./errors.js')
+const { Internal } = require('../native.js').ErrorCode
 
 /**
  * Handles with releases queued since their last flush, and their operations.
@@ -38,18 +43,19 @@ function queueRelease(handle, ops, key, owner) {
   queuedOn.set(handle, ops)
   if (!flushScheduled) {
     flushScheduled = true
-    setImmediate(flushAll)
+    realSetImmediate(flushAll)
   }
   if (!exitHooked) {
     exitHooked = true
-    process.on('exit', flushAll)
+    process.on('exit', () => flushAll(true))
   }
   return true
 }
 
-function flushAll() {
+/** @param {boolean} [exiting] */
+function flushAll(exiting = false) {
   flushScheduled = false
-  for (const [handle, ops] of queuedOn) flush(handle, ops)
+  for (const [handle, ops] of queuedOn) flush(handle, ops, exiting)
 }
 
 /**
@@ -58,17 +64,24 @@ function flushAll() {
  *
  * @param {object} handle
  * @param {import('./protocol.js').StoreOps} [ops]
+ * @param {boolean} [exiting]
  */
-function flush(handle, ops = queuedOn.get(handle)) {
+function flush(handle, ops = queuedOn.get(handle), exiting = false) {
   if (ops?.flushReleases === undefined) return
   queuedOn.delete(handle)
-  for (const { key, code, message } of ops.flushReleases(handle)) {
-    const error = new LockStoreError(message, { code })
-    process.emitWarning(
-      `Lock "${key.slice(0, 200)}": release after run() failed (${inspect(error)}); ` +
-        'its run() has ended, and the lock stays held until its TTL passes.',
-      { type: 'LockReleaseWarning' },
-    )
+  let failed
+  try {
+    failed = ops.flushReleases(handle)
+  } catch (error) {
+    // A handle the addon no longer knows: nothing of it can be written.
+    failed = [{ key: '', code: Internal, message: String(error) }]
+  }
+  for (const { key, code, message } of failed) {
+    const text =
+      `Lock "${key.slice(0, 200)}": release after run() failed (${inspect(new LockStoreError(message, { code }))}); ` +
+      'its run() has ended, and the lock stays held until its TTL passes.'
+    if (exiting) process.stderr.write(`(node:${process.pid}) LockReleaseWarning: ${text}\n`)
+    else process.emitWarning(text, { type: 'LockReleaseWarning' })
   }
 }
 

@@ -322,9 +322,10 @@ class Acquisition {
       )
     }
     // A store that queues releases writes this one with its next operation
-    // (lib/core/queued-releases.js); traced, it is written now, for the
-    // trace to have its answer.
-    if (this.target.capabilities.queuesReleases && this.held && !releaseChannel.hasSubscribers) {
+    // (lib/core/queued-releases.js); traced, or with a listener for locks
+    // found lost, it is written now, for them to have its answer.
+    const listened = releaseChannel.hasSubscribers || lostChannel.hasSubscribers
+    if (this.target.capabilities.queuesReleases && this.held && !listened) {
       const { handle, key, ops, lane } = this.target
       if (queueRelease(handle, ops, key, this.owner)) {
         this.ended()

@@ -254,10 +254,17 @@ impl LockStore for SqliteStore {
                 return ops::acquire(db, hold, key, owner, ttl_ms);
             }
             let place = self.place(wait);
-            if let Some(taken) =
-                self.queued
-                    .acquire_after(db, &queued, key, owner, ttl_ms, place.as_ref(), release)
-            {
+            let in_line = self.ears.address().is_some();
+            if let Some(taken) = self.queued.acquire_after(
+                db,
+                &queued,
+                key,
+                owner,
+                ttl_ms,
+                place.as_ref(),
+                in_line,
+                release,
+            ) {
                 return Ok(taken);
             }
             let (acquired, hand_over) = line::acquire(db, key, owner, ttl_ms, place)?;
@@ -362,12 +369,21 @@ impl LockStore for SqliteStore {
 }
 
 /// A store dropped with releases queued (its thread ended without the JS
-/// layer's flush: a worker terminated) writes them first.
+/// layer's flush: a worker terminated) writes them first; one that fails
+/// is written to stderr, as nobody is left to warn.
 impl Drop for SqliteStore {
     fn drop(&mut self) {
         let mut db = self.db.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(db) = db.as_mut() {
             self.write_queued(db);
+        }
+        for (key, error) in self.queued.take_failed() {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "LockReleaseWarning: Lock {key:?}: release after run() failed as its thread ended \
+                 ({error}); the lock stays held until its TTL passes."
+            );
         }
     }
 }

@@ -89,16 +89,20 @@ impl QueuedReleases {
     /// A plain lock's acquire with `releases` queued before it: in one
     /// transaction where each takes its one-statement path (the ones that
     /// cannot, each its own way after it); `None` when the acquire goes the
-    /// usual way.
+    /// usual way. Where processes do not wait in line (`in_line` false: no
+    /// ears on this system), a key released here is not taken again in the
+    /// same transaction: the commit between leaves it free for the waiters
+    /// of other processes to find, or a loop here would never let go of it.
     #[allow(clippy::too_many_arguments)]
     pub fn acquire_after(
         &self, db: &mut Db, releases: &[Queued], key: &str, owner: &str, ttl_ms: f64,
-        place: Option<&Place<'_>>, release: Release<'_>,
+        place: Option<&Place<'_>>, in_line: bool, release: Release<'_>,
     ) -> Option<Acquired> {
         if releases.is_empty() {
             return None;
         }
-        if place.is_some_and(|p| p.more.is_some()) {
+        let retaken = !in_line && releases.iter().any(|r| r.key == key);
+        if retaken || place.is_some_and(|p| p.more.is_some()) {
             self.write(db, releases, release);
             return None;
         }

@@ -81,3 +81,37 @@ fn releases_queued_before_an_acquire_the_file_refuses_fail_with_it_and_are_told_
     );
     assert!(s.flush_releases().is_empty(), "told once");
 }
+
+#[test]
+fn a_cycle_commits_once_with_its_release_queued_and_twice_on_one_key_where_nobody_waits_in_line() {
+    let folder = Folder::new("queued-commits");
+    let path = folder.file("locks.db");
+    // Each commit here writes one page, one frame of the log: the log's
+    // length counts the commits.
+    let log = path.with_extension("db-wal");
+    let frames = || std::fs::metadata(&log).map_or(0, |m| m.len()) / (24 + 1024);
+    let cycles = |s: &SqliteStore, key: &str| {
+        take(s, LOCK, key, "o0", 60_000.0);
+        let before = frames();
+        for i in 1..=100 {
+            assert!(s.queue_release(key, &format!("o{}", i - 1)));
+            take(s, LOCK, key, &format!("o{i}"), 60_000.0);
+        }
+        frames() - before
+    };
+    let told = std::sync::Arc::new(|_, _| {});
+    let with_ears = SqliteStore::new(SqliteOptions::at(&path), Some(told)).expect("opens");
+    let merged = cycles(&with_ears, "k");
+    assert!(
+        (100..=110).contains(&merged),
+        "{merged} commits for 100 cycles"
+    );
+    // With no ears (as on Windows) nobody waits in line: a key released here
+    // is left free by a commit of its own before it is taken again.
+    let without = store(&path);
+    let apart = cycles(&without, "j");
+    assert!(
+        (200..=210).contains(&apart),
+        "{apart} commits for 100 cycles"
+    );
+}
