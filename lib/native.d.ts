@@ -13,6 +13,15 @@
 export declare function acquire(handle: object, key: string, hold: HoldKind, limit: number, ttlMs: number, wait: number, asked: number): string | [string, number] | [string, number, true] | null | Promise<string | [string, number] | [string, number, true] | null>
 
 /**
+ * Attempts for fresh owners of the plain locks `keys` (each with its TTL,
+ * its `wait` and when it was `asked`, as `acquire` takes them), asked in
+ * the same turn of the loop, on a store that acquires together: written
+ * together and answered at once, each in order as its own `acquire` would
+ * settle: its grant, null, or the error it fails with.
+ */
+export declare function acquireTogether(handle: object, keys: string[], ttlMs: number[], waits: number[], asked: number[]): (string | [string, number] | [string, number, true] | null | Error)[]
+
+/**
  * Claim a plain lock handed to this process from its store's line, for
  * its TTL; with `more` of this process waiting, it keeps a place in line,
  * asked for at `asked` (`performance.now()` as the claim was sent).

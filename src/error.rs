@@ -82,7 +82,7 @@ impl fmt::Display for Code {
 }
 
 /// Why a store operation failed (the store's fault, not the caller's).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum StoreError {
     /// An operation used where it cannot be settled; becomes a `TypeError`.
     Type(String),
@@ -93,7 +93,7 @@ pub enum StoreError {
 
 /// A native store's failure, as JS will see it: a stable `code` to branch on
 /// and a message that says what happened and where.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct BackendError {
     pub code: Code,
     pub message: String,

@@ -90,8 +90,10 @@
 //!   copied into the file on a thread of its own), `errors.rs`, `open.rs`
 //!   (the file checked, its tables, an earlier boot's holds let go),
 //!   `ops.rs`, `ear.rs` (releases heard from the other processes),
-//!   `line.rs` (the line a plain lock's waiters wait in), `queued.rs`
-//!   (run()'s releases, written with the next operation), `tests.rs`,
+//!   `line.rs` (the line a plain lock's waiters wait in), `pass.rs` (lapsed
+//!   rows swept a batch per acquire), `queued.rs` (run()'s releases,
+//!   written with the next operation, and acquires asked together written
+//!   with them in one transaction), `tests.rs`,
 //!   `line_tests.rs` (ears and the line's contract, two stores on one file),
 //!   `queued_tests.rs`.
 //! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::owner;
-use crate::store::{Acquired, HoldKind, LockStore, Op, Wait};
+use crate::store::{Acquired, HoldKind, LockStore, Op, StoreResult, Wait, Want};
 use crate::text::SmallStr;
 
 /// The default TTL of `lock(key)`: 30 s.
@@ -85,6 +85,35 @@ pub fn acquire(
             }))
         }
     }
+}
+
+/// Try once to take each plain lock `(key, ttl_ms, wait)` for a fresh
+/// owner, together, on a store that acquires together: each answered as
+/// [`acquire`] resolves, now and in order. `None` where the store does not.
+pub fn acquire_together(
+    store: &Arc<dyn LockStore>, asked: impl Iterator<Item = (SmallStr, f64, Wait)>,
+) -> Option<Vec<StoreResult<Option<Grant>>>> {
+    let asked: Vec<(SmallStr, SmallStr, f64, Wait)> = asked
+        .map(|(key, ttl_ms, wait)| (key, owner::mint(), ttl_ms, wait))
+        .collect();
+    let wants: Vec<Want<'_>> = asked
+        .iter()
+        .map(|(key, owner, ttl_ms, wait)| Want {
+            key,
+            owner,
+            ttl_ms: *ttl_ms,
+            wait: *wait,
+        })
+        .collect();
+    let answers = store.acquire_together(&wants)?;
+    let owners = asked.into_iter().map(|(_, owner, _, _)| owner);
+    // (A failed one took nothing: there is nothing to give back.)
+    Some(
+        owners
+            .zip(answers)
+            .map(|(owner, answer)| answer.map(|a| grant(owner, a)))
+            .collect(),
+    )
 }
 
 /// What an acquire's answer gives the fresh `owner`.

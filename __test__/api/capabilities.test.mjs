@@ -21,6 +21,7 @@ const none = {
   answersInOrder: false,
   tellsWhenSent: false,
   queuesReleases: false,
+  acquiresTogether: false,
   waitsInLine: false,
   writtenInJs: false,
   throwsOwnErrors: false,
@@ -41,11 +42,12 @@ test('each native store says what it can do; every JS store gets the same record
     assert.deepEqual(of(redis), { ...none, ...inLine, tellsWhenSent: true })
     assert.deepEqual(of(postgres), { ...none, ...pgInLine, tellsWhenSent: true })
     // A file: every operation a write of its own, so run()'s release is queued
-    // to be written with the next; waiters hear releases at their process's ear.
+    // to be written with the next, and the acquires of one stretch are written
+    // together; waiters hear releases at their process's ear.
     const dir = mkdtempSync(join(tmpdir(), 'keel-capabilities-'))
     const sqlite = new SqliteLockStore(join(dir, 'locks.db'))
     try {
-      assert.deepEqual(of(sqlite), { ...none, announcesReleases: true, waitsInLine: true, queuesReleases: true })
+      assert.deepEqual(of(sqlite), { ...none, announcesReleases: true, waitsInLine: true, queuesReleases: true, acquiresTogether: true })
     } finally {
       await sqlite.close()
       rmSync(dir, { recursive: true, force: true })

@@ -7,6 +7,10 @@
 // the parent can lay all of them side by side, even the ones of a process
 // it killed mid-section.
 //   race-child.mjs <log> <ms> <keys, comma-separated> <workers> [seed]
+// With KEEL_RACE_BURSTS=n, n more workers ask 2-4 run()s at once, every few
+// ms (the same key at times): on a store that acquires together, the
+// attempts of one batch, a quarter of them aborted before it is sent, the
+// rest 0-60 ms in.
 // Log lines: `S <ns> <key> <id> <fencing token or ->` and `E <ns> <key> <id>`.
 // Prints, if it lives to the end: { sections, aborted, timedOut, errors, failures } (the
 // first few store errors' codes and messages).
@@ -44,21 +48,46 @@ async function section(key, token) {
   figures.sections++
 }
 
-async function worker() {
-  while (Date.now() < end) {
-    const controller = new AbortController()
-    const abortIn = Math.random() * 60
-    const timer = setTimeout(() => controller.abort(), abortIn)
-    try {
-      const [ran] = await lock(pick(keys), 2_000).run((held) => section(held.key, held.fencingToken), { timeout: 3_000, signal: controller.signal })
-      if (!ran) figures.timedOut++
-    } catch (error) {
-      if (error?.name === 'AbortError') figures.aborted++
-      else failed(error)
-    } finally {
-      clearTimeout(timer)
-    }
+/** One run() of a key of `among`, its wait aborted `abortIn` ms in (0: before anything else runs). */
+async function attempt(abortIn, among = keys) {
+  const controller = new AbortController()
+  const timer = abortIn > 0 ? setTimeout(() => controller.abort(), abortIn) : undefined
+  try {
+    const running = lock(pick(among), 2_000).run((held) => section(held.key, held.fencingToken), { timeout: 3_000, signal: controller.signal })
+    if (abortIn === 0) controller.abort()
+    const [ran] = await running
+    if (!ran) figures.timedOut++
+  } catch (error) {
+    if (error?.name === 'AbortError') figures.aborted++
+    else failed(error)
+  } finally {
+    clearTimeout(timer)
   }
+}
+
+async function worker() {
+  while (Date.now() < end) await attempt(Math.random() * 60)
+}
+
+/**
+ * Bursts of 2-4 run()s asked at once, one every 0-5 ms, at most 8 of them
+ * out, on twice the keys (a key with waiters queued in this process takes a
+ * newcomer into its queue without asking the store).
+ */
+async function bursts() {
+  const among = keys.flatMap((key) => [key, `${key}:b`])
+  const out = new Set()
+  while (Date.now() < end) {
+    const size = 2 + Math.floor(Math.random() * 3)
+    if (out.size + size <= 8) {
+      for (let i = 0; i < size; i++) {
+        const one = attempt(Math.random() < 0.25 ? 0 : Math.random() * 60, among).finally(() => out.delete(one))
+        out.add(one)
+      }
+    }
+    await sleep(Math.random() * 5)
+  }
+  await Promise.all(out)
 }
 
 async function outsider() {
@@ -78,7 +107,8 @@ async function outsider() {
   }
 }
 
-await Promise.all([...Array.from({ length: Number(workerCount) }, worker), outsider()])
+const burstWorkers = Number(process.env.KEEL_RACE_BURSTS ?? 0)
+await Promise.all([...Array.from({ length: Number(workerCount) }, worker), ...Array.from({ length: burstWorkers }, bursts), outsider()])
 await closeOther()
 await close()
 process.stdout.write(`${JSON.stringify(figures)}\n`, () => process.exit(0))

@@ -8,10 +8,13 @@
 //     idle     take and give back one lock, leave the store open, and end
 //     open     open the store (at START_AT, if given) and take a key, and print
 //              what happened (a path it may not write; processes starting together)
+//     writing  hold the file's write lock (BEGIN IMMEDIATE) for HOLD_MS, printing
+//              one line once it has it (another process, as two copies of
+//              SQLite in one process do not see each other's locks)
 //     disk-full  (the file on a small disk of its own) hold a lock, fill the
 //              disk, take new keys until one fails, make room, go on; print
 //              what it saw and the file's integrity check
-//   env: KEEL_TEST_SQLITE (the file), HELD, FRESH, REAL_NOW
+//   env: KEEL_TEST_SQLITE (the file), HELD, FRESH, REAL_NOW, HOLD_MS
 
 import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -58,6 +61,15 @@ switch (process.argv[2]) {
     } catch (error) {
       print({ opened: false, name: error.name, code: error.code, message: error.message })
     }
+    break
+  }
+  case 'writing': {
+    const db = new Database(path)
+    db.exec('BEGIN IMMEDIATE')
+    print({ writing: true })
+    await new Promise((resolve) => setTimeout(resolve, Number(process.env.HOLD_MS)))
+    db.exec('COMMIT')
+    db.close()
     break
   }
   case 'disk-full': {

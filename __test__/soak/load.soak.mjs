@@ -91,7 +91,7 @@ for (const [name, env, perSecond] of [
   ['RedisLockStore', () => ({ KEEL_TEST_STORE: 'redis', KEEL_TEST_REDIS: redis.url })],
   ['PostgresLockStore', () => ({ KEEL_TEST_STORE: 'postgres-store', KEEL_TEST_DATABASE: postgres.url })],
   ['MySqlLockStore', () => ({ KEEL_TEST_STORE: 'mysql-store', KEEL_TEST_MYSQL: mariadb.url }), MYSQL_PER_SECOND],
-  ['SqliteLockStore', () => ({ KEEL_TEST_STORE: 'sqlite-store', KEEL_TEST_SQLITE: join(dir, 'race.db') })],
+  ['SqliteLockStore', () => ({ KEEL_TEST_STORE: 'sqlite-store', KEEL_TEST_SQLITE: join(dir, 'race.db'), KEEL_RACE_BURSTS: '2' })],
 ]) {
   const seconds = 40 * scale
   test(`${name}: waits aborted at random across 4 processes, some killed, for ${Math.round(seconds)} s: never two holders`, { timeout: 600_000 }, async () => {

@@ -26,6 +26,7 @@ import { describeWith } from '../helpers/tools.mjs'
 import { eventually } from '../helpers/eventually.mjs'
 import { holdHandOvers } from '../../lib/core/store-events.js'
 import { TOOLS } from '../../support/tools.mjs'
+import { writing } from '../helpers/sqlite-writing.mjs'
 
 const CHILD = fileURLToPath(new URL('../helpers/sqlite-child.mjs', import.meta.url))
 const child = (task, env) => runProcess(process.execPath, [CHILD, task], env)
@@ -303,13 +304,6 @@ describe('the line', () => {
 
 describe("run()'s release, queued", () => {
   const INDEX = fileURLToPath(new URL('../../index.js', import.meta.url))
-  /** A process holding the file's write lock for `argv[2]` ms, saying once it has it. */
-  const WRITES_A_WHILE = `
-    const Database = require(${JSON.stringify(fileURLToPath(import.meta.resolve('better-sqlite3')))})
-    const db = new Database(process.argv[1])
-    db.exec('BEGIN IMMEDIATE')
-    process.stdout.write('writing\\n')
-    setTimeout(() => db.exec('COMMIT'), Number(process.argv[2]))`
 
   test("is written with the store's next operation, or at the end of the loop's turn", async () => {
     await onOneFile('queued.db', async ({ here, elsewhere }) => {
@@ -409,8 +403,7 @@ describe("run()'s release, queued", () => {
       // another connection of this one: two copies of SQLite in one process
       // do not see each other's locks.)
       const ran = await lock('k', 60_000).run(async () => {
-        writer = spawn(process.execPath, ['-e', WRITES_A_WHILE, path, '1000'], { stdio: ['ignore', 'pipe', 'inherit'] })
-        await new Promise((resolve) => writer.stdout.once('data', resolve))
+        writer = await writing(path, 1_000)
       })
       assert.deepEqual(ran, [true, undefined])
       await eventually(() => assert.equal(warnings.length, 1))

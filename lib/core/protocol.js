@@ -156,6 +156,9 @@ const opsOf = (handle) => /** @type {any} */ (handle)[kOps] ?? NATIVE_LOCK_OPS
  *   (`queueRelease`) and written with its next operation, else at the end of the loop's turn or
  *   as the process exits (lib/core/queued-releases.js): a store whose every operation is a write of
  *   its own (a file) commits once a lock cycle, not twice
+ * @property {boolean} acquiresTogether plain locks' first attempts asked in one stretch of the
+ *   microtask queue are sent together (`acquireTogether`, lib/core/acquires-together.js): the loops
+ *   of a Promise.all on such a store commit once a round, not once each
  * @property {boolean} waitsInLine a plain lock's waiters wait in a line on the server, one place per
  *   process: a release hands the lock to the
  *   first in line and tells its process alone; the lock arrives as a hand-over (lib/wait/waiting.js), its holder claims it for
@@ -212,6 +215,7 @@ module.exports = {
   HoldKind,
   WAIT,
   nativeOps,
+  NATIVE_LOCK_OPS,
   kOps,
   opsOf,
   capabilitiesOf,

@@ -9,7 +9,8 @@
  * the store is asked.
  */
 
-const { WAIT, inLine } = require('../core/protocol.js')
+const { WAIT, inLine, NATIVE_LOCK_OPS } = require('../core/protocol.js')
+const { joinsBatch, askInBatch } = require('../core/acquires-together.js')
 const { isThenable } = require('../core/check.js')
 const { realNow } = require('../core/timers.js')
 const { waitersOf, takeTicket, firstTriesOut, enqueue } = require('../wait/waiting.js')
@@ -47,15 +48,13 @@ function acquire(taker, target, timeout, retryDelay, signal, trace) {
   // (and, with first attempts of this thread out already, keeps it for them if it
   // gets in), asked for as it is sent.
   const asked = inLine(target) ? realNow() : undefined
-  const grant = asked !== undefined ? ops.acquire(handle, key, ttlMs, lineWait(target, timeout), asked) : ops.acquire(handle, key, ttlMs)
-  if (!isThenable(grant)) {
-    // Answered at once: no waiter is made unless it has to wait. In a store's
-    // line, a lock handed over can come twice (by message, and in this
-    // answer): taken once, by whichever reached a waiter first.
-    const took = grant !== null && (asked === undefined || takenOnce(handle, /** @type {NonNullable<Grant>} */ (grant)))
-    if (took) return taker[kTook](/** @type {NonNullable<Grant>} */ (grant), target.capabilities.saysWhenLapsed ? 0 : realNow())
-    return timeout === 0 ? refused(target) : queued(new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace))
+  const wait = asked === undefined ? WAIT.now : lineWait(target, timeout)
+  if (target.capabilities.acquiresTogether && ops === NATIVE_LOCK_OPS && joinsBatch()) {
+    const settle = (/** @type {Grant} */ grant) => atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, grant, asked)
+    return askInBatch(handle, key, ttlMs, wait, asked ?? 0, signal, settle)
   }
+  const grant = asked !== undefined ? ops.acquire(handle, key, ttlMs, wait, asked) : ops.acquire(handle, key, ttlMs)
+  if (!isThenable(grant)) return atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, /** @type {Grant} */ (grant), asked)
   const answer = /** @type {Promise<Grant>} */ (grant)
   // The hold's time runs on the real clock (the store's TTL does); the
   // timeout on performance.now, which, like setTimeout, follows fake timers
@@ -64,6 +63,28 @@ function acquire(taker, target, timeout, retryDelay, signal, trace) {
   // (One that does not wait still answers an abort at once, as a Waiter with no deadline.)
   if (timeout === 0 && signal === undefined) return answer.then((g) => (g === null ? refused(target) : taker[kTook](g, sent)))
   return new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace).firstTry(answer, sent)
+}
+
+/**
+ * A first attempt answered at once (or in its batch, before anything else
+ * ran): no waiter is made unless it has to wait. In a store's line, a lock
+ * handed over can come twice (by message, and in this answer): taken once,
+ * by whichever reached a waiter first.
+ *
+ * @param {Taker} taker
+ * @param {Target} target
+ * @param {number} ticket
+ * @param {number} timeout
+ * @param {number} retryDelay
+ * @param {AbortSignal | undefined} signal
+ * @param {Trace | undefined} trace
+ * @param {Grant} grant
+ * @param {number | undefined} asked when it was sent, in a store's line
+ */
+function atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, grant, asked) {
+  const took = grant !== null && (asked === undefined || takenOnce(target.handle, grant))
+  if (took) return taker[kTook](grant, target.capabilities.saysWhenLapsed ? 0 : realNow())
+  return timeout === 0 ? refused(target) : queued(new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace))
 }
 
 /**

@@ -29,6 +29,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use self::convert::{hold, to_js, HoldArg, Settled};
+use self::errors::js_error;
 use self::handle::Handle;
 use crate::lock;
 use crate::store::{Acquired, Asked, Capabilities, Code, StoreError, Wait};
@@ -53,13 +54,57 @@ pub fn acquire<'env>(
     env: &'env Env, handle: Handle, key: SmallStr, kind: HoldArg, limit: f64, ttl_ms: f64,
     wait: u32, asked: f64,
 ) -> Result<Settled<'env, Option<lock::Grant>>> {
-    let wait = match wait {
+    let op = lock::acquire(
+        &handle.store,
+        hold(kind, limit),
+        &key,
+        ttl_ms,
+        wait_of(wait, asked),
+    );
+    to_js(env, &handle, op)
+}
+
+/// How a refused attempt waits in its store's line, as JS numbers it.
+fn wait_of(wait: u32, asked: f64) -> Wait {
+    match wait {
         0 => Wait::Now,
         1 => Wait::InLine(Asked::at(asked)),
         _ => Wait::InLineWithMore(Asked::at(asked)),
+    }
+}
+
+/// Attempts for fresh owners of the plain locks `keys` (each with its TTL,
+/// its `wait` and when it was `asked`, as `acquire` takes them), asked in
+/// the same turn of the loop, on a store that acquires together: written
+/// together and answered at once, each in order as its own `acquire` would
+/// settle: its grant, null, or the error it fails with.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handle: object, keys: string[], ttlMs: number[], waits: number[], asked: number[]",
+    ts_return_type = "(string | [string, number] | [string, number, true] | null | Error)[]"
+)]
+pub fn acquire_together(
+    env: &Env, handle: Handle, keys: Vec<SmallStr>, ttl_ms: Vec<f64>, waits: Vec<u32>,
+    asked: Vec<f64>,
+) -> Result<Vec<Either<Option<lock::Grant>, Error>>> {
+    if [ttl_ms.len(), waits.len(), asked.len()] != [keys.len(); 3] {
+        let message = "acquireTogether: keys, ttlMs, waits and asked must be as long as each other";
+        return Err(Error::new(Status::InvalidArg, message));
+    }
+    let wants = keys
+        .into_iter()
+        .zip(ttl_ms)
+        .zip(waits.into_iter().zip(asked));
+    let wants = wants.map(|((key, ttl_ms), (wait, asked))| (key, ttl_ms, wait_of(wait, asked)));
+    let Some(answers) = lock::acquire_together(&handle.store, wants) else {
+        let message = "acquireTogether: this store does not acquire together";
+        return Err(Error::new(Status::InvalidArg, message));
     };
-    let op = lock::acquire(&handle.store, hold(kind, limit), &key, ttl_ms, wait);
-    to_js(env, &handle, op)
+    let answers = answers.into_iter().map(|answer| match answer {
+        Ok(grant) => Either::A(grant),
+        Err(e) => Either::B(js_error(env, e)),
+    });
+    Ok(answers.collect())
 }
 
 /// Each store operation below is the same napi function: the handle, the

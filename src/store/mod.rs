@@ -124,6 +124,16 @@ impl<T: Send + 'static> Op<T> {
     }
 }
 
+/// A plain lock's acquire among several asked together
+/// ([`LockStore::acquire_together`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Want<'a> {
+    pub key: &'a str,
+    pub owner: &'a str,
+    pub ttl_ms: f64,
+    pub wait: Wait,
+}
+
 /// A task a store hands back to run on Tokio (a listener for announced releases).
 pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
@@ -150,6 +160,10 @@ pub struct Capabilities {
     /// operation, or when the JS layer flushes at the end of the loop's turn
     /// or as the process exits ([`LockStore::flush_releases`]).
     pub queues_releases: bool,
+    /// Plain locks' acquires asked in the same turn of the loop can be
+    /// written together ([`LockStore::acquire_together`]): a store whose
+    /// every operation is a write of its own (a file) commits them once.
+    pub acquires_together: bool,
     /// A plain lock's waiters wait in a line on the server, one place per
     /// process ([`Wait`]): a release hands the lock to the first in line and
     /// tells only its process, which then claims it ([`LockStore::extend`])
@@ -176,6 +190,7 @@ impl Capabilities {
         answers_in_order: false,
         tells_when_sent: false,
         queues_releases: false,
+        acquires_together: false,
         waits_in_line: false,
         written_in_js: true,
         throws_own_errors: true,
@@ -186,13 +201,14 @@ impl Capabilities {
     /// Every capability by the name JS reads it under, so JS takes the
     /// record as it is. (A field added above does not compile until it is
     /// named here.)
-    pub fn named(&self) -> [(&'static str, bool); 10] {
+    pub fn named(&self) -> [(&'static str, bool); 11] {
         let Capabilities {
             says_when_lapsed,
             announces_releases,
             answers_in_order,
             tells_when_sent,
             queues_releases,
+            acquires_together,
             waits_in_line,
             written_in_js,
             throws_own_errors,
@@ -205,6 +221,7 @@ impl Capabilities {
             ("answersInOrder", answers_in_order),
             ("tellsWhenSent", tells_when_sent),
             ("queuesReleases", queues_releases),
+            ("acquiresTogether", acquires_together),
             ("waitsInLine", waits_in_line),
             ("writtenInJs", written_in_js),
             ("throwsOwnErrors", throws_own_errors),
@@ -285,6 +302,13 @@ pub trait LockStore: Send + Sync + 'static {
     /// last flush (here, or written with another operation), by key.
     fn flush_releases(&self) -> Vec<(String, StoreError)> {
         Vec::new()
+    }
+    /// Acquire the plain locks `wants`, each as [`LockStore::acquire`]
+    /// would, written together where the store can (one that
+    /// [`Capabilities::acquires_together`]); answered now, each in order (a
+    /// failed one took nothing). `None` where the store does not.
+    fn acquire_together(&self, _wants: &[Want<'_>]) -> Option<Vec<StoreResult<Acquired>>> {
+        None
     }
     /// Claim the plain lock `key`, handed to this process from the store's
     /// line for `owner`, for `ttl_ms` (an extension); with `more` of this

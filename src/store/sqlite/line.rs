@@ -117,16 +117,25 @@ pub(super) struct Queued {
     pub owner: String,
 }
 
-/// `queued` releases and a plain lock's acquire written in one transaction
-/// (a loop that gives a lock back and takes one again commits once), each
-/// as its one-statement path: a release only where nobody waits in line or
-/// listens, the acquire only of a lock free with nobody in line. Answers the
-/// releases left for the full path (after this commit: nothing of theirs
-/// was written) and the token, if the lock was taken; refused, the acquire
-/// goes the usual way.
+/// A plain lock's acquire that may take its one-statement path: `me` is
+/// this process's name in the line where it waits.
+pub(super) struct Take<'a> {
+    pub key: &'a str,
+    pub who: &'a str,
+    pub ttl_ms: f64,
+    pub me: Option<&'a str>,
+}
+
+/// `queued` releases and plain locks' acquires (`takes`) written in one
+/// transaction (a loop that gives a lock back and takes one again, or the
+/// loops of one turn, commit once), each as its one-statement path: a
+/// release only where nobody waits in line or listens, an acquire only of a
+/// lock free with nobody in line. Answers the releases left for the full
+/// path (after this commit: nothing of theirs was written) and each take's
+/// token, if it took the lock; one refused goes the usual way.
 pub(super) fn released_then_taken<'q>(
-    db: &mut Db, queued: &'q [Queued], key: &str, who: &str, ttl_ms: f64, me: Option<&str>,
-) -> Result<(Vec<&'q Queued>, Option<u64>)> {
+    db: &mut Db, queued: &'q [Queued], takes: &[Take<'_>],
+) -> Result<(Vec<&'q Queued>, Vec<Option<u64>>)> {
     let mut write = immediate(db)?;
     let now = now_ms();
     let mut left = Vec::new();
@@ -140,22 +149,27 @@ pub(super) fn released_then_taken<'q>(
             left.push(release);
         }
     }
-    let taken: Option<i64> = write
-        .tx
-        .prepare_cached(&write.sql.lock_take_alone)?
-        .query_row(params![key, who, expiry(now, ttl_ms), now], |row| {
-            row.get(0)
-        })
-        .optional()?;
-    if taken.is_some() {
-        if let Some(me) = me {
+    let mut tokens = Vec::with_capacity(takes.len());
+    for take in takes {
+        let taken: Option<i64> = write
+            .tx
+            .prepare_cached(&write.sql.lock_take_alone)?
+            .query_row(
+                params![take.key, take.who, expiry(now, take.ttl_ms), now],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if let (Some(_), Some(me)) = (taken, take.me) {
             // A place this process kept (handed a lock that lapsed since) goes.
-            out(&write, key, me)?;
+            out(&write, take.key, me)?;
         }
+        tokens.push(taken.map(|token| u64::try_from(token).unwrap_or(0)));
+    }
+    if tokens.iter().any(Option::is_some) {
         write.noted(now)?;
     }
     write.commit()?;
-    Ok((left, taken.map(|token| u64::try_from(token).unwrap_or(0))))
+    Ok((left, tokens))
 }
 
 /// A plain lock given back by `who` (`me`: this process, if it has a name

@@ -5,8 +5,9 @@
 //! copied into the file on a thread of its own), `errors`, `open` (the
 //! file, checked, its tables, an earlier boot's holds let go), `ops`, `ear`
 //! (hearing releases from the other processes on the file), `line` (the
-//! line a plain lock's waiters wait in), `queued` (run()'s releases,
-//! written with the next operation).
+//! line a plain lock's waiters wait in), `pass` (lapsed rows swept a batch
+//! per acquire), `queued` (run()'s releases, written with the next
+//! operation, and acquires written together).
 //!
 //! Each store keeps one connection and answers every operation at once, on
 //! the calling thread ([`Op::Ready`]): a lock's statements take
@@ -22,6 +23,7 @@ mod line;
 mod open;
 mod ops;
 mod options;
+mod pass;
 mod place;
 mod queued;
 mod sql;
@@ -30,34 +32,24 @@ use std::sync::{Mutex, PoisonError};
 
 use self::ear::Ears;
 use self::errors::{closed, failure};
-use self::line::{HandOver, Place};
+use self::line::{HandOver, Place, Take};
 use self::open::{open, Db};
-use self::ops::Swept;
 pub use self::options::SqliteOptions;
+use self::pass::SweepPass;
 use self::queued::{QueuedReleases, Release};
 use crate::store::follow::{OnReleased, Released};
-use crate::store::sweeps::Sweeps;
 use crate::store::{
-    Acquired, Asked, Capabilities, HoldKind, LockStore, Op, StoreError, Task, Wait,
+    Acquired, Asked, Capabilities, HoldKind, LockStore, Op, StoreError, StoreResult, Task, Wait,
+    Want,
 };
 
 pub struct SqliteStore {
     options: SqliteOptions,
     /// `None` once closed.
     db: Mutex<Option<Db>>,
-    /// When a sweep pass may start, and where the one under way stands.
-    sweeps: Sweeps,
-    pass: Mutex<Option<Pass>>,
+    sweeping: SweepPass,
     ears: Ears,
     queued: QueuedReleases,
-}
-
-/// A sweep pass under way: the key each table goes on from, `None` once
-/// the table is done. Each acquire sweeps one batch, so no acquire pauses
-/// long, however large the tables.
-struct Pass {
-    locks: Option<String>,
-    holds: Option<String>,
 }
 
 impl SqliteStore {
@@ -68,8 +60,7 @@ impl SqliteStore {
     ) -> Result<SqliteStore, StoreError> {
         let db = open(&options)?;
         Ok(SqliteStore {
-            sweeps: Sweeps::every(options.sweep_interval),
-            pass: Mutex::new(None),
+            sweeping: SweepPass::every(options.sweep_interval),
             ears: Ears::new(on_released),
             db: Mutex::new(Some(db)),
             queued: QueuedReleases::new(options.path.clone(), options.command_timeout),
@@ -82,10 +73,10 @@ impl SqliteStore {
     fn with<T: Send + 'static>(
         &self, name: &str, op: impl FnOnce(&mut Db) -> rusqlite::Result<T>,
     ) -> Op<T> {
-        self.on_file(name, false, |db| {
+        Op::Ready(self.on_file(name, false, |db| {
             self.write_queued(db);
             op(db)
-        })
+        }))
     }
 
     /// The same, for an operation that gives or keeps a hold: first, if the
@@ -95,29 +86,90 @@ impl SqliteStore {
     fn granting<T: Send + 'static>(
         &self, name: &str, op: impl FnOnce(&mut Db) -> rusqlite::Result<T>,
     ) -> Op<T> {
-        self.on_file(name, true, |db| {
+        Op::Ready(self.on_file(name, true, |db| {
             self.write_queued(db);
             op(db)
-        })
+        }))
     }
 
-    fn on_file<T: Send + 'static>(
+    fn on_file<T>(
         &self, name: &str, follow_the_path: bool, op: impl FnOnce(&mut Db) -> rusqlite::Result<T>,
-    ) -> Op<T> {
+    ) -> StoreResult<T> {
         let mut db = self.db.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(open_db) = db.as_mut() else {
-            return Op::Ready(Err(closed(name)));
+            return Err(closed(name));
         };
         if follow_the_path && open_db.moved() {
             // Queued releases are of locks in the file open until now.
             self.write_queued(open_db);
-            match open(&self.options) {
-                Ok(reopened) => *open_db = reopened,
-                Err(e) => return Op::Ready(Err(e)),
-            }
+            *open_db = open(&self.options)?;
         }
         busy::start(self.options.command_timeout);
-        Op::Ready(op(open_db).map_err(|e| failure(name, &self.options.path, &e)))
+        op(open_db).map_err(|e| failure(name, &self.options.path, &e))
+    }
+
+    /// Plain locks' acquires, written with the releases queued before them:
+    /// in one transaction where each can take its one-statement path, the
+    /// others each the usual way after it (once one fails, the rest fail
+    /// with it, not each after the file's timeout again).
+    fn acquire_locks(&self, wants: &[Want<'_>]) -> StoreResult<Vec<StoreResult<Acquired>>> {
+        self.on_file("acquire", true, |db| {
+            self.sweeping.step(db);
+            let queued = self.queued.take();
+            let places: Vec<Option<Place<'_>>> = wants.iter().map(|w| self.place(w.wait)).collect();
+            let in_line = self.ears.address().is_some();
+            // Not together: one with more of this process behind it (it
+            // keeps a place at the back); and, where processes do not wait
+            // in line (no ears), a key released here: the commit between
+            // leaves it free for the waiters of other processes to find, or
+            // a loop here would never let go of it.
+            let together: Vec<usize> = (0..wants.len())
+                .filter(|&i| {
+                    let keeps_more = places[i].as_ref().is_some_and(|p| p.more.is_some());
+                    let retaken = !in_line && queued.iter().any(|r| r.key == wants[i].key);
+                    !keeps_more && !retaken
+                })
+                .collect();
+            let takes: Vec<Take<'_>> = together
+                .iter()
+                .map(|&i| Take {
+                    key: wants[i].key,
+                    who: wants[i].owner,
+                    ttl_ms: wants[i].ttl_ms,
+                    me: places[i].as_ref().map(|p| p.me),
+                })
+                .collect();
+            let release: Release<'_> = &|db, key, owner| self.release_lock(db, key, owner);
+            let mut taken = vec![None; wants.len()];
+            let tokens = self.queued.taken_after(db, &queued, &takes, release)?;
+            for (&i, token) in together.iter().zip(tokens) {
+                taken[i] = token;
+            }
+            let mut answers = Vec::with_capacity(wants.len());
+            let mut failed: Option<rusqlite::Error> = None;
+            for ((want, place), token) in wants.iter().zip(places).zip(taken) {
+                let answer = match (token, &failed) {
+                    (Some(token), _) => Ok(Acquired::Fenced(token)),
+                    (None, Some(e)) => Err(failure("acquire", &self.options.path, e)),
+                    (None, None) => {
+                        busy::start(self.options.command_timeout);
+                        match line::acquire(db, want.key, want.owner, want.ttl_ms, place) {
+                            Ok((acquired, hand_over)) => {
+                                self.tell_hand_over(hand_over);
+                                Ok(acquired)
+                            }
+                            Err(e) => {
+                                let error = failure("acquire", &self.options.path, &e);
+                                failed = Some(e);
+                                Err(error)
+                            }
+                        }
+                    }
+                };
+                answers.push(answer);
+            }
+            Ok(answers)
+        })
     }
 
     /// Write the releases queued so far (`queued`).
@@ -140,38 +192,6 @@ impl SqliteStore {
             line::Released::Nobody | line::Released::Alone => {}
         }
         Ok(held)
-    }
-
-    /// The batch this acquire sweeps, if a pass is under way or due.
-    fn sweep_batch(&self) -> Option<(Swept, String)> {
-        let mut pass = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
-        if pass.is_none() && self.sweeps.due() {
-            *pass = Some(Pass {
-                locks: Some(String::new()),
-                holds: Some(String::new()),
-            });
-        }
-        let under_way = pass.as_ref()?;
-        let batch = match (&under_way.locks, &under_way.holds) {
-            (Some(from), _) => (Swept::Locks, from.clone()),
-            (None, Some(from)) => (Swept::Holds, from.clone()),
-            (None, None) => {
-                *pass = None;
-                return None;
-            }
-        };
-        Some(batch)
-    }
-
-    /// A batch of `table` was swept: the pass goes on from `next`.
-    fn swept(&self, table: Swept, next: Option<String>) {
-        let mut pass = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(under_way) = pass.as_mut() {
-            match table {
-                Swept::Locks => under_way.locks = next,
-                Swept::Holds => under_way.holds = next,
-            }
-        }
     }
 
     /// This process's place for a waiter's attempt (none for one that does
@@ -229,6 +249,7 @@ impl LockStore for SqliteStore {
         Capabilities {
             announces_releases: ear,
             queues_releases: true,
+            acquires_together: true,
             // The line tells a process of a lock handed to it at its ear.
             waits_in_line: ear,
             ..Capabilities::default()
@@ -238,38 +259,31 @@ impl LockStore for SqliteStore {
     fn acquire(
         &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, wait: Wait,
     ) -> Op<Acquired> {
-        let batch = self.sweep_batch();
-        // Not `granting`: the releases queued before it are written here.
-        self.on_file("acquire", true, |db| {
-            if let Some((table, from)) = batch {
-                // A sweep that failed is tried again at the next acquire.
-                if let Ok(next) = ops::sweep(db, table, &from) {
-                    self.swept(table, next);
-                }
-            }
-            let queued = self.queued.take();
-            let release: Release<'_> = &|db, key, owner| self.release_lock(db, key, owner);
-            if hold != HoldKind::Lock {
-                self.queued.write(db, &queued, release);
-                return ops::acquire(db, hold, key, owner, ttl_ms);
-            }
-            let place = self.place(wait);
-            let in_line = self.ears.address().is_some();
-            if let Some(taken) = self.queued.acquire_after(
-                db,
-                &queued,
+        if hold == HoldKind::Lock {
+            let want = Want {
                 key,
                 owner,
                 ttl_ms,
-                place.as_ref(),
-                in_line,
-                release,
-            ) {
-                return Ok(taken);
-            }
-            let (acquired, hand_over) = line::acquire(db, key, owner, ttl_ms, place)?;
-            self.tell_hand_over(hand_over);
-            Ok(acquired)
+                wait,
+            };
+            let answer = self.acquire_locks(&[want]).and_then(|mut answers| {
+                let none = || Err(StoreError::Type("an acquire went unanswered".to_owned()));
+                answers.pop().unwrap_or_else(none)
+            });
+            return Op::Ready(answer);
+        }
+        // Not `granting`: the sweep comes first.
+        Op::Ready(self.on_file("acquire", true, |db| {
+            self.sweeping.step(db);
+            self.write_queued(db);
+            ops::acquire(db, hold, key, owner, ttl_ms)
+        }))
+    }
+
+    fn acquire_together(&self, wants: &[Want<'_>]) -> Option<Vec<StoreResult<Acquired>>> {
+        Some(match self.acquire_locks(wants) {
+            Ok(answers) => answers,
+            Err(failed) => wants.iter().map(|_| Err(failed.clone())).collect(),
         })
     }
 

@@ -1,7 +1,8 @@
 //! run()'s releases, queued: nobody waits for their answer, so each is
 //! written with the store's next operation (an acquire of a plain lock
 //! writes them in its own transaction: a loop that gives a lock back and
-//! takes one again commits once a cycle, not twice), or when the JS layer
+//! takes one again commits once a cycle, not twice; the acquires of one
+//! turn asked together commit once with them), or when the JS layer
 //! flushes (the end of the loop's turn, the process exiting), at close, or
 //! as the store is dropped with its thread. A failure waits for the flush.
 
@@ -11,9 +12,9 @@ use std::time::Duration;
 
 use super::busy;
 use super::errors::{closed, failure};
-use super::line::{self, Place, Queued};
+use super::line::{self, Queued, Take};
 use super::open::Db;
-use crate::store::{Acquired, StoreError};
+use crate::store::StoreError;
 
 /// How a release is written: the store's own, told to whoever it concerns.
 pub(super) type Release<'a> = &'a dyn Fn(&mut Db, &str, &str) -> rusqlite::Result<bool>;
@@ -86,40 +87,30 @@ impl QueuedReleases {
         }
     }
 
-    /// A plain lock's acquire with `releases` queued before it: in one
-    /// transaction where each takes its one-statement path (the ones that
-    /// cannot, each its own way after it); `None` when the acquire goes the
-    /// usual way. Where processes do not wait in line (`in_line` false: no
-    /// ears on this system), a key released here is not taken again in the
-    /// same transaction: the commit between leaves it free for the waiters
-    /// of other processes to find, or a loop here would never let go of it.
-    #[allow(clippy::too_many_arguments)]
-    pub fn acquire_after(
-        &self, db: &mut Db, releases: &[Queued], key: &str, owner: &str, ttl_ms: f64,
-        place: Option<&Place<'_>>, in_line: bool, release: Release<'_>,
-    ) -> Option<Acquired> {
-        if releases.is_empty() {
-            return None;
+    /// `releases` written with plain locks' acquires (`takes`) in one
+    /// transaction where each takes its one-statement path (the releases
+    /// that cannot, each its own way after it): each take's token, if it
+    /// took the lock. Nothing is written for one take alone (its usual way
+    /// is that one statement). If the file fails the transaction, the
+    /// releases fail with it (each tried again would wait out the timeout
+    /// once more), and so do the takes.
+    pub fn taken_after(
+        &self, db: &mut Db, releases: &[Queued], takes: &[Take<'_>], release: Release<'_>,
+    ) -> rusqlite::Result<Vec<Option<u64>>> {
+        if releases.is_empty() && takes.len() < 2 {
+            return Ok(vec![None; takes.len()]);
         }
-        let retaken = !in_line && releases.iter().any(|r| r.key == key);
-        if retaken || place.is_some_and(|p| p.more.is_some()) {
-            self.write(db, releases, release);
-            return None;
-        }
-        match line::released_then_taken(db, releases, key, owner, ttl_ms, place.map(|p| p.me)) {
-            Ok((left, taken)) => {
+        match line::released_then_taken(db, releases, takes) {
+            Ok((left, tokens)) => {
                 self.write(db, left, release);
-                taken.map(Acquired::Fenced)
+                Ok(tokens)
             }
-            // Nothing of that transaction was written, and the file just
-            // failed the lot: they fail with it (each tried again would wait
-            // out the timeout once more before the acquire does).
             Err(e) => {
                 let each = releases
                     .iter()
                     .map(|r| (r.key.clone(), failure("release", &self.path, &e)));
                 self.kept().failed.extend(each);
-                None
+                Err(e)
             }
         }
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::tests::{failed, now, store, take, Folder, LOCK};
 use super::{SqliteOptions, SqliteStore};
-use crate::store::{Acquired, Asked, Code, LockStore, Wait};
+use crate::store::{Acquired, Asked, Code, LockStore, StoreError, Wait, Want};
 
 #[test]
 fn queued_releases_are_written_with_the_next_acquire_and_one_with_a_waiter_is_handed_on() {
@@ -113,5 +113,137 @@ fn a_cycle_commits_once_with_its_release_queued_and_twice_on_one_key_where_nobod
     assert!(
         (200..=210).contains(&apart),
         "{apart} commits for 100 cycles"
+    );
+}
+
+/// `wants` on `key`s, each for a fresh owner `o<n>`, as run() asks them.
+fn wants<'a>(keys: &[&'a str], owners: &'a [String], wait: Wait) -> Vec<Want<'a>> {
+    keys.iter()
+        .zip(owners)
+        .map(|(key, owner)| Want {
+            key,
+            owner,
+            ttl_ms: 60_000.0,
+            wait,
+        })
+        .collect()
+}
+
+#[test]
+fn acquires_asked_together_are_answered_in_order_as_each_alone_would_be() {
+    let folder = Folder::new("together-answers");
+    let path = folder.file("locks.db");
+    let told = std::sync::Arc::new(|_, _| {});
+    let s = SqliteStore::new(SqliteOptions::at(&path), Some(told)).expect("opens");
+    let other = store(&path);
+    take(&other, LOCK, "held", "x", 60_000.0);
+    let before = take(&s, LOCK, "free", "o", 60_000.0);
+    assert!(s.queue_release("free", "o"));
+    let owners: Vec<String> = (0..5).map(|i| format!("o{i}")).collect();
+    let in_line = Wait::InLine(Asked::at(1.0));
+    let keys = ["free", "held", "new", "new", "free"];
+    let answers = s
+        .acquire_together(&wants(&keys, &owners, in_line))
+        .expect("it acquires together");
+    let answers: Vec<Acquired> = answers.into_iter().map(|a| a.expect("answered")).collect();
+    // Released before them in the same transaction, "free" is taken again,
+    // its token grown; the second of two on one key is refused, as are
+    // those on a key another process holds (each taking this process's place).
+    assert!(
+        matches!(answers[0], Acquired::Fenced(t) if t > before),
+        "{answers:?}"
+    );
+    assert!(matches!(answers[1], Acquired::Refused), "{answers:?}");
+    assert!(matches!(answers[2], Acquired::Fenced(_)), "{answers:?}");
+    assert!(matches!(answers[3], Acquired::Refused), "{answers:?}");
+    assert!(matches!(answers[4], Acquired::Refused), "{answers:?}");
+    assert!(now(s.holds(LOCK, "free", "o0")) && now(s.holds(LOCK, "new", "o2")));
+    assert!(now(other.holds(LOCK, "held", "x")));
+    // "held" released by its holder: handed to this process's place.
+    assert!(now(other.release(LOCK, "held", "x")));
+    let handed = now(s.acquire(LOCK, "held", "o5", 60_000.0, Wait::InLine(Asked::at(2.0))));
+    assert!(matches!(handed, Acquired::Handed { .. }), "{handed:?}");
+    assert!(s.flush_releases().is_empty());
+}
+
+#[test]
+fn acquires_asked_together_commit_once_with_the_releases_queued_before_them() {
+    let folder = Folder::new("together-commits");
+    let path = folder.file("locks.db");
+    let log = path.with_extension("db-wal");
+    let frames = || std::fs::metadata(&log).map_or(0, |m| m.len()) / (24 + 1024);
+    let told = std::sync::Arc::new(|_, _| {});
+    let s = SqliteStore::new(SqliteOptions::at(&path), Some(told)).expect("opens");
+    let keys = ["a", "b", "c", "d"];
+    let owners =
+        |round: usize| -> Vec<String> { keys.iter().map(|k| format!("{k}{round}")).collect() };
+    let round_of = |round: usize, together: bool| {
+        let owners = owners(round);
+        let asked = wants(&keys, &owners, Wait::Now);
+        if together {
+            let answers = s.acquire_together(&asked).expect("it acquires together");
+            assert!(answers.iter().all(|a| matches!(a, Ok(Acquired::Fenced(_)))));
+        } else {
+            for want in &asked {
+                take(&s, LOCK, want.key, want.owner, want.ttl_ms);
+            }
+        }
+        for (key, owner) in keys.iter().zip(&owners) {
+            assert!(s.queue_release(key, owner));
+        }
+    };
+    let count = |together: bool, first: usize| {
+        let before = frames();
+        for round in first..first + 50 {
+            round_of(round, together);
+        }
+        frames() - before
+    };
+    let apart = count(false, 0);
+    let together = count(true, 50);
+    // One at a time, each acquire commits (the first with the releases
+    // queued before it); together, a round commits once.
+    assert!(
+        apart >= 4 * 50,
+        "{apart} frames for 50 rounds one at a time"
+    );
+    assert!(
+        together * 3 <= apart,
+        "{together} frames together, {apart} apart"
+    );
+    assert!(s.flush_releases().is_empty());
+}
+
+#[test]
+fn acquires_asked_together_on_a_file_that_stays_busy_all_fail_and_take_nothing() {
+    let folder = Folder::new("together-busy");
+    let path = folder.file("locks.db");
+    let mut options = SqliteOptions::at(&path);
+    options.command_timeout = Duration::from_millis(100);
+    let s = SqliteStore::new(options, None).expect("opens");
+    take(&s, LOCK, "a", "o", 60_000.0);
+    assert!(s.queue_release("a", "o"));
+    let other = rusqlite::Connection::open(&path).expect("open");
+    other
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("the file's write lock");
+    let owners: Vec<String> = (0..3).map(|i| format!("n{i}")).collect();
+    let answers = s
+        .acquire_together(&wants(&["b", "c", "d"], &owners, Wait::Now))
+        .expect("it acquires together");
+    other.execute_batch("COMMIT").expect("let go");
+    for answer in &answers {
+        assert!(
+            matches!(answer, Err(StoreError::Backend(e)) if e.code == Code::StoreTimeout),
+            "{answer:?}"
+        );
+    }
+    for key in ["b", "c", "d"] {
+        assert!(!now(s.would_wait(LOCK, key)), "{key} not taken");
+    }
+    assert_eq!(
+        s.flush_releases().len(),
+        1,
+        "the release queued failed with them"
     );
 }
