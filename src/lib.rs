@@ -93,7 +93,8 @@
 //!   `line.rs` (the line a plain lock's waiters wait in), `pass.rs` (lapsed
 //!   rows swept a batch per acquire), `queued.rs` (run()'s releases,
 //!   written with the next operation, and acquires asked together written
-//!   with them in one transaction), `tests.rs`,
+//!   with them in one transaction), `told.rs` (hand-overs and releases told
+//!   to the other processes after the commit), `tests.rs`,
 //!   `line_tests.rs` (ears and the line's contract, two stores on one file),
 //!   `queued_tests.rs`.
 //! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an

@@ -12,7 +12,7 @@
 // attempts of one batch, a quarter of them aborted before it is sent, the
 // rest 0-60 ms in.
 // Log lines: `S <ns> <key> <id> <fencing token or ->` and `E <ns> <key> <id>`.
-// Prints, if it lives to the end: { sections, aborted, timedOut, errors, failures } (the
+// Prints, if it lives to the end: { sections, aborted, abortedAtOnce, timedOut, errors, failures } (the
 // first few store errors' codes and messages).
 
 import { openSync, writeSync } from 'node:fs'
@@ -25,7 +25,7 @@ const keys = keyList.split(',')
 const log = openSync(file, 'a')
 const now = () => process.hrtime.bigint()
 const pick = (list) => list[Math.floor(Math.random() * list.length)]
-const figures = { sections: 0, aborted: 0, timedOut: 0, errors: 0, failures: [] }
+const figures = { sections: 0, aborted: 0, abortedAtOnce: 0, timedOut: 0, errors: 0, failures: [] }
 /** A store error: counted, and the first few kept to be shown. */
 const failed = (error) => {
   figures.errors++
@@ -58,8 +58,9 @@ async function attempt(abortIn, among = keys) {
     const [ran] = await running
     if (!ran) figures.timedOut++
   } catch (error) {
-    if (error?.name === 'AbortError') figures.aborted++
-    else failed(error)
+    if (error?.name !== 'AbortError') failed(error)
+    else if (abortIn === 0) figures.abortedAtOnce++
+    else figures.aborted++
   } finally {
     clearTimeout(timer)
   }

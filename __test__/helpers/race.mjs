@@ -154,7 +154,7 @@ function tally(logs, died) {
 }
 
 function sum(results) {
-  const total = { aborted: 0, timedOut: 0, errors: 0 }
+  const total = { aborted: 0, abortedAtOnce: 0, timedOut: 0, errors: 0 }
   for (const r of results) for (const name of Object.keys(total)) total[name] += r[name]
   return { ...total, failures: results.flatMap((r) => r.failures) }
 }

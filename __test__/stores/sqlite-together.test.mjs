@@ -1,8 +1,9 @@
 // SqliteLockStore's first attempts asked together (acquiresTogether): the
 // attempts of one stretch of the microtask queue after its first are written
 // in one transaction, each answered as it would be alone: taken, refused and
-// then waiting in line, or failed with the store's error; one whose signal
-// aborted before its batch went is never sent.
+// then waiting in line (in the order asked), or failed with the store's
+// error ("not yet" to one with time left); one whose signal aborted before
+// its batch went is never sent; close() in the same turn sends it first.
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -92,16 +93,56 @@ test('an attempt whose signal aborts before its batch is sent is never sent; the
     controller.abort()
     await assert.rejects(aborted, (e) => e.name === 'AbortError')
     assert.deepEqual(await Promise.all([first, last]), [true, true])
-    assert.equal(await elsewhere.isLocked('aborted'), false, 'not taken')
     assert.equal(await elsewhere.isLocked('last'), true)
+    // Never taken: the key's first token is still to be given.
+    const later = lock('aborted', 60_000)
+    assert.equal(await later.acquire(), true)
+    assert.equal(later.fencingToken, 1, 'the aborted attempt took no token')
   })
 })
 
-test('a file kept busy past commandTimeout fails every attempt of the batch with the store error, and takes nothing', async () => {
+test('two of one batch waiting for a key held elsewhere get it in the order they asked', async () => {
+  await onOneFile('together-order.db', async ({ elsewhere }) => {
+    assert.equal(await elsewhere.acquire('k', 'holder', 60_000), true)
+    const order = []
+    const options = { timeout: 10_000, retryDelay: 60_000 }
+    const runs = [
+      lock('other', 60_000).run(() => order.push('other')),
+      lock('k', 60_000).run(() => order.push('first'), options),
+      lock('k', 60_000).run(() => order.push('second'), options),
+    ]
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.deepEqual(order, ['other'])
+    const started = performance.now()
+    assert.equal(await elsewhere.release('k', 'holder'), true)
+    await Promise.all(runs)
+    assert.deepEqual(order, ['other', 'first', 'second'])
+    assert.ok(performance.now() - started < 1_000, 'handed on at each release, not at a poll')
+  })
+})
+
+test('close() in the turn of the acquires finds them taken', async () => {
+  const path = join(dir, 'together-close.db')
+  const here = new SqliteLockStore(path)
+  const elsewhere = new SqliteLockStore(path)
+  const previous = getLockStore()
+  setLockStore(here)
+  try {
+    const taken = Promise.all(['a', 'b', 'c'].map((key) => lock(key, 60_000).acquire()))
+    await here.close()
+    assert.deepEqual(await taken, [true, true, true])
+    for (const key of ['a', 'b', 'c']) assert.equal(await elsewhere.isLocked(key), true, key)
+  } finally {
+    setLockStore(previous)
+    await elsewhere.close()
+  }
+})
+
+test('a file kept busy past commandTimeout: attempts that do not wait fail with the store error and take nothing; those that wait get in once it is free', async () => {
   await onOneFile(
     'together-busy.db',
     async ({ path, elsewhere }) => {
-      const writer = await writing(path, 1_000)
+      let writer = await writing(path, 1_000)
       try {
         const keys = ['a', 'b', 'c']
         const answers = await Promise.allSettled(keys.map((key) => lock(key, 60_000).acquire()))
@@ -112,6 +153,13 @@ test('a file kept busy past commandTimeout fails every attempt of the batch with
         }
         await new Promise((resolve) => writer.once('exit', resolve))
         for (const key of keys) assert.equal(await elsewhere.isLocked(key), false, key)
+        // A file busy is "not yet" to an attempt with time left, in a batch as alone.
+        writer = await writing(path, 1_000)
+        const waited = keys.map((key) => lock(key, 60_000))
+        const taken = await Promise.all(waited.map((held) => held.acquire({ timeout: 10_000, retryDelay: 100 })))
+        assert.deepEqual(taken, [true, true, true])
+        for (const key of keys) assert.equal(await elsewhere.isLocked(key), true, key)
+        await Promise.all(waited.map((held) => held.release()))
       } finally {
         writer.kill()
       }

@@ -11,6 +11,8 @@
  * own. No timer runs between an attempt and its batch; one whose signal
  * aborted meanwhile is never sent. A stretch ends when a microtask queued by
  * its first attempt runs (a resolved promise's: fake timers never hold it).
+ * A store closing sends the batch first (close() in the same turn as the
+ * acquires finds them taken, as it would had each gone at once).
  */
 
 /**
@@ -21,12 +23,15 @@
  * @property {number} wait how a refused attempt waits in the store's line (WAIT)
  * @property {number} asked when it was asked (realNow())
  * @property {AbortSignal | undefined} signal
- * @property {(grant: import('../wait/waiting.js').Grant) => unknown} settle what the answer makes
+ * @property {(grant: import('../wait/waiting.js').Grant, error: unknown, sent: number) => unknown} settle
+ *   what the answer makes of the grant, or of the store's error (then `grant` is null), the attempt
+ *   sent at `sent` (realNow())
  * @property {(value: unknown) => void} resolve
  * @property {(error: unknown) => void} reject
  */
 
 const { acquireTogether } = require('../native.js')
+const { realNow } = require('./timers.js')
 
 const RESOLVED = Promise.resolve()
 /** An attempt was sent at once in this stretch. */
@@ -50,8 +55,8 @@ function joinsBatch() {
 
 /**
  * Ask for a plain lock in the stretch's batch: settles with what `settle`
- * makes of its grant, or rejects with the store's error (or the signal's
- * reason, if it aborted before the batch was sent).
+ * makes of its answer, or rejects with the signal's reason if it aborted
+ * before the batch was sent.
  *
  * @param {object} handle
  * @param {string} key
@@ -59,7 +64,7 @@ function joinsBatch() {
  * @param {number} wait how a refused attempt waits in the store's line (WAIT)
  * @param {number} asked when it was asked (realNow())
  * @param {AbortSignal | undefined} signal
- * @param {(grant: import('../wait/waiting.js').Grant) => unknown} settle what the answer makes
+ * @param {Asked['settle']} settle what the answer makes
  * @returns {Promise<any>}
  */
 function askInBatch(handle, key, ttlMs, wait, asked, signal, settle) {
@@ -73,8 +78,10 @@ function askInBatch(handle, key, ttlMs, wait, asked, signal, settle) {
   })
 }
 
+/** Send the stretch's batch now, if there is one. */
 function sendBatch() {
-  const asked = /** @type {Asked[]} */ (batch)
+  const asked = batch
+  if (asked === undefined) return
   batch = undefined
   /** @type {Map<object, Asked[]>} */
   const byStore = new Map()
@@ -95,6 +102,8 @@ function sendBatch() {
  * @param {Asked[]} asked
  */
 function send(handle, asked) {
+  const sent = realNow()
+  /** @type {unknown[]} */
   let answers
   try {
     answers = acquireTogether(
@@ -105,22 +114,19 @@ function send(handle, asked) {
       asked.map((a) => a.asked),
     )
   } catch (error) {
-    for (const one of asked) one.reject(error)
-    return
+    // (A handle the addon no longer knows.)
+    answers = asked.map(() => error)
   }
   for (let i = 0; i < asked.length; i++) {
     const one = asked[i]
     const answer = answers[i]
-    if (answer instanceof Error) {
-      one.reject(answer)
-      continue
-    }
     try {
-      one.resolve(one.settle(answer))
+      const grant = /** @type {import('../wait/waiting.js').Grant} */ (answer)
+      one.resolve(answer instanceof Error ? one.settle(null, answer, sent) : one.settle(grant, undefined, sent))
     } catch (error) {
       one.reject(error)
     }
   }
 }
 
-module.exports = { joinsBatch, askInBatch }
+module.exports = { joinsBatch, askInBatch, sendBatch }

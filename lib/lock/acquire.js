@@ -50,16 +50,38 @@ function acquire(taker, target, timeout, retryDelay, signal, trace) {
   const asked = inLine(target) ? realNow() : undefined
   const wait = asked === undefined ? WAIT.now : lineWait(target, timeout)
   if (target.capabilities.acquiresTogether && ops === NATIVE_LOCK_OPS && joinsBatch()) {
-    const settle = (/** @type {Grant} */ grant) => atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, grant, asked)
+    // Answered in its batch as it would have been at once: a failure as a
+    // store's answer that came later (a file busy is "not yet" while time is left).
+    /** @type {(grant: Grant, error: unknown, sent: number) => unknown} */
+    const settle = (grant, error, sent) =>
+      error === undefined
+        ? atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, grant, asked, sent)
+        : answeredLater(taker, target, ticket, timeout, retryDelay, signal, trace, Promise.reject(error), asked ?? sent)
     return askInBatch(handle, key, ttlMs, wait, asked ?? 0, signal, settle)
   }
   const grant = asked !== undefined ? ops.acquire(handle, key, ttlMs, wait, asked) : ops.acquire(handle, key, ttlMs)
-  if (!isThenable(grant)) return atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, /** @type {Grant} */ (grant), asked)
-  const answer = /** @type {Promise<Grant>} */ (grant)
+  if (!isThenable(grant)) return atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, /** @type {Grant} */ (grant), asked, asked)
   // The hold's time runs on the real clock (the store's TTL does); the
   // timeout on performance.now, which, like setTimeout, follows fake timers
   // when a test installs them.
-  const sent = asked ?? realNow()
+  return answeredLater(taker, target, ticket, timeout, retryDelay, signal, trace, /** @type {Promise<Grant>} */ (grant), asked ?? realNow())
+}
+
+/**
+ * A first attempt whose answer is a promise: sent at `sent` (realNow()).
+ *
+ * @param {Taker} taker
+ * @param {Target} target
+ * @param {number} ticket
+ * @param {number} timeout
+ * @param {number} retryDelay
+ * @param {AbortSignal | undefined} signal
+ * @param {Trace | undefined} trace
+ * @param {Promise<Grant>} answer
+ * @param {number} sent
+ * @returns {Promise<Acquisition | null>}
+ */
+function answeredLater(taker, target, ticket, timeout, retryDelay, signal, trace, answer, sent) {
   // (One that does not wait still answers an abort at once, as a Waiter with no deadline.)
   if (timeout === 0 && signal === undefined) return answer.then((g) => (g === null ? refused(target) : taker[kTook](g, sent)))
   return new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace).firstTry(answer, sent)
@@ -80,10 +102,11 @@ function acquire(taker, target, timeout, retryDelay, signal, trace) {
  * @param {Trace | undefined} trace
  * @param {Grant} grant
  * @param {number | undefined} asked when it was sent, in a store's line
+ * @param {number | undefined} sent when it was sent (realNow()), if known
  */
-function atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, grant, asked) {
+function atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, grant, asked, sent) {
   const took = grant !== null && (asked === undefined || takenOnce(target.handle, grant))
-  if (took) return taker[kTook](grant, target.capabilities.saysWhenLapsed ? 0 : realNow())
+  if (took) return taker[kTook](grant, target.capabilities.saysWhenLapsed ? 0 : (sent ?? realNow()))
   return timeout === 0 ? refused(target) : queued(new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace))
 }
 

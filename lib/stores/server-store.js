@@ -10,6 +10,7 @@ const { isThenable } = require('../core/check.js')
 const { fromStore } = require('../core/errors.js')
 const { releasesAnswered, closedHandle } = require('../core/store-events.js')
 const { flush } = require('../core/queued-releases.js')
+const { sendBatch } = require('../core/acquires-together.js')
 const { NativeLockStore, handleOf } = require('./native-store.js')
 
 /** @param {NativeLockStore} store */
@@ -17,6 +18,7 @@ async function closeStore(store) {
   const handle = /** @type {object} */ (handleOf(store))
   const answered = releasesAnswered(handle)
   if (answered !== undefined) await answered
+  sendBatch()
   flush(handle)
   native.closeStore(handle)
   closedHandle(handle)

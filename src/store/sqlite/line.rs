@@ -115,6 +115,9 @@ pub(super) fn acquire(
 pub(super) struct Queued {
     pub key: String,
     pub owner: String,
+    /// Given back after an acquire that failed once it may have taken the
+    /// lock: nobody asked for it, so a failure of it is not told.
+    pub quiet: bool,
 }
 
 /// A plain lock's acquire that may take its one-statement path: `me` is

@@ -27,20 +27,22 @@ mod pass;
 mod place;
 mod queued;
 mod sql;
+mod told;
 
+use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
 use self::ear::Ears;
 use self::errors::{closed, failure};
-use self::line::{HandOver, Place, Take};
+use self::line::{Place, Take};
 use self::open::{open, Db};
 pub use self::options::SqliteOptions;
 use self::pass::SweepPass;
 use self::queued::{QueuedReleases, Release};
-use crate::store::follow::{OnReleased, Released};
+use crate::store::follow::OnReleased;
 use crate::store::{
-    Acquired, Asked, Capabilities, HoldKind, LockStore, Op, StoreError, StoreResult, Task, Wait,
-    Want,
+    Acquired, Asked, BackendError, Capabilities, Code, HoldKind, LockStore, Op, StoreError,
+    StoreResult, Task, Wait, Want,
 };
 
 pub struct SqliteStore {
@@ -110,26 +112,33 @@ impl SqliteStore {
 
     /// Plain locks' acquires, written with the releases queued before them:
     /// in one transaction where each can take its one-statement path, the
-    /// others each the usual way after it (once one fails, the rest fail
-    /// with it, not each after the file's timeout again).
+    /// others each the usual way after it, in the order asked. Once one on a
+    /// key is refused and waits (its process's place taken), a later one on
+    /// that key is refused without asking: it waits behind it, as it would
+    /// had it been asked after. Once one fails, the rest fail with it, not
+    /// each after the file's timeout again.
     fn acquire_locks(&self, wants: &[Want<'_>]) -> StoreResult<Vec<StoreResult<Acquired>>> {
         self.on_file("acquire", true, |db| {
             self.sweeping.step(db);
             let queued = self.queued.take();
             let places: Vec<Option<Place<'_>>> = wants.iter().map(|w| self.place(w.wait)).collect();
             let in_line = self.ears.address().is_some();
-            // Not together: one with more of this process behind it (it
-            // keeps a place at the back); and, where processes do not wait
-            // in line (no ears), a key released here: the commit between
-            // leaves it free for the waiters of other processes to find, or
-            // a loop here would never let go of it.
-            let together: Vec<usize> = (0..wants.len())
-                .filter(|&i| {
-                    let keeps_more = places[i].as_ref().is_some_and(|p| p.more.is_some());
-                    let retaken = !in_line && queued.iter().any(|r| r.key == wants[i].key);
-                    !keeps_more && !retaken
-                })
-                .collect();
+            // Apart: one with more of this process behind it (it keeps a
+            // place at the back), and any after it on its key; and, where
+            // processes do not wait in line (no ears), a key released here:
+            // the commit between leaves it free for the waiters of other
+            // processes to find, or a loop here would never let go of it.
+            let mut apart: HashSet<&str> = HashSet::new();
+            let mut together = Vec::with_capacity(wants.len());
+            for (i, want) in wants.iter().enumerate() {
+                let keeps_more = places[i].as_ref().is_some_and(|p| p.more.is_some());
+                let retaken = !in_line && queued.iter().any(|r| r.key == want.key);
+                if keeps_more || retaken || apart.contains(want.key) {
+                    apart.insert(want.key);
+                } else {
+                    together.push(i);
+                }
+            }
             let takes: Vec<Take<'_>> = together
                 .iter()
                 .map(|&i| Take {
@@ -146,27 +155,37 @@ impl SqliteStore {
                 taken[i] = token;
             }
             let mut answers = Vec::with_capacity(wants.len());
+            let mut waiting: HashSet<&str> = HashSet::new();
             let mut failed: Option<rusqlite::Error> = None;
             for ((want, place), token) in wants.iter().zip(places).zip(taken) {
-                let answer = match (token, &failed) {
-                    (Some(token), _) => Ok(Acquired::Fenced(token)),
-                    (None, Some(e)) => Err(failure("acquire", &self.options.path, e)),
-                    (None, None) => {
-                        busy::start(self.options.command_timeout);
-                        match line::acquire(db, want.key, want.owner, want.ttl_ms, place) {
-                            Ok((acquired, hand_over)) => {
-                                self.tell_hand_over(hand_over);
-                                Ok(acquired)
-                            }
-                            Err(e) => {
-                                let error = failure("acquire", &self.options.path, &e);
-                                failed = Some(e);
-                                Err(error)
-                            }
+                if let Some(token) = token {
+                    answers.push(Ok(Acquired::Fenced(token)));
+                    continue;
+                }
+                if let Some(e) = &failed {
+                    answers.push(Err(failure("acquire", &self.options.path, e)));
+                    continue;
+                }
+                if waiting.contains(want.key) {
+                    answers.push(Ok(Acquired::Refused));
+                    continue;
+                }
+                busy::start(self.options.command_timeout);
+                match line::acquire(db, want.key, want.owner, want.ttl_ms, place) {
+                    Ok((acquired, hand_over)) => {
+                        told::hand_over(&self.ears, hand_over);
+                        if matches!(acquired, Acquired::Refused) && want.wait != Wait::Now {
+                            waiting.insert(want.key);
                         }
+                        answers.push(Ok(acquired));
                     }
-                };
-                answers.push(answer);
+                    Err(e) => {
+                        // Its take may have been written before what failed.
+                        self.queued.give_back(want.key, want.owner);
+                        answers.push(Err(failure("acquire", &self.options.path, &e)));
+                        failed = Some(e);
+                    }
+                }
             }
             Ok(answers)
         })
@@ -187,8 +206,8 @@ impl SqliteStore {
         // Handed on, the lock's waiters elsewhere wait for their turn;
         // with nobody in line, those that watch are told it is free.
         match released {
-            line::Released::HandedOn(hand_over) => self.tell_hand_over(Some(hand_over)),
-            line::Released::Ears(ears) => self.tell_ears(db, ears, HoldKind::Lock, key),
+            line::Released::HandedOn(hand_over) => told::hand_over(&self.ears, Some(hand_over)),
+            line::Released::Ears(ears) => told::released(&self.ears, db, ears, HoldKind::Lock, key),
             line::Released::Nobody | line::Released::Alone => {}
         }
         Ok(held)
@@ -208,38 +227,6 @@ impl SqliteStore {
             asked: asked.ms(),
             more,
         })
-    }
-
-    /// Tell the process a lock was handed to: this one by report, another
-    /// by its ear (one that is gone lets its claim window end).
-    fn tell_hand_over(&self, hand_over: Option<HandOver>) {
-        let Some(HandOver { to, told }) = hand_over else {
-            return;
-        };
-        if self.ears.address() == Some(to.as_str()) {
-            self.ears.report(Released::Handed, told);
-        } else {
-            self.ears.hand_over(&to, &told);
-        }
-    }
-
-    /// Tell the ears that wait for `key` that it was released. Nothing
-    /// fails for it: an ear not told leaves its waiters to their poll.
-    fn announce(&self, db: &mut Db, hold: HoldKind, key: &str) {
-        let Ok(ears) = ops::ears_of(&db.connection, &db.sql, hold, key) else {
-            return;
-        };
-        self.tell_ears(db, ears, hold, key);
-    }
-
-    /// Tell `ears` that `key` was released; forget those gone.
-    fn tell_ears(&self, db: &mut Db, ears: Vec<String>, hold: HoldKind, key: &str) {
-        if ears.is_empty() {
-            return;
-        }
-        for gone in self.ears.tell(ears, ops::letter(hold), key) {
-            let _ = ops::forget_ear(db, &gone);
-        }
     }
 }
 
@@ -267,8 +254,12 @@ impl LockStore for SqliteStore {
                 wait,
             };
             let answer = self.acquire_locks(&[want]).and_then(|mut answers| {
-                let none = || Err(StoreError::Type("an acquire went unanswered".to_owned()));
-                answers.pop().unwrap_or_else(none)
+                answers.pop().unwrap_or_else(|| {
+                    Err(StoreError::Backend(BackendError {
+                        code: Code::Internal,
+                        message: "a SqliteLockStore acquire went unanswered".to_owned(),
+                    }))
+                })
             });
             return Op::Ready(answer);
         }
@@ -292,7 +283,7 @@ impl LockStore for SqliteStore {
             if hold != HoldKind::Lock {
                 let released = ops::release(db, hold, key, owner)?;
                 if released {
-                    self.announce(db, hold, key);
+                    told::announce(&self.ears, db, hold, key);
                 }
                 return Ok(released);
             }
@@ -346,7 +337,7 @@ impl LockStore for SqliteStore {
         };
         self.with("leave_line", |db| {
             let hand_over = line::leave(db, key, me)?;
-            self.tell_hand_over(hand_over);
+            told::hand_over(&self.ears, hand_over);
             Ok(())
         })
     }

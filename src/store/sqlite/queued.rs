@@ -48,10 +48,30 @@ impl QueuedReleases {
     }
 
     pub fn push(&self, key: &str, owner: &str) {
+        self.queue(key, owner, false);
+    }
+
+    /// Queue the give-back of a lock an acquire that failed may have taken
+    /// (its failure after the take's commit): written as a release, its own
+    /// failure not told (it lapses at its TTL then, as a lock nobody uses).
+    pub fn give_back(&self, key: &str, owner: &str) {
+        self.queue(key, owner, true);
+    }
+
+    fn queue(&self, key: &str, owner: &str, quiet: bool) {
         self.kept().releases.push(Queued {
             key: key.to_owned(),
             owner: owner.to_owned(),
+            quiet,
         });
+    }
+
+    /// Keep a failure of `queued`, unless it is quiet.
+    fn failed(&self, queued: &Queued, e: &rusqlite::Error) {
+        if !queued.quiet {
+            let failed = failure("release", &self.path, e);
+            self.kept().failed.push((queued.key.clone(), failed));
+        }
     }
 
     /// The releases queued so far, taken to be written.
@@ -70,7 +90,8 @@ impl QueuedReleases {
 
     /// `releases` cannot be written: the store is closed.
     pub fn closed(&self, releases: Vec<Queued>) {
-        let each = releases.into_iter().map(|r| (r.key, closed("release")));
+        let told = releases.into_iter().filter(|r| !r.quiet);
+        let each = told.map(|r| (r.key, closed("release")));
         self.kept().failed.extend(each);
     }
 
@@ -81,8 +102,7 @@ impl QueuedReleases {
         for queued in releases {
             busy::start(self.timeout);
             if let Err(e) = release(db, &queued.key, &queued.owner) {
-                let failed = failure("release", &self.path, &e);
-                self.kept().failed.push((queued.key.clone(), failed));
+                self.failed(queued, &e);
             }
         }
     }
@@ -93,7 +113,8 @@ impl QueuedReleases {
     /// took the lock. Nothing is written for one take alone (its usual way
     /// is that one statement). If the file fails the transaction, the
     /// releases fail with it (each tried again would wait out the timeout
-    /// once more), and so do the takes.
+    /// once more), and so do the takes: the error is the acquire's, even
+    /// where the releases were what the file refused.
     pub fn taken_after(
         &self, db: &mut Db, releases: &[Queued], takes: &[Take<'_>], release: Release<'_>,
     ) -> rusqlite::Result<Vec<Option<u64>>> {
@@ -106,10 +127,9 @@ impl QueuedReleases {
                 Ok(tokens)
             }
             Err(e) => {
-                let each = releases
-                    .iter()
-                    .map(|r| (r.key.clone(), failure("release", &self.path, &e)));
-                self.kept().failed.extend(each);
+                for queued in releases {
+                    self.failed(queued, &e);
+                }
                 Err(e)
             }
         }

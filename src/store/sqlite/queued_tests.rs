@@ -247,3 +247,28 @@ fn acquires_asked_together_on_a_file_that_stays_busy_all_fail_and_take_nothing()
         "the release queued failed with them"
     );
 }
+
+#[test]
+fn with_no_ears_a_key_released_by_a_queued_release_is_taken_together_after_a_commit_of_its_own() {
+    let folder = Folder::new("together-no-ears");
+    let path = folder.file("locks.db");
+    let s = store(&path);
+    let log = path.with_extension("db-wal");
+    let frames = || std::fs::metadata(&log).map_or(0, |m| m.len()) / (24 + 1024);
+    take(&s, LOCK, "k", "o", 60_000.0);
+    assert!(s.queue_release("k", "o"));
+    let owners = vec!["n0".to_owned(), "n1".to_owned(), "n2".to_owned()];
+    let before = frames();
+    let answers = s
+        .acquire_together(&wants(&["k", "j", "k"], &owners, Wait::Now))
+        .expect("it acquires together");
+    let answers: Vec<Acquired> = answers.into_iter().map(|a| a.expect("answered")).collect();
+    assert!(matches!(answers[0], Acquired::Fenced(_)), "{answers:?}");
+    assert!(matches!(answers[1], Acquired::Fenced(_)), "{answers:?}");
+    assert!(matches!(answers[2], Acquired::Refused), "{answers:?}");
+    assert!(now(s.holds(LOCK, "k", "n0")) && now(s.holds(LOCK, "j", "n1")));
+    assert!(
+        frames() - before >= 2,
+        "the release and its key's take commit apart"
+    );
+}
