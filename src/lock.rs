@@ -107,7 +107,8 @@ pub fn acquire_together(
         .collect();
     let answers = store.acquire_together(&wants)?;
     let owners = asked.into_iter().map(|(_, owner, _, _)| owner);
-    // (A failed one took nothing: there is nothing to give back.)
+    // (A store that acquires together writes nothing of a failed one:
+    // there is nothing to give back.)
     Some(
         owners
             .zip(answers)

@@ -58,6 +58,8 @@ async function attempt(abortIn, among = keys) {
     const [ran] = await running
     if (!ran) figures.timedOut++
   } catch (error) {
+    // (Aborted right as it was asked: before its batch went, or as it
+    // queued after a refusal; counted apart from waits aborted partway.)
     if (error?.name !== 'AbortError') failed(error)
     else if (abortIn === 0) figures.abortedAtOnce++
     else figures.aborted++

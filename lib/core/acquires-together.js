@@ -23,15 +23,13 @@
  * @property {number} wait how a refused attempt waits in the store's line (WAIT)
  * @property {number} asked when it was asked (realNow())
  * @property {AbortSignal | undefined} signal
- * @property {(grant: import('../wait/waiting.js').Grant, error: unknown, sent: number) => unknown} settle
- *   what the answer makes of the grant, or of the store's error (then `grant` is null), the attempt
- *   sent at `sent` (realNow())
+ * @property {(grant: import('../wait/waiting.js').Grant, error: unknown) => unknown} settle
+ *   what the answer makes of the grant, or of the store's error (then `grant` is null)
  * @property {(value: unknown) => void} resolve
  * @property {(error: unknown) => void} reject
  */
 
 const { acquireTogether } = require('../native.js')
-const { realNow } = require('./timers.js')
 
 const RESOLVED = Promise.resolve()
 /** An attempt was sent at once in this stretch. */
@@ -102,7 +100,6 @@ function sendBatch() {
  * @param {Asked[]} asked
  */
 function send(handle, asked) {
-  const sent = realNow()
   /** @type {unknown[]} */
   let answers
   try {
@@ -122,7 +119,7 @@ function send(handle, asked) {
     const answer = answers[i]
     try {
       const grant = /** @type {import('../wait/waiting.js').Grant} */ (answer)
-      one.resolve(answer instanceof Error ? one.settle(null, answer, sent) : one.settle(grant, undefined, sent))
+      one.resolve(answer instanceof Error ? one.settle(null, answer) : one.settle(grant, undefined))
     } catch (error) {
       one.reject(error)
     }

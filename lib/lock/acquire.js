@@ -48,23 +48,24 @@ function acquire(taker, target, timeout, retryDelay, signal, trace) {
   // (and, with first attempts of this thread out already, keeps it for them if it
   // gets in), asked for as it is sent.
   const asked = inLine(target) ? realNow() : undefined
+  // The hold's time runs on the real clock (the store's TTL does), from no
+  // later than the attempt was sent; the timeout on performance.now, which,
+  // like setTimeout, follows fake timers when a test installs them.
+  const sent = asked ?? (target.capabilities.saysWhenLapsed ? 0 : realNow())
   const wait = asked === undefined ? WAIT.now : lineWait(target, timeout)
   if (target.capabilities.acquiresTogether && ops === NATIVE_LOCK_OPS && joinsBatch()) {
     // Answered in its batch as it would have been at once: a failure as a
     // store's answer that came later (a file busy is "not yet" while time is left).
-    /** @type {(grant: Grant, error: unknown, sent: number) => unknown} */
-    const settle = (grant, error, sent) =>
+    /** @type {(grant: Grant, error: unknown) => unknown} */
+    const settle = (grant, error) =>
       error === undefined
         ? atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, grant, asked, sent)
-        : answeredLater(taker, target, ticket, timeout, retryDelay, signal, trace, Promise.reject(error), asked ?? sent)
+        : answeredLater(taker, target, ticket, timeout, retryDelay, signal, trace, Promise.reject(error), sent)
     return askInBatch(handle, key, ttlMs, wait, asked ?? 0, signal, settle)
   }
   const grant = asked !== undefined ? ops.acquire(handle, key, ttlMs, wait, asked) : ops.acquire(handle, key, ttlMs)
-  if (!isThenable(grant)) return atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, /** @type {Grant} */ (grant), asked, asked)
-  // The hold's time runs on the real clock (the store's TTL does); the
-  // timeout on performance.now, which, like setTimeout, follows fake timers
-  // when a test installs them.
-  return answeredLater(taker, target, ticket, timeout, retryDelay, signal, trace, /** @type {Promise<Grant>} */ (grant), asked ?? realNow())
+  if (!isThenable(grant)) return atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, /** @type {Grant} */ (grant), asked, sent)
+  return answeredLater(taker, target, ticket, timeout, retryDelay, signal, trace, /** @type {Promise<Grant>} */ (grant), sent)
 }
 
 /**
@@ -102,11 +103,11 @@ function answeredLater(taker, target, ticket, timeout, retryDelay, signal, trace
  * @param {Trace | undefined} trace
  * @param {Grant} grant
  * @param {number | undefined} asked when it was sent, in a store's line
- * @param {number | undefined} sent when it was sent (realNow()), if known
+ * @param {number} sent when it was sent (realNow(); 0 where the store says when a hold lapses)
  */
 function atOnce(taker, target, ticket, timeout, retryDelay, signal, trace, grant, asked, sent) {
   const took = grant !== null && (asked === undefined || takenOnce(target.handle, grant))
-  if (took) return taker[kTook](grant, target.capabilities.saysWhenLapsed ? 0 : (sent ?? realNow()))
+  if (took) return taker[kTook](grant, sent)
   return timeout === 0 ? refused(target) : queued(new Waiter(taker, target, ticket, timeout, retryDelay, signal, trace))
 }
 

@@ -55,11 +55,16 @@ pub(super) fn acquire(
         let taken: Option<i64> =
             written_row(db, &db.sql.lock_take_alone, params, |row| row.get(0))?;
         if let Some(token) = taken {
+            // Taken, and committed: what follows is upkeep, whose failure
+            // must not make a lock held an error (nobody would hold it
+            // then, nor give it back). A place this process kept (handed a
+            // lock that lapsed since) goes; left, a lock handed to it is
+            // given back by this process. A note not written is written
+            // with the next write.
             if let Some(place) = &place {
-                // A place this process kept (handed a lock that lapsed since) goes.
-                out_of_line(db, key, place.me)?;
+                let _ = out_of_line(db, key, place.me);
             }
-            noted(db, now)?;
+            let _ = noted(db, now);
             return Ok((Acquired::Fenced(u64::try_from(token).unwrap_or(0)), None));
         }
     }
@@ -115,9 +120,6 @@ pub(super) fn acquire(
 pub(super) struct Queued {
     pub key: String,
     pub owner: String,
-    /// Given back after an acquire that failed once it may have taken the
-    /// lock: nobody asked for it, so a failure of it is not told.
-    pub quiet: bool,
 }
 
 /// A plain lock's acquire that may take its one-statement path: `me` is

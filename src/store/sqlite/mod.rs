@@ -113,7 +113,7 @@ impl SqliteStore {
     /// Plain locks' acquires, written with the releases queued before them:
     /// in one transaction where each can take its one-statement path, the
     /// others each the usual way after it, in the order asked. Once one on a
-    /// key is refused and waits (its process's place taken), a later one on
+    /// key is refused and takes its process's place in line, a later one on
     /// that key is refused without asking: it waits behind it, as it would
     /// had it been asked after. Once one fails, the rest fail with it, not
     /// each after the file's timeout again.
@@ -171,17 +171,18 @@ impl SqliteStore {
                     continue;
                 }
                 busy::start(self.options.command_timeout);
+                let takes_a_place = place.is_some();
                 match line::acquire(db, want.key, want.owner, want.ttl_ms, place) {
                     Ok((acquired, hand_over)) => {
                         told::hand_over(&self.ears, hand_over);
-                        if matches!(acquired, Acquired::Refused) && want.wait != Wait::Now {
+                        if matches!(acquired, Acquired::Refused) && takes_a_place {
                             waiting.insert(want.key);
                         }
                         answers.push(Ok(acquired));
                     }
+                    // (Nothing of a failed acquire was written: its
+                    // transaction, or its one statement, failed whole.)
                     Err(e) => {
-                        // Its take may have been written before what failed.
-                        self.queued.give_back(want.key, want.owner);
                         answers.push(Err(failure("acquire", &self.options.path, &e)));
                         failed = Some(e);
                     }
@@ -191,12 +192,14 @@ impl SqliteStore {
         })
     }
 
-    /// Write the releases queued so far (`queued`).
+    /// Write the releases queued so far (`queued`); what follows has the
+    /// file's whole timeout again.
     fn write_queued(&self, db: &mut Db) {
         let releases = self.queued.take();
         if !releases.is_empty() {
             let release: Release<'_> = &|db, key, owner| self.release_lock(db, key, owner);
             self.queued.write(db, &releases, release);
+            busy::start(self.options.command_timeout);
         }
     }
 

@@ -48,30 +48,16 @@ impl QueuedReleases {
     }
 
     pub fn push(&self, key: &str, owner: &str) {
-        self.queue(key, owner, false);
-    }
-
-    /// Queue the give-back of a lock an acquire that failed may have taken
-    /// (its failure after the take's commit): written as a release, its own
-    /// failure not told (it lapses at its TTL then, as a lock nobody uses).
-    pub fn give_back(&self, key: &str, owner: &str) {
-        self.queue(key, owner, true);
-    }
-
-    fn queue(&self, key: &str, owner: &str, quiet: bool) {
         self.kept().releases.push(Queued {
             key: key.to_owned(),
             owner: owner.to_owned(),
-            quiet,
         });
     }
 
-    /// Keep a failure of `queued`, unless it is quiet.
+    /// Keep a failure of `queued`, to be told at the flush.
     fn failed(&self, queued: &Queued, e: &rusqlite::Error) {
-        if !queued.quiet {
-            let failed = failure("release", &self.path, e);
-            self.kept().failed.push((queued.key.clone(), failed));
-        }
+        let failed = failure("release", &self.path, e);
+        self.kept().failed.push((queued.key.clone(), failed));
     }
 
     /// The releases queued so far, taken to be written.
@@ -90,8 +76,7 @@ impl QueuedReleases {
 
     /// `releases` cannot be written: the store is closed.
     pub fn closed(&self, releases: Vec<Queued>) {
-        let told = releases.into_iter().filter(|r| !r.quiet);
-        let each = told.map(|r| (r.key, closed("release")));
+        let each = releases.into_iter().map(|r| (r.key, closed("release")));
         self.kept().failed.extend(each);
     }
 
