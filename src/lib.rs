@@ -34,7 +34,7 @@
 //!   waiters wait in on a server), `peer.rs` (what answered, when it is not
 //!   the server a store expects), `sweeps.rs` (when a server's expired
 //!   rows are swept), `line/`, `memory/`, `redis/`,
-//!   `postgres/`, `mysql/`, `sqlite/`, and
+//!   `postgres/`, `mysql/`, `sqlite/`, `etcd/`, and
 //!   `event_loop/` (what the server stores share: a connection on the JS
 //!   thread's event loop for any protocol that describes itself).
 //! - `src/store/line/`: `contract.rs` (what every store that keeps a line
@@ -97,6 +97,13 @@
 //!   to the other processes after the commit), `tests.rs`,
 //!   `line_tests.rs` (ears and the line's contract, two stores on one file),
 //!   `queued_tests.rs`.
+//! - `src/store/etcd/`: `mod.rs` (the store, not yet made from JS), `grpc.rs`
+//!   (gRPC calls over HTTP/2), `messages.rs` (etcd's messages, declared by
+//!   hand), `members.rs` (each call sent to a live member), `endpoint.rs`
+//!   (a member's URL, the credentials), `layout.rs`, `leases.rs` (the
+//!   shared leases a lock's time is counted on), `ops.rs`, `watch.rs`
+//!   (releases heard), `options.rs`, `test_cluster.rs` (clusters the tests
+//!   start), `tests.rs`.
 //! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an
 //!   opening hands over or fails with), `mod.rs` (the store's side of its
 //!   connections), `opening.rs` (TCP, TLS and remembered

@@ -16,6 +16,7 @@
 //!
 //! This file is also the one list of the stores (their modules below).
 
+pub mod etcd;
 pub mod event_loop;
 pub mod follow;
 pub mod hold;
@@ -34,6 +35,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use crate::error::{BackendError, Code, StoreError};
+pub use etcd::{EtcdOptions, EtcdStore};
 pub use hold::{Acquired, HoldKind, HoldOp, Wait};
 pub use line::Asked;
 pub use memory::MemoryStore;

@@ -1,0 +1,174 @@
+//! Hearing releases: while this process has waiters, one watch stream (a
+//! connection of its own) watches each waited-for lock's key for its
+//! deletion, a release or the end of its holder's lease alike, and wakes
+//! that key's waiters. Connects again after the stream breaks, and then
+//! wakes every waiter once, as a release may have come meanwhile; the
+//! waiters' poll stays as the fallback.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::grpc::{frame, Answers};
+use super::layout::lock_key;
+use super::members::Members;
+use super::messages::paths::WATCH;
+use super::messages::{
+    WatchAsk, WatchCancelRequest, WatchCreateRequest, WatchRequest, WatchResponse, DELETE, NO_PUT,
+};
+use crate::store::follow::{pause_taking, OnReleased, Released};
+
+/// A request to the watching task: follow (or stop following) a plain lock's key.
+pub type Watch = (String, bool);
+
+/// The keys followed, by the id of the watch that follows each.
+struct Followed {
+    ids: HashMap<String, i64>,
+    keys: HashMap<i64, String>,
+    next_id: i64,
+}
+
+impl Followed {
+    /// Follow or stop following a key: the request that tells the stream,
+    /// if anything changed.
+    fn apply(
+        &mut self, (key, on): Watch, stored: &impl Fn(&str) -> Vec<u8>,
+    ) -> Option<WatchRequest> {
+        if on {
+            if self.ids.contains_key(&key) {
+                return None;
+            }
+            self.next_id += 1;
+            let id = self.next_id;
+            let request = create(&stored(&key), id);
+            self.ids.insert(key.clone(), id);
+            self.keys.insert(id, key);
+            Some(request)
+        } else {
+            let id = self.ids.remove(&key)?;
+            self.keys.remove(&id);
+            Some(WatchRequest {
+                ask: Some(WatchAsk::Cancel(WatchCancelRequest { watch_id: id })),
+            })
+        }
+    }
+}
+
+/// Watches on `members` once any key is followed, and reports each deletion
+/// of one; ends when the store is closed or dropped.
+pub async fn watcher(
+    members: Arc<Members>, prefix: Vec<u8>, mut inbox: mpsc::UnboundedReceiver<Watch>,
+    on_released: OnReleased,
+) {
+    let mut followed = Followed {
+        ids: HashMap::new(),
+        keys: HashMap::new(),
+        next_id: 0,
+    };
+    let stored = |key: &str| lock_key(&prefix, key);
+    loop {
+        while followed.ids.is_empty() {
+            match inbox.recv().await {
+                Some(watch) => {
+                    followed.apply(watch, &stored);
+                }
+                None => return,
+            }
+        }
+        let opened = async {
+            let (channel, token, _) = members.open_apart().await.ok()?;
+            channel.start(WATCH, token.as_deref(), None).await.ok()
+        };
+        let Some((mut send, answering)) = opened.await else {
+            if !pause_taking(&mut inbox, |watch| {
+                followed.apply(watch, &stored);
+            })
+            .await
+            {
+                return;
+            }
+            continue;
+        };
+        let mut sent_all = true;
+        for (key, id) in &followed.ids {
+            sent_all &= send
+                .send_data(frame(&create(&stored(key), *id)), false)
+                .is_ok();
+        }
+        let Ok(mut answers) = answering.answers::<WatchResponse>().await else {
+            continue;
+        };
+        // A release may have come before the watches were made.
+        for key in followed.ids.keys() {
+            on_released(Released::Lock, key.clone());
+        }
+        if sent_all {
+            follow(
+                &mut followed,
+                &mut inbox,
+                &mut send,
+                &mut answers,
+                &on_released,
+                &stored,
+            )
+            .await;
+        }
+        if inbox.is_closed() {
+            return;
+        }
+    }
+}
+
+/// Follow on one stream until it breaks (or the store goes).
+async fn follow(
+    followed: &mut Followed, inbox: &mut mpsc::UnboundedReceiver<Watch>,
+    send: &mut h2::SendStream<Bytes>, answers: &mut Answers<WatchResponse>,
+    on_released: &OnReleased, stored: &impl Fn(&str) -> Vec<u8>,
+) {
+    loop {
+        tokio::select! {
+            watch = inbox.recv() => match watch {
+                Some(watch) => {
+                    let Some(request) = followed.apply(watch, stored) else { continue };
+                    if send.send_data(frame(&request), false).is_err() {
+                        return;
+                    }
+                }
+                None => {
+                    send.send_reset(h2::Reason::CANCEL);
+                    return;
+                }
+            },
+            answer = answers.recv() => match answer {
+                Ok(Some(answer)) => {
+                    let Some(key) = followed.keys.get(&answer.watch_id) else { continue };
+                    if answer.canceled {
+                        // Ended by the server: its waiters look now, and a
+                        // later watch of the key makes a new one.
+                        let key = key.clone();
+                        followed.keys.remove(&answer.watch_id);
+                        followed.ids.remove(&key);
+                        on_released(Released::Lock, key);
+                    } else if answer.events.iter().any(|event| event.kind == DELETE) {
+                        on_released(Released::Lock, key.clone());
+                    }
+                }
+                Ok(None) | Err(_) => return,
+            },
+        }
+    }
+}
+
+fn create(stored: &[u8], id: i64) -> WatchRequest {
+    WatchRequest {
+        ask: Some(WatchAsk::Create(WatchCreateRequest {
+            key: stored.to_vec(),
+            range_end: Vec::new(),
+            start_revision: 0,
+            filters: vec![NO_PUT],
+            watch_id: id,
+        })),
+    }
+}
