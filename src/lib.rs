@@ -101,9 +101,10 @@
 //!   (gRPC calls over HTTP/2), `messages.rs` (etcd's messages, declared by
 //!   hand), `members.rs` (each call sent to a live member), `endpoint.rs`
 //!   (a member's URL, the credentials), `layout.rs`, `leases.rs` (the
-//!   shared leases a lock's time is counted on), `ops.rs`, `watch.rs`
-//!   (releases heard), `options.rs`, `test_cluster.rs` (clusters the tests
-//!   start), `tests.rs`.
+//!   shared leases a lock's time is counted on), `ops.rs`, `kinds.rs`
+//!   (semaphores and read-write locks), `watch.rs` (releases heard),
+//!   `options.rs`, `test_cluster.rs` (clusters the tests start), `tests.rs`,
+//!   `kinds_tests.rs`.
 //! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an
 //!   opening hands over or fails with), `mod.rs` (the store's side of its
 //!   connections), `opening.rs` (TCP, TLS and remembered

@@ -1,8 +1,15 @@
-//! Where each lock lives in etcd's key space: under the store's prefix, a
-//! plain lock at `<prefix>l/<key>` (a key longer than [`LONGEST_AS_IS`]
-//! bytes at `<prefix>h/<its SHA-256 in hex>`, as a request carries its key
-//! two or three times and etcd reads requests of 1.5 MiB at most), its value
-//! the holder's owner token.
+//! Where each hold lives in etcd's key space, under the store's prefix:
+//! - a plain lock at `<prefix>l/<key>`, its value the holder's owner token;
+//! - a semaphore's permits at `<prefix>s/<name>/<owner>`, one key each;
+//! - a read-write key's readers at `<prefix>rw/<name>/r/<owner>`, its writer
+//!   at `<prefix>rw/<name>/w` (its value the owner token), and the mark of a
+//!   writer waiting, which holds new readers back, at `<prefix>rw/<name>/m`.
+//!
+//! A key longer than [`LONGEST_AS_IS`] bytes is stored by its SHA-256 in hex
+//! (`<prefix>h/...` for a plain lock, `#...` as a name), as a request carries
+//! its key two or three times and etcd reads requests of 1.5 MiB at most. A
+//! name is the key's length, a colon and the key, so the range of one key's
+//! permits or readers never takes in another key's (`a/` and `a/b/` would).
 
 use sha2::{Digest, Sha256};
 
@@ -18,11 +25,54 @@ pub fn lock_key(prefix: &[u8], key: &str) -> Vec<u8> {
         stored.extend_from_slice(key.as_bytes());
     } else {
         stored.extend_from_slice(b"h/");
-        for byte in Sha256::digest(key.as_bytes()) {
-            stored.extend_from_slice(format!("{byte:02x}").as_bytes());
-        }
+        stored.extend(hex_sha256(key));
     }
     stored
+}
+
+/// The part of a semaphore's or read-write key's names that is the key.
+fn name(key: &str) -> Vec<u8> {
+    if key.len() <= LONGEST_AS_IS {
+        let mut name = format!("{}:", key.len()).into_bytes();
+        name.extend_from_slice(key.as_bytes());
+        name
+    } else {
+        let mut name = b"#".to_vec();
+        name.extend(hex_sha256(key));
+        name
+    }
+}
+
+fn hex_sha256(key: &str) -> Vec<u8> {
+    Sha256::digest(key.as_bytes())
+        .iter()
+        .flat_map(|byte| format!("{byte:02x}").into_bytes())
+        .collect()
+}
+
+/// `parts` one after the other.
+fn joined(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+/// Where a semaphore's permits live: the range of its permits' keys.
+pub fn permits(prefix: &[u8], key: &str) -> Vec<u8> {
+    joined(&[prefix, b"s/", &name(key), b"/"])
+}
+
+/// Where a read-write key's holds live: readers, writer and mark.
+pub fn read_write(prefix: &[u8], key: &str) -> Vec<u8> {
+    joined(&[prefix, b"rw/", &name(key), b"/"])
+}
+
+/// The key just past every key that starts with `prefix` (which ends in `/`):
+/// with it, a range or a watch takes in all of them.
+pub fn range_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
 }
 
 #[cfg(test)]
@@ -37,5 +87,15 @@ mod tests {
         assert!(stored.starts_with(b"p:h/"));
         assert_eq!(stored.len(), 4 + 64);
         assert_ne!(stored, lock_key(b"p:", &"x".repeat(LONGEST_AS_IS + 2)));
+    }
+
+    #[test]
+    fn one_keys_range_never_takes_in_another_keys_holds() {
+        let a = permits(b"p:", "a");
+        let a_b = permits(b"p:", "a/");
+        assert_eq!(a, b"p:s/1:a/".to_vec());
+        assert!(!a_b.starts_with(&a), "{a_b:?} is in {a:?}'s range");
+        assert_eq!(range_end(&a), b"p:s/1:a0".to_vec());
+        assert!(read_write(b"p:", &"y".repeat(600)).starts_with(b"p:rw/#"));
     }
 }

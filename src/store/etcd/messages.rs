@@ -123,10 +123,16 @@ pub struct Compare {
     pub key: Vec<u8>,
     #[prost(oneof = "Against", tags = "5, 7")]
     pub against: Option<Against>,
+    /// With it, the comparison holds for every key in `[key, range_end)`
+    /// (and for none at all).
+    #[prost(bytes = "vec", tag = "64")]
+    pub range_end: Vec<u8>,
 }
 
 /// `Compare.result`: equal.
 pub const EQUAL: i32 = 0;
+/// `Compare.result`: less than.
+pub const LESS: i32 = 2;
 /// `Compare.target`: the key's create revision (0: the key does not exist).
 pub const CREATE: i32 = 1;
 /// `Compare.target`: the key's value.

@@ -8,10 +8,15 @@
 //! the lease ends, whatever the holder's process does. Its fencing token is
 //! the revision that created the key, which grows across the whole cluster
 //! and survives restarts. `members.rs` sends each call to a live member (`endpoint.rs`: their URLs);
-//! `ops.rs` holds the operations; `watch.rs` hears releases.
+//! `ops.rs` holds a plain lock's operations (and what every kind of hold
+//! shares), `kinds.rs` semaphores' and read-write locks'; `watch.rs` hears
+//! releases.
 
 mod endpoint;
 mod grpc;
+mod kinds;
+#[cfg(test)]
+mod kinds_tests;
 mod layout;
 mod leases;
 mod members;
@@ -32,8 +37,8 @@ use tokio::time::Instant;
 pub use self::endpoint::{Credentials, Endpoint};
 use self::ops::Shared;
 pub use self::options::EtcdOptions;
-use super::follow::{Follower, OnReleased};
-use super::{Acquired, Capabilities, HoldKind, LockStore, Op, StoreError, StoreResult, Task, Wait};
+use super::follow::{Follower, OnReleased, Released};
+use super::{Acquired, Capabilities, HoldKind, LockStore, Op, StoreResult, Task, Wait};
 
 pub struct EtcdStore {
     shared: Arc<Shared>,
@@ -66,22 +71,30 @@ impl EtcdStore {
         })
     }
 
-    /// Run `op` with the shared parts and the key's etcd key, on Tokio.
-    fn plain<T, F>(
-        &self, hold: HoldKind, key: &str, op: impl FnOnce(Arc<Shared>, Vec<u8>) -> F,
-    ) -> Op<T>
+    /// Run `op` on Tokio with the shared parts.
+    fn run<T, F>(&self, op: impl FnOnce(Arc<Shared>) -> F) -> Op<T>
     where
         T: Send + 'static,
         F: std::future::Future<Output = StoreResult<T>> + Send + 'static,
     {
-        if hold != HoldKind::Lock {
-            return Op::Ready(Err(StoreError::Type(
-                "EtcdLockStore keeps plain locks; semaphores and read-write locks are not built on it yet"
-                    .to_owned(),
-            )));
+        Op::Pending(Box::pin(op(Arc::clone(&self.shared))))
+    }
+
+    /// The etcd key of `owner`'s hold of `key` (a plain lock's whoever holds it).
+    fn hold_key(&self, hold: HoldKind, key: &str, owner: &str) -> Vec<u8> {
+        let prefix = &self.shared.prefix;
+        match hold {
+            HoldKind::Lock => layout::lock_key(prefix, key),
+            HoldKind::Permit { .. } => {
+                [layout::permits(prefix, key), owner.as_bytes().to_vec()].concat()
+            }
+            HoldKind::Read => self.read_write(key).reader(owner),
+            HoldKind::Write => self.read_write(key).writer,
         }
-        let stored = layout::lock_key(&self.shared.prefix, key);
-        Op::Pending(Box::pin(op(Arc::clone(&self.shared), stored)))
+    }
+
+    fn read_write(&self, key: &str) -> kinds::ReadWrite {
+        kinds::ReadWrite::under(&layout::read_write(&self.shared.prefix, key))
     }
 }
 
@@ -102,73 +115,144 @@ impl LockStore for EtcdStore {
         &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, _wait: Wait,
     ) -> Op<Acquired> {
         let owner = owner.to_owned();
-        let sent = Instant::now();
-        self.plain(hold, key, move |shared, stored| async move {
-            ops::acquire(&shared, stored, owner, ttl_of(ttl_ms), sent).await
-        })
+        let (ttl, sent) = (ttl_of(ttl_ms), Instant::now());
+        match hold {
+            HoldKind::Lock => {
+                let stored = layout::lock_key(&self.shared.prefix, key);
+                self.run(move |shared| async move {
+                    ops::acquire(&shared, stored, owner, ttl, sent).await
+                })
+            }
+            HoldKind::Permit { limit } => {
+                let permits = layout::permits(&self.shared.prefix, key);
+                self.run(move |shared| async move {
+                    kinds::acquire_permit(&shared, permits, owner, limit, ttl, sent).await
+                })
+            }
+            HoldKind::Read => {
+                let keys = self.read_write(key);
+                self.run(move |shared| async move {
+                    kinds::acquire_read(&shared, keys, owner, ttl, sent).await
+                })
+            }
+            HoldKind::Write => {
+                let keys = self.read_write(key);
+                self.run(move |shared| async move {
+                    kinds::acquire_write(&shared, keys, owner, ttl, sent).await
+                })
+            }
+        }
     }
 
     fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
+        let stored = self.hold_key(hold, key, owner);
         let owner = owner.to_owned();
-        self.plain(hold, key, move |shared, stored| async move {
-            ops::release(&shared, stored, owner).await
-        })
+        self.run(move |shared| async move { ops::release(&shared, stored, owner).await })
     }
 
     fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
+        let stored = self.hold_key(hold, key, owner);
         let owner = owner.to_owned();
-        let sent = Instant::now();
-        self.plain(hold, key, move |shared, stored| async move {
-            ops::extend(&shared, stored, owner, ttl_of(ttl_ms), sent).await
-        })
+        let (ttl, sent) = (ttl_of(ttl_ms), Instant::now());
+        self.run(move |shared| async move { ops::extend(&shared, stored, owner, ttl, sent).await })
     }
 
     fn holds(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
+        let stored = self.hold_key(hold, key, owner);
         let owner = owner.to_owned();
-        self.plain(hold, key, move |shared, stored| async move {
+        self.run(move |shared| async move {
             Ok(ops::read(&shared, stored)
                 .await?
                 .is_some_and(|kv| kv.value == owner.as_bytes()))
         })
     }
 
-    fn remaining(&self, hold: HoldKind, key: &str, _owner: Option<&str>) -> Op<Option<f64>> {
-        self.plain(hold, key, move |shared, stored| async move {
-            ops::remaining(&shared, stored).await
-        })
+    fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
+        let stored = match (hold, owner) {
+            (HoldKind::Lock, _) => self.hold_key(hold, key, ""),
+            (_, Some(owner)) => self.hold_key(hold, key, owner),
+            (_, None) => return Op::Ready(Ok(None)),
+        };
+        self.run(move |shared| async move { ops::remaining(&shared, stored).await })
     }
 
     fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool> {
-        self.plain(hold, key, move |shared, stored| async move {
-            Ok(ops::read(&shared, stored).await?.is_some())
-        })
+        match hold {
+            HoldKind::Lock => {
+                let stored = layout::lock_key(&self.shared.prefix, key);
+                self.run(
+                    move |shared| async move { Ok(ops::read(&shared, stored).await?.is_some()) },
+                )
+            }
+            HoldKind::Permit { limit } => {
+                let permits = layout::permits(&self.shared.prefix, key);
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                self.run(move |shared| async move {
+                    Ok(kinds::count(&shared, &permits).await? >= limit)
+                })
+            }
+            HoldKind::Read | HoldKind::Write => {
+                let keys = self.read_write(key);
+                let writing = hold == HoldKind::Write;
+                self.run(
+                    move |shared| async move { kinds::would_wait(&shared, &keys, writing).await },
+                )
+            }
+        }
     }
 
     fn holders(&self, hold: HoldKind, key: &str) -> Op<f64> {
-        self.plain(hold, key, move |shared, stored| async move {
-            Ok(if ops::read(&shared, stored).await?.is_some() {
-                1.0
-            } else {
-                0.0
-            })
-        })
+        match hold {
+            HoldKind::Lock => {
+                let stored = layout::lock_key(&self.shared.prefix, key);
+                self.run(move |shared| async move {
+                    Ok(if ops::read(&shared, stored).await?.is_some() {
+                        1.0
+                    } else {
+                        0.0
+                    })
+                })
+            }
+            HoldKind::Permit { .. } => {
+                let permits = layout::permits(&self.shared.prefix, key);
+                self.run(
+                    move |shared| async move { Ok(kinds::count(&shared, &permits).await? as f64) },
+                )
+            }
+            HoldKind::Read | HoldKind::Write => {
+                let keys = self.read_write(key);
+                self.run(
+                    move |shared| async move { Ok(kinds::holders(&shared, &keys).await? as f64) },
+                )
+            }
+        }
+    }
+
+    fn withdraw(&self, hold: HoldKind, key: &str) -> Op<()> {
+        if hold != HoldKind::Write {
+            return Op::Ready(Ok(()));
+        }
+        let keys = self.read_write(key);
+        self.run(move |shared| async move { kinds::withdraw(&shared, keys).await })
     }
 
     fn watch(&self, hold: HoldKind, key: &str, on: bool) -> Option<Task> {
-        if hold != HoldKind::Lock {
-            return None;
-        }
+        let released = match hold {
+            HoldKind::Lock => Released::Lock,
+            HoldKind::Permit { .. } => Released::Semaphore,
+            HoldKind::Read | HoldKind::Write => Released::ReadWrite,
+        };
         let shared = &self.shared;
-        let task = self
-            .follower
-            .follow((key.to_owned(), on), |inbox, on_released| {
-                watch::watcher(
-                    Arc::clone(&shared.members),
-                    shared.prefix.clone(),
-                    inbox,
-                    on_released,
-                )
-            })?;
+        let task =
+            self.follower
+                .follow(((released, key.to_owned()), on), |inbox, on_released| {
+                    watch::watcher(
+                        Arc::clone(&shared.members),
+                        shared.prefix.clone(),
+                        inbox,
+                        on_released,
+                    )
+                })?;
         Some(Box::pin(task))
     }
 

@@ -78,7 +78,7 @@ pub async fn extend(
 /// The transaction `txn` makes for a lease lasting `ttl` from `sent`; made
 /// again on a fresh lease if etcd no longer has the first (it ended, or the
 /// cluster was restored from a backup).
-async fn on_a_lease(
+pub(super) async fn on_a_lease(
     shared: &Shared, ttl: Duration, sent: Instant, txn: impl Fn(i64) -> TxnRequest,
 ) -> Result<TxnResponse, StoreError> {
     let lease = shared.leases.for_ttl(&shared.members, ttl, sent).await?;
@@ -129,25 +129,27 @@ pub async fn remaining(shared: &Shared, stored: Vec<u8>) -> Result<Option<f64>, 
     Ok((answer.ttl >= 0).then_some(answer.ttl as f64 * 1000.0))
 }
 
-fn absent(stored: &[u8]) -> Compare {
+pub(super) fn absent(stored: &[u8]) -> Compare {
     Compare {
         result: EQUAL,
         target: CREATE,
         key: stored.to_vec(),
         against: Some(Against::CreateRevision(0)),
+        range_end: Vec::new(),
     }
 }
 
-fn held_by(stored: &[u8], owner: &str) -> Compare {
+pub(super) fn held_by(stored: &[u8], owner: &str) -> Compare {
     Compare {
         result: EQUAL,
         target: VALUE,
         key: stored.to_vec(),
         against: Some(Against::Value(owner.as_bytes().to_vec())),
+        range_end: Vec::new(),
     }
 }
 
-fn put(stored: &[u8], value: &[u8], lease: i64) -> RequestOp {
+pub(super) fn put(stored: &[u8], value: &[u8], lease: i64) -> RequestOp {
     RequestOp {
         request: Some(Request::Put(PutRequest {
             key: stored.to_vec(),
@@ -157,7 +159,7 @@ fn put(stored: &[u8], value: &[u8], lease: i64) -> RequestOp {
     }
 }
 
-fn range(stored: &[u8]) -> RequestOp {
+pub(super) fn range(stored: &[u8]) -> RequestOp {
     RequestOp {
         request: Some(Request::Range(RangeRequest {
             key: stored.to_vec(),
@@ -166,7 +168,7 @@ fn range(stored: &[u8]) -> RequestOp {
     }
 }
 
-fn revision(answer: &TxnResponse) -> u64 {
+pub(super) fn revision(answer: &TxnResponse) -> u64 {
     answer
         .header
         .as_ref()
@@ -174,7 +176,7 @@ fn revision(answer: &TxnResponse) -> u64 {
         .unwrap_or(0)
 }
 
-fn first_kv(answer: &TxnResponse) -> Option<&KeyValue> {
+pub(super) fn first_kv(answer: &TxnResponse) -> Option<&KeyValue> {
     answer.responses.iter().find_map(|op| match &op.response {
         Some(Response::Range(range)) => range.kvs.first(),
         _ => None,

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{EtcdOptions, EtcdStore};
-use crate::store::LockStore;
+use crate::store::{LockStore, Op, StoreResult};
 
 /// Members of one cluster of the test's own, killed when dropped.
 pub struct Cluster {
@@ -165,4 +165,9 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("a runtime")
+}
+
+/// The outcome of `op`, waited for on `runtime`.
+pub fn settle<T: Send + 'static>(runtime: &tokio::runtime::Runtime, op: Op<T>) -> StoreResult<T> {
+    runtime.block_on(op.settle())
 }

@@ -4,13 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::test_cluster::{runtime, Cluster};
+use super::test_cluster::{runtime, settle, Cluster};
 use super::*;
-use crate::store::{Code, Wait};
-
-fn settle<T: Send + 'static>(runtime: &tokio::runtime::Runtime, op: Op<T>) -> StoreResult<T> {
-    runtime.block_on(op.settle())
-}
+use crate::store::{Code, StoreError, Wait};
 
 fn token(acquired: Acquired) -> Option<u64> {
     match acquired {

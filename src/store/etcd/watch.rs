@@ -1,7 +1,8 @@
 //! Hearing releases: while this process has waiters, one watch stream (a
-//! connection of its own) watches each waited-for lock's key for its
-//! deletion, a release or the end of its holder's lease alike, and wakes
-//! that key's waiters. Connects again after the stream breaks, and then
+//! connection of its own) watches each waited-for hold's keys (a plain
+//! lock's key; a semaphore's permits or a read-write key's holds, as a
+//! range) for a deletion, a release or the end of a holder's lease alike,
+//! and wakes that key's waiters. Connects again after the stream breaks, and then
 //! wakes every waiter once, as a release may have come meanwhile; the
 //! waiters' poll stays as the fallback.
 
@@ -12,7 +13,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::grpc::{frame, Answers};
-use super::layout::lock_key;
+use super::layout::{lock_key, permits, range_end, read_write};
 use super::members::Members;
 use super::messages::paths::WATCH;
 use super::messages::{
@@ -20,21 +21,27 @@ use super::messages::{
 };
 use crate::store::follow::{pause_taking, OnReleased, Released};
 
-/// A request to the watching task: follow (or stop following) a plain lock's key.
-pub type Watch = (String, bool);
+/// What is followed: a plain lock's key, or a semaphore's or read-write key's.
+type Followed = (Released, String);
+
+/// A request to the watching task: follow (or stop following) a key.
+pub type Watch = (Followed, bool);
 
 /// The keys followed, by the id of the watch that follows each.
-struct Followed {
-    ids: HashMap<String, i64>,
-    keys: HashMap<i64, String>,
+struct Following {
+    ids: HashMap<Followed, i64>,
+    keys: HashMap<i64, Followed>,
     next_id: i64,
 }
 
-impl Followed {
+/// Where a followed key's holds live: a key, or a range (its start and end).
+type Where = (Vec<u8>, Vec<u8>);
+
+impl Following {
     /// Follow or stop following a key: the request that tells the stream,
     /// if anything changed.
     fn apply(
-        &mut self, (key, on): Watch, stored: &impl Fn(&str) -> Vec<u8>,
+        &mut self, (key, on): Watch, stored: &impl Fn(&Followed) -> Where,
     ) -> Option<WatchRequest> {
         if on {
             if self.ids.contains_key(&key) {
@@ -42,7 +49,7 @@ impl Followed {
             }
             self.next_id += 1;
             let id = self.next_id;
-            let request = create(&stored(&key), id);
+            let request = create(stored(&key), id);
             self.ids.insert(key.clone(), id);
             self.keys.insert(id, key);
             Some(request)
@@ -62,12 +69,20 @@ pub async fn watcher(
     members: Arc<Members>, prefix: Vec<u8>, mut inbox: mpsc::UnboundedReceiver<Watch>,
     on_released: OnReleased,
 ) {
-    let mut followed = Followed {
+    let mut followed = Following {
         ids: HashMap::new(),
         keys: HashMap::new(),
         next_id: 0,
     };
-    let stored = |key: &str| lock_key(&prefix, key);
+    let every_key_under = |under: Vec<u8>| {
+        let end = range_end(&under);
+        (under, end)
+    };
+    let stored = |(released, key): &Followed| match released {
+        Released::Semaphore => every_key_under(permits(&prefix, key)),
+        Released::ReadWrite => every_key_under(read_write(&prefix, key)),
+        Released::Lock | Released::Handed => (lock_key(&prefix, key), Vec::new()),
+    };
     loop {
         while followed.ids.is_empty() {
             match inbox.recv().await {
@@ -94,15 +109,15 @@ pub async fn watcher(
         let mut sent_all = true;
         for (key, id) in &followed.ids {
             sent_all &= send
-                .send_data(frame(&create(&stored(key), *id)), false)
+                .send_data(frame(&create(stored(key), *id)), false)
                 .is_ok();
         }
         let Ok(mut answers) = answering.answers::<WatchResponse>().await else {
             continue;
         };
         // A release may have come before the watches were made.
-        for key in followed.ids.keys() {
-            on_released(Released::Lock, key.clone());
+        for (released, key) in followed.ids.keys() {
+            on_released(*released, key.clone());
         }
         if sent_all {
             follow(
@@ -123,9 +138,9 @@ pub async fn watcher(
 
 /// Follow on one stream until it breaks (or the store goes).
 async fn follow(
-    followed: &mut Followed, inbox: &mut mpsc::UnboundedReceiver<Watch>,
+    followed: &mut Following, inbox: &mut mpsc::UnboundedReceiver<Watch>,
     send: &mut h2::SendStream<Bytes>, answers: &mut Answers<WatchResponse>,
-    on_released: &OnReleased, stored: &impl Fn(&str) -> Vec<u8>,
+    on_released: &OnReleased, stored: &impl Fn(&Followed) -> Where,
 ) {
     loop {
         tokio::select! {
@@ -147,12 +162,12 @@ async fn follow(
                     if answer.canceled {
                         // Ended by the server: its waiters look now, and a
                         // later watch of the key makes a new one.
-                        let key = key.clone();
+                        let (released, key) = key.clone();
                         followed.keys.remove(&answer.watch_id);
-                        followed.ids.remove(&key);
-                        on_released(Released::Lock, key);
+                        followed.ids.remove(&(released, key.clone()));
+                        on_released(released, key);
                     } else if answer.events.iter().any(|event| event.kind == DELETE) {
-                        on_released(Released::Lock, key.clone());
+                        on_released(key.0, key.1.clone());
                     }
                 }
                 Ok(None) | Err(_) => return,
@@ -161,11 +176,11 @@ async fn follow(
     }
 }
 
-fn create(stored: &[u8], id: i64) -> WatchRequest {
+fn create((key, range_end): Where, id: i64) -> WatchRequest {
     WatchRequest {
         ask: Some(WatchAsk::Create(WatchCreateRequest {
-            key: stored.to_vec(),
-            range_end: Vec::new(),
+            key,
+            range_end,
             start_revision: 0,
             filters: vec![NO_PUT],
             watch_id: id,
