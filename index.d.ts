@@ -386,8 +386,9 @@ export interface RedisTlsOptions {
  * them: the server could not be reached (or did not answer as Redis), did not
  * answer in time, answered that it cannot serve anyone yet (Redis loading its
  * data, `BUSY` with a script, out of client slots, a cluster re-forming;
- * PostgreSQL out of connection slots or starting up), refused the
- * credentials, answered with an error (Redis, PostgreSQL), the store
+ * PostgreSQL out of connection slots or starting up; etcd without a quorum),
+ * refused the credentials, answered with an error (Redis, PostgreSQL, MySQL,
+ * SQLite, etcd), the store
  * was closed, or an internal error in the addon (a bug: please report it).
  * A waiter with time left takes `ERR_LOCK_STORE_CONNECTION`,
  * `ERR_LOCK_STORE_TIMEOUT` and `ERR_LOCK_STORE_UNAVAILABLE` as "not yet" and
@@ -403,12 +404,13 @@ export type LockStoreErrorCode =
   | 'ERR_LOCK_STORE_POSTGRES'
   | 'ERR_LOCK_STORE_MYSQL'
   | 'ERR_LOCK_STORE_SQLITE'
+  | 'ERR_LOCK_STORE_ETCD'
   | 'ERR_LOCK_STORE_CLOSED'
   | 'ERR_LOCK_INTERNAL'
 
 /**
- * What MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore and
- * SqliteLockStore reject with when the store failed (bad input stays a `TypeError` or `RangeError`): one class
+ * What MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore,
+ * SqliteLockStore and EtcdLockStore reject with when the store failed (bad input stays a `TypeError` or `RangeError`): one class
  * for `import` and `require`, so `instanceof` narrows it. Its `stack` runs
  * through the calls that led to it (the caller's async functions included),
  * whether the store was called directly or through a {@link Lock}. A store
@@ -708,6 +710,65 @@ export declare class SqliteLockStore implements ServerLockStore {
 
 /** Its five operations, `ping()` and `close()`: those of every {@link ServerLockStore}, declared once there. */
 export interface SqliteLockStore extends ServerLockStore {}
+
+/** Options of {@link EtcdLockStore}. Every field is optional. */
+export interface EtcdLockStoreOptions {
+  /**
+   * The members' client URLs (`http://host:port`, or `https://` for TLS; the
+   * port defaults to 2379), as an array or one comma-separated string: each
+   * call goes to a member that answers, the next one tried when one does not.
+   * Default `"http://127.0.0.1:2379"`.
+   */
+  endpoints?: string | string[]
+  /** Put before every key the store writes, so several apps can share a cluster. Default `"keel:"`. */
+  prefix?: string
+  /** A user to log in as (etcd's authentication); its role needs read and write on the prefix. */
+  username?: string
+  /** The user's password; it never appears in an error message. */
+  password?: string
+  /** Milliseconds to open a connection to a member (each one tried). Default 5000. */
+  connectTimeout?: number
+  /** Milliseconds a call may take, across the members it is sent to. Default 5000. */
+  commandTimeout?: number
+  /** TLS for `https://` endpoints: PEM `ca` (else the system's roots), and `cert` with `key` for a client certificate. */
+  tls?: RedisTlsOptions
+}
+
+/**
+ * A store on an etcd cluster: every lock, permit and reader is a key the
+ * cluster's majority commits before the store answers, so a lock granted
+ * stays granted through the failure of any minority of members, the leader
+ * included, and a member cut off from the majority refuses rather than
+ * grants (`ERR_LOCK_STORE_UNAVAILABLE`). A lock lapses with its lease, which
+ * the cluster counts in whole seconds: no sooner than its TTL, and up to
+ * about two seconds after it. Fencing tokens are the revisions that created
+ * the keys. Usable directly as a {@link LockStore}; failed operations reject
+ * with a {@link LockStoreError}.
+ */
+export declare class EtcdLockStore implements ServerLockStore {
+  /**
+   * Reads the options now (no connection opens until the first operation).
+   * Throws `TypeError` (or `RangeError`) naming a bad option, an endpoint
+   * that is not an `http` or `https` URL among them.
+   */
+  constructor()
+  constructor(endpoints: string | string[])
+  constructor(options: EtcdLockStoreOptions)
+  constructor(urlOrOptions: string | string[] | EtcdLockStoreOptions)
+  /**
+   * One linearizable read: resolves once a member with a quorum behind it
+   * answered, rejects as an operation would.
+   */
+  ping(): Promise<void>
+  /**
+   * Close the connections; later operations, and acquires waiting on this
+   * store, reject with `ERR_LOCK_STORE_CLOSED` at once.
+   */
+  close(): Promise<void>
+}
+
+/** Its five operations, `ping()` and `close()`: those of every {@link ServerLockStore}, declared once there. */
+export interface EtcdLockStore extends ServerLockStore {}
 
 /** Thrown by {@link Lock.extend} when the lock has expired, was released, or was never acquired. */
 export declare class LockNotHeldError extends Error {

@@ -31,6 +31,13 @@ export declare function claim(handle: object, key: string, owner: string, ttlMs:
 /** Close a server store's connections; later operations fail as closed. */
 export declare function closeStore(handle: object): void
 
+/**
+ * A handle over an etcd cluster. The endpoints are read now; a connection
+ * opens on the first operation. `on_released` as for Redis (releases heard
+ * by the store's watch).
+ */
+export declare function createEtcdStore(config: EtcdConfig, onReleased: (tagged: string) => void): object
+
 export declare function createMemoryStore(): object
 
 /**
@@ -111,6 +118,11 @@ export declare enum ErrorCode {
    */
   StoreSqlite = 'ERR_LOCK_STORE_SQLITE',
   /**
+   * etcd answered with another error (a request larger than it reads, a
+   * lease it would not grant, ...).
+   */
+  StoreEtcd = 'ERR_LOCK_STORE_ETCD',
+  /**
    * `close()` was called: operations after it, and acquires waiting on the
    * store, fail at once.
    */
@@ -120,6 +132,20 @@ export declare enum ErrorCode {
    * before it settled (also `LockStoreError`'s default code in `lib/`).
    */
   Internal = 'ERR_LOCK_INTERNAL',
+}
+
+/**
+ * EtcdLockStore's options, already checked by the JS layer (timeouts in
+ * ms); the endpoints' URLs are read here.
+ */
+export interface EtcdConfig {
+  endpoints: Array<string>
+  prefix: string
+  username?: string
+  password?: string
+  connectTimeout: number
+  commandTimeout: number
+  tls?: TlsPem
 }
 
 export declare function extend(handle: object, key: string, hold: HoldKind, owner: string, ttlMs: number): boolean | Promise<boolean>

@@ -67,6 +67,9 @@ codes! {
     #[doc = "SQLite failed on the store's file (not a database, read-only, its disk"]
     #[doc = "full or failing, ...)."]
     StoreSqlite => "ERR_LOCK_STORE_SQLITE",
+    #[doc = "etcd answered with another error (a request larger than it reads, a"]
+    #[doc = "lease it would not grant, ...)."]
+    StoreEtcd => "ERR_LOCK_STORE_ETCD",
     #[doc = "`close()` was called: operations after it, and acquires waiting on the"]
     #[doc = "store, fail at once."]
     StoreClosed => "ERR_LOCK_STORE_CLOSED",

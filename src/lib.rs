@@ -97,11 +97,12 @@
 //!   to the other processes after the commit), `tests.rs`,
 //!   `line_tests.rs` (ears and the line's contract, two stores on one file),
 //!   `queued_tests.rs`.
-//! - `src/store/etcd/`: `mod.rs` (the store, not yet made from JS), `grpc.rs`
+//! - `src/store/etcd/`: `mod.rs` (the store), `grpc.rs`
 //!   (gRPC calls over HTTP/2), `messages.rs` (etcd's messages, declared by
 //!   hand), `members.rs` (each call sent to a live member), `endpoint.rs`
 //!   (a member's URL, the credentials), `layout.rs`, `leases.rs` (the
-//!   shared leases a lock's time is counted on), `ops.rs`, `kinds.rs`
+//!   shared leases a lock's time is counted on), `lapses.rs` (each hold let
+//!   go at its TTL by the store that took it), `ops.rs`, `kinds.rs`
 //!   (semaphores and read-write locks), `watch.rs` (releases heard),
 //!   `options.rs`, `test_cluster.rs` (clusters the tests start), `tests.rs`,
 //!   `kinds_tests.rs`.
@@ -129,7 +130,7 @@
 //!   (Node as the host of the event loop's connections), `test_hooks.rs`.
 //! - `src/napi/stores/`: `mod.rs` (what making a store takes: TLS material,
 //!   the callback of announced releases), one file per store: `memory.rs`,
-//!   `redis.rs`, `postgres.rs`, `mysql.rs`, `sqlite.rs`.
+//!   `redis.rs`, `postgres.rs`, `mysql.rs`, `sqlite.rs`, `etcd.rs`.
 //!
 //! A store written in JS never reaches this crate: `lib/bridge/js-store.js` calls it.
 

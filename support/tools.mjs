@@ -90,6 +90,16 @@ export const TOOLS = {
     package: 'iproute2',
     needs: 'the test of a MySQL connection reset on the way (stores/mysql-faults), which closes the socket with ss -K',
   },
+  etcd: {
+    find: () => which('etcd', ['/usr/bin', '/usr/local/bin']),
+    package: 'etcd-server',
+    needs: 'the etcd tests (stores/etcd-store, its contract runs), which start their own members',
+  },
+  etcdctl: {
+    find: () => which('etcdctl', ['/usr/bin', '/usr/local/bin']),
+    package: 'etcd-client',
+    needs: 'the etcd tests, which ask it which member leads',
+  },
   mariadb: {
     find: mariadbPrograms,
     package: 'mariadb-server',

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { MemoryLockStore, RedisLockStore, PostgresLockStore, SqliteLockStore } from '../../index.js'
+import { MemoryLockStore, RedisLockStore, PostgresLockStore, SqliteLockStore, EtcdLockStore } from '../../index.js'
 
 const require = createRequire(import.meta.url)
 const { capabilitiesOf } = require('../../lib/core/protocol.js')
@@ -51,6 +51,14 @@ test('each native store says what it can do; every JS store gets the same record
     } finally {
       await sqlite.close()
       rmSync(dir, { recursive: true, force: true })
+    }
+    // etcd: each call on Tokio over gRPC; releases heard by a watch, waiters
+    // woken all at once (no line yet).
+    const etcd = new EtcdLockStore('http://127.0.0.1:1')
+    try {
+      assert.deepEqual(of(etcd), { ...none, announcesReleases: true })
+    } finally {
+      await etcd.close()
     }
     // A Unix socket rides Tokio, whose writes are not seen.
     const redisUnix = new RedisLockStore({ url: 'redis+unix:///tmp/keel-none.sock' })

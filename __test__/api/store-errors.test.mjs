@@ -22,11 +22,13 @@ import {
   PostgresLockStore,
   MySqlLockStore,
   SqliteLockStore,
+  EtcdLockStore,
   LockStoreError,
 } from '@shaferllc/keel/core'
 import { startRedis, freePort, uniqueKey } from '../../support/servers.mjs'
 import { startPostgres } from '../../support/postgres.mjs'
 import { startMariaDb } from '../../support/mariadb.mjs'
+import { startEtcd } from '../../support/etcd.mjs'
 import { skipReason } from '../../support/tools.mjs'
 import { lacking } from '../helpers/tools.mjs'
 
@@ -36,16 +38,22 @@ let postgres
 let mariadb
 const withoutMariaDb = skipReason(['mariadb'])
 lacking(['mariadb'], 'MySqlLockStore errors')
+/** An etcd member; none when etcd is not installed. */
+let etcd
+const withoutEtcd = skipReason(['etcd', 'etcdctl'])
+lacking(['etcd', 'etcdctl'], 'EtcdLockStore errors')
 /** A folder for SqliteLockStore's files. */
 const files = mkdtempSync(join(tmpdir(), 'keel-store-errors-'))
 /** A TCP server that accepts connections and never answers. */
 let silent
 const cleanups = []
 before(async () => {
-  ;[redis, postgres, mariadb] = await Promise.all([
+  ;[redis, postgres, mariadb, etcd] = await Promise.all([
     startRedis({ args: ['--busy-reply-threshold', '100'] }),
     startPostgres(),
     withoutMariaDb ? undefined : startMariaDb({ password: 'sekret' }),
+    // It reads requests of 64 KiB at most here (1.5 MiB by default).
+    withoutEtcd ? undefined : startEtcd({ args: ['--max-request-bytes', '65536'] }),
   ])
   silent = createServer(() => {})
   await new Promise((resolve) => silent.listen(0, '127.0.0.1', resolve))
@@ -55,6 +63,7 @@ after(async () => {
   await redis?.close()
   await postgres?.close()
   await mariadb?.close()
+  await etcd?.close()
   silent?.close()
   rmSync(files, { recursive: true, force: true })
 })
@@ -175,6 +184,11 @@ const situations = {
       closing(new SqliteLockStore(notes))
     },
   ],
+  ERR_LOCK_STORE_ETCD: [
+    async function etcdRequestTooLarge() {
+      await closing(new EtcdLockStore({ endpoints: etcd.endpoints, prefix: 'p'.repeat(100_000) })).acquire('k', 'o', 1_000)
+    },
+  ],
   ERR_LOCK_STORE_CLOSED: [
     async function redisClosed() {
       const store = new RedisLockStore({ url: redis.url })
@@ -206,8 +220,9 @@ test('every code a native store rejects with comes on a LockStoreError whose sta
     .matchAll(/'(ERR_[A-Z_]+)'/g)].map((m) => m[1])
   assert.deepEqual(Object.keys(situations).sort(), declared.filter((code) => code !== 'ERR_LOCK_INTERNAL').sort())
   for (const [code, calls] of Object.entries(situations)) {
-    // Without MariaDB, its situations are the skipped test above.
-    for (const call of calls.filter((call) => !(withoutMariaDb && call.name.startsWith('mysql')))) {
+    // Without MariaDB or etcd, their situations are the skipped tests above.
+    const lacked = (call) => (withoutMariaDb && call.name.startsWith('mysql')) || (withoutEtcd && call.name.startsWith('etcd'))
+    for (const call of calls.filter((call) => !lacked(call))) {
       await t.test(`${code}: ${call.name}`, async () => {
         await assert.rejects(call(), (e) => {
           assertStoreFailure(e, code, call.name)

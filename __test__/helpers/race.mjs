@@ -31,10 +31,12 @@ export const MYSQL_PER_SECOND = 20
  * The race on the store `env` names for `seconds`, asserting what must hold:
  * no overlap, no fencing token going back, no store error, and every path
  * taken (waits aborted, processes killed, at least `perSecond` critical
- * sections a second). Resolves to what was seen.
+ * sections a second). `during(seconds)`, if given, runs beside the race
+ * (a server's member killed and started again) and is awaited with it.
+ * Resolves to what was seen.
  */
-export async function raceWithAborts(env, seconds, { perSecond = 100 } = {}) {
-  const seen = await raceAcrossProcesses({ env, seconds })
+export async function raceWithAborts(env, seconds, { perSecond = 100, during = undefined } = {}) {
+  const [seen] = await Promise.all([raceAcrossProcesses({ env, seconds }), during?.(seconds)])
   assert.deepEqual(seen.examples, [], 'two holders at once')
   assert.equal(seen.overlaps, 0)
   assert.equal(seen.backwards, 0, 'a fencing token went back')

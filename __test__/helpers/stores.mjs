@@ -2,13 +2,15 @@
 // file and in the child processes it starts (child.mjs). Which store, and
 // where its server is, is named by environment variables, so a child opens
 // the same store by inheriting them:
-//   KEEL_TEST_STORE     redis | redis-cluster | ioredis | ioredis-read-write | sqlite | postgres | postgres-store | mysql-store | sqlite-store
+//   KEEL_TEST_STORE     redis | redis-cluster | ioredis | ioredis-read-write | sqlite | postgres | postgres-store | mysql-store | sqlite-store | etcd-store
 //   KEEL_TEST_REDIS     a redis:// or rediss:// URL, for redis, ioredis and ioredis-read-write
 //   KEEL_TEST_REDIS_CLUSTER  for redis-cluster: the node URLs, separated by spaces
 //   KEEL_TEST_DATABASE  sqlite:<file> or a postgres:// URL, for the docs' database store
 //                       (sqlite, postgres) and PostgresLockStore (postgres-store)
 //   KEEL_TEST_MYSQL     a mysql:// URL, for MySqlLockStore (mysql-store)
 //   KEEL_TEST_SQLITE    a file's path, for SqliteLockStore (sqlite-store)
+//   KEEL_TEST_ETCD      the members' URLs, comma-separated, for EtcdLockStore (etcd-store)
+//   KEEL_TEST_ETCD_PREFIX  EtcdLockStore's prefix (etcd-store), when set
 //   KEEL_TEST_LISTEN_URL  PostgresLockStore's listenUrl (postgres-store), when set
 //   KEEL_TEST_COMMAND_TIMEOUT  the native stores' command and connect timeouts, ms (default 5000)
 //   KEEL_TEST_TLS_CA    a PEM file: the native stores trust this CA (rediss://, PostgreSQL over TLS)
@@ -16,7 +18,7 @@
 // servers, which the tests never touch.
 
 import { readFileSync } from 'node:fs'
-import { RedisLockStore, PostgresLockStore, MySqlLockStore, SqliteLockStore, getLockStore, setLockStore } from '@shaferllc/keel/core'
+import { RedisLockStore, PostgresLockStore, MySqlLockStore, SqliteLockStore, EtcdLockStore, getLockStore, setLockStore } from '@shaferllc/keel/core'
 
 /**
  * Opens the store `env` names; resolves to `{ store, close(), env }`, where
@@ -70,6 +72,11 @@ async function open(kind, env) {
       const store = new SqliteLockStore({ path: env.KEEL_TEST_SQLITE, commandTimeout })
       return { store, close: () => store.close() }
     }
+    case 'etcd-store': {
+      const prefix = env.KEEL_TEST_ETCD_PREFIX || undefined
+      const store = new EtcdLockStore({ endpoints: env.KEEL_TEST_ETCD, prefix, commandTimeout, connectTimeout: commandTimeout })
+      return { store, close: () => store.close() }
+    }
     case 'sqlite':
     case 'postgres': {
       const { databaseLockStore } = await import('../fixtures/dist/docs-database.js')
@@ -78,7 +85,7 @@ async function open(kind, env) {
       return { store: databaseLockStore(), close: closeConnections }
     }
     default:
-      throw new Error(`KEEL_TEST_STORE must be redis, redis-cluster, ioredis, ioredis-read-write, sqlite, postgres, postgres-store, mysql-store or sqlite-store, got ${kind}`)
+      throw new Error(`KEEL_TEST_STORE must be redis, redis-cluster, ioredis, ioredis-read-write, sqlite, postgres, postgres-store, mysql-store, sqlite-store or etcd-store, got ${kind}`)
   }
 }
 
@@ -88,7 +95,7 @@ function docsClientTo(url) {
   process.env.KEEL_TEST_REDIS = url
 }
 
-const VARIABLES = ['KEEL_TEST_STORE', 'KEEL_TEST_REDIS', 'KEEL_TEST_REDIS_CLUSTER', 'KEEL_TEST_DATABASE', 'KEEL_TEST_MYSQL', 'KEEL_TEST_SQLITE', 'KEEL_TEST_LISTEN_URL', 'KEEL_TEST_COMMAND_TIMEOUT', 'KEEL_TEST_TLS_CA']
+const VARIABLES = ['KEEL_TEST_STORE', 'KEEL_TEST_REDIS', 'KEEL_TEST_REDIS_CLUSTER', 'KEEL_TEST_DATABASE', 'KEEL_TEST_MYSQL', 'KEEL_TEST_SQLITE', 'KEEL_TEST_ETCD', 'KEEL_TEST_ETCD_PREFIX', 'KEEL_TEST_LISTEN_URL', 'KEEL_TEST_COMMAND_TIMEOUT', 'KEEL_TEST_TLS_CA']
 
 /** The variables of `env` that name a store. */
 function pick(env) {

@@ -1,7 +1,7 @@
 // README.md and every page of docs/ say only what is true:
 // - every ```js block runs as written, as an ES module in a child process (the
-//   Redis, PostgreSQL and MySQL ones against servers this test starts, given
-//   to the example as REDIS_URL, DATABASE_URL and MYSQL_URL), and prints what its `// value`
+//   Redis, PostgreSQL, MySQL and etcd ones against servers this test starts, given
+//   to the example as REDIS_URL, DATABASE_URL, MYSQL_URL and ETCD_ENDPOINTS), and prints what its `// value`
 //   comments say, unless the line before it is `<!-- not run: reason -->`;
 // - every ```ts block type-checks (strict), and those that are tests run under
 //   Vitest;
@@ -20,6 +20,8 @@ import { promisify } from 'node:util'
 import { redisForTests } from '../../support/servers.mjs'
 import { postgresForTests } from '../../support/postgres.mjs'
 import { mariadbForTests } from '../../support/mariadb.mjs'
+import { startEtcd } from '../../support/etcd.mjs'
+import { skipReason } from '../../support/tools.mjs'
 import { root, pages, blocks, links, anchors, paths, exists, NOT_RUN } from './docs-check.mjs'
 
 const run = promisify(execFile)
@@ -139,21 +141,30 @@ test('the pages have examples, and few are marked not to run', () => {
 })
 
 // The Redis examples connect to REDIS_URL, the PostgreSQL ones to DATABASE_URL, the MySQL ones
-// to MYSQL_URL: servers of this test's own.
-const [redis, postgres, mariadb] = await Promise.all([redisForTests(), postgresForTests(), mariadbForTests()])
+// to MYSQL_URL, the etcd ones to ETCD_ENDPOINTS: servers of this test's own. Without etcd
+// installed, its examples are skipped, saying what to install.
+const withoutEtcd = skipReason(['etcd', 'etcdctl'])
+const [redis, postgres, mariadb, etcd] = await Promise.all([
+  redisForTests(),
+  postgresForTests(),
+  mariadbForTests(),
+  withoutEtcd ? undefined : startEtcd(),
+])
 after(async () => {
   await redis.close()
   await postgres.close()
   await mariadb.close()
+  await etcd?.close()
 })
 
 for (const { file, line, source, notRun } of examples) {
   const title = source.split('\n').find((l) => l && !l.startsWith('import')) ?? ''
-  test(`${file}:${line} runs: ${title.slice(0, 50)}`, { skip: notRun && `marked not run: ${notRun}` }, async () => {
+  const skip = (notRun && `marked not run: ${notRun}`) || (source.includes('ETCD_ENDPOINTS') && withoutEtcd)
+  test(`${file}:${line} runs: ${title.slice(0, 50)}`, { skip }, async () => {
     const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', source], {
       cwd: root,
       timeout: 20_000,
-      env: { ...process.env, REDIS_URL: redis.url, DATABASE_URL: postgres.url, MYSQL_URL: mariadb.url },
+      env: { ...process.env, REDIS_URL: redis.url, DATABASE_URL: postgres.url, MYSQL_URL: mariadb.url, ETCD_ENDPOINTS: etcd?.endpoints },
     }).catch((error) => assert.fail(`${file}:${line} failed:\n${error.stderr}`))
     assert.equal(stderr, '')
     // Lines annotated with `// value` print that value, in order.

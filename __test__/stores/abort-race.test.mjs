@@ -6,7 +6,8 @@
 // place (helpers/race.mjs). Every critical section, logged on the shared
 // monotonic clock, is alone on its key, and the fencing tokens of a key
 // only grow; on SQLite, 2 more waiters a process ask in bursts, whose attempts
-// go to the store together (helpers/race-child.mjs). (The soak runs the same
+// go to the store together (helpers/race-child.mjs); on etcd, a 3-member
+// cluster's leader is SIGKILLed mid-run and started again. (The soak runs the same
 // for 40 s on each store.) A hand-over
 // held in flight to the worst moment, deterministically, is the line
 // contract's (stores/contract-line.mjs).
@@ -19,6 +20,8 @@ import { redisForTests } from '../../support/servers.mjs'
 import { postgresForTests } from '../../support/postgres.mjs'
 import { mariadbForTests } from '../../support/mariadb.mjs'
 import { raceWithAborts, MYSQL_PER_SECOND } from '../helpers/race.mjs'
+import { startEtcd } from '../../support/etcd.mjs'
+import { lacking } from '../helpers/tools.mjs'
 
 const SECONDS = 6
 const tell = (t, seen) =>
@@ -49,3 +52,23 @@ test(`MySqlLockStore: waits aborted at random across 4 processes, some killed: n
 test(`SqliteLockStore: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`, async (t) => {
   tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'sqlite-store', KEEL_TEST_SQLITE: join(sqlite, 'locks.db'), KEEL_RACE_BURSTS: '2' }, SECONDS))
 })
+
+const ETCD = `EtcdLockStore on 3 members, the leader SIGKILLed mid-run: waits aborted at random across 4 processes, some killed: never two holders (${SECONDS} s)`
+if (!lacking(['etcd', 'etcdctl'], ETCD)) {
+  test(ETCD, async (t) => {
+    const etcd = await startEtcd({ size: 3 })
+    try {
+      const leaderKilled = async (seconds) => {
+        await new Promise((resolve) => setTimeout(resolve, seconds * 300))
+        const leader = await etcd.leader()
+        await etcd.stop(leader)
+        await new Promise((resolve) => setTimeout(resolve, seconds * 300))
+        await etcd.start(leader)
+        t.diagnostic(`member ${leader} (the leader) killed ${seconds * 300} ms in, started again ${seconds * 300} ms later`)
+      }
+      tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'etcd-store', KEEL_TEST_ETCD: etcd.endpoints }, SECONDS, { during: leaderKilled }))
+    } finally {
+      await etcd.close()
+    }
+  })
+}

@@ -14,6 +14,7 @@ import {
   PostgresLockStore,
   MySqlLockStore,
   SqliteLockStore,
+  EtcdLockStore,
   LockNotHeldError,
   LockStoreError,
   Lock,
@@ -33,6 +34,7 @@ import {
   type PostgresLockStoreOptions,
   type MySqlLockStoreOptions,
   type SqliteLockStoreOptions,
+  type EtcdLockStoreOptions,
   type LockStoreReport,
   type ReadWriteLockStore,
   type LockStoreCheck,
@@ -340,6 +342,34 @@ export async function sqliteStore(): Promise<void> {
   new SqliteLockStore({ path: 'locks.db', poolSize: 4 })
   // @ts-expect-error timeouts are numbers of milliseconds
   new SqliteLockStore({ path: 'locks.db', commandTimeout: '2s' })
+}
+
+export async function etcdStore(): Promise<void> {
+  const local = new EtcdLockStore()
+  const listed = new EtcdLockStore('http://10.0.0.1:2379,http://10.0.0.2:2379')
+  const options: EtcdLockStoreOptions = {
+    endpoints: ['https://etcd-0:2379', 'https://etcd-1:2379', 'https://etcd-2:2379'],
+    prefix: 'billing:',
+    username: 'locks',
+    password: 'secret',
+    connectTimeout: 2_000,
+    commandTimeout: 3_000,
+    tls: { ca: 'PEM' },
+  }
+  const store = setLockStore(new EtcdLockStore(options))
+  assertType<Equal<typeof store, EtcdLockStore>>(true)
+  assertType<Equal<ReturnType<EtcdLockStore['ping']>, Promise<void>>>(true)
+  assertType<Equal<Parameters<EtcdLockStore['acquire']>, [key: string, owner: string, ttlMs: number]>>(true)
+  const asStore: LockStore = listed
+  const asServer: ServerLockStore = local
+  await asStore.acquire('k', 'owner', 1000)
+  await asServer.ping()
+  new EtcdLockStore(['http://a:2379', 'http://b:2379'])
+  // @ts-expect-error a number is not an endpoint
+  new EtcdLockStore({ endpoints: 2379 })
+  // @ts-expect-error an unknown option
+  new EtcdLockStore({ url: 'http://a:2379' })
+  await store.close()
 }
 
 export async function mysqlStore(): Promise<void> {

@@ -10,4 +10,5 @@ module.exports = {
   ...require('./postgres.js'),
   ...require('./mysql.js'),
   ...require('./sqlite.js'),
+  ...require('./etcd.js'),
 }

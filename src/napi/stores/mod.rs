@@ -3,6 +3,7 @@
 //! what they share here: TLS material, the callback a store's announced
 //! releases and warnings are reported to, milliseconds as durations.
 
+mod etcd;
 mod memory;
 mod mysql;
 mod postgres;

@@ -19,7 +19,7 @@ use super::messages::{
     Against, Compare, DeleteRangeRequest, KeyValue, RangeRequest, Request, RequestOp, Response,
     TxnRequest, TxnResponse, CREATE, LESS,
 };
-use super::ops::{absent, first_kv, on_a_lease, put, range, revision, Shared};
+use super::ops::{absent, first_kv, on_a_lease, put, range, revision, written, Shared};
 use crate::store::{Acquired, StoreError};
 
 /// How many times an admission that lost a race reads again before it is
@@ -92,6 +92,7 @@ pub async fn acquire_permit(
         let seen = look(shared, &permits, &mine).await?;
         if let Some(kv) = &seen.mine {
             // An acquire sent twice: the first was applied.
+            shared.holds(&mine, &owner, kv.mod_revision, ttl, sent);
             return Ok(token(kv));
         }
         if seen.count >= limit {
@@ -104,6 +105,7 @@ pub async fn acquire_permit(
         })
         .await?;
         if answer.succeeded {
+            shared.holds(&mine, &owner, written(&answer), ttl, sent);
             return Ok(Acquired::Fenced(revision(&answer)));
         }
     }
@@ -143,9 +145,16 @@ pub async fn acquire_read(
     })
     .await?;
     if answer.succeeded {
+        shared.holds(&mine, &owner, written(&answer), ttl, sent);
         return Ok(Acquired::Fenced(revision(&answer)));
     }
-    Ok(first_kv(&answer).map_or(Acquired::Refused, token))
+    Ok(match first_kv(&answer) {
+        Some(kv) => {
+            shared.holds(&mine, &owner, kv.mod_revision, ttl, sent);
+            token(kv)
+        }
+        None => Acquired::Refused,
+    })
 }
 
 /// The writer, while nobody reads or writes; refused, it leaves its mark.
@@ -155,7 +164,10 @@ pub async fn acquire_write(
     for _ in 0..TRIES {
         let seen = look(shared, &keys.readers, &keys.writer).await?;
         match &seen.mine {
-            Some(writer) if writer.value == owner.as_bytes() => return Ok(token(writer)),
+            Some(writer) if writer.value == owner.as_bytes() => {
+                shared.holds(&keys.writer, &owner, writer.mod_revision, ttl, sent);
+                return Ok(token(writer));
+            }
             Some(_) => break,
             None if seen.count > 0 => break,
             None => {}
@@ -173,6 +185,7 @@ pub async fn acquire_write(
         })
         .await?;
         if answer.succeeded {
+            shared.holds(&keys.writer, &owner, written(&answer), ttl, sent);
             return Ok(Acquired::Fenced(revision(&answer)));
         }
     }

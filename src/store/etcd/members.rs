@@ -28,6 +28,8 @@ pub struct Members {
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
     current: Mutex<Current>,
+    closed: std::sync::atomic::AtomicBool,
+    in_flight: tokio::sync::Semaphore,
 }
 
 #[derive(Default)]
@@ -36,6 +38,11 @@ struct Current {
     at: usize,
     open: Option<(Channel, Option<Arc<str>>)>,
 }
+
+/// Calls in flight at once, the rest waiting their turn: etcd refuses
+/// writes ("too many requests") once it has thousands committed and not yet
+/// applied, which 10,000 locks asked at once would reach.
+const IN_FLIGHT: usize = 256;
 
 /// How long one attempt of a call waits for its answer before it is asked
 /// again: etcd drops a write proposed while the cluster has no leader
@@ -64,6 +71,8 @@ impl Members {
             connect_timeout,
             command_timeout,
             current: Mutex::new(Current::default()),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            in_flight: tokio::sync::Semaphore::new(IN_FLIGHT),
         }
     }
 
@@ -75,7 +84,17 @@ impl Members {
     pub async fn call<Q: Message, A: Message + Default>(
         &self, method: &str, request: &Q,
     ) -> Result<A, StoreError> {
+        if self.is_closed() {
+            return Err(backend(
+                Code::StoreClosed,
+                "EtcdLockStore: the store was closed".to_owned(),
+            ));
+        }
         let deadline = Instant::now() + self.command_timeout + self.connect_timeout;
+        let Ok(Ok(_turn)) = tokio::time::timeout_at(deadline, self.in_flight.acquire()).await
+        else {
+            return Err(self.timed_out());
+        };
         let mut last: Option<StoreError> = None;
         let mut tried = 0usize;
         loop {
@@ -150,6 +169,13 @@ impl Members {
     /// is none), its auth token, and which member it is.
     async fn channel(&self) -> Result<(Channel, Option<Arc<str>>, usize), StoreError> {
         let mut current = self.current.lock().await;
+        if self.is_closed() {
+            current.open = None;
+            return Err(backend(
+                Code::StoreClosed,
+                "EtcdLockStore: the store was closed".to_owned(),
+            ));
+        }
         if let Some((channel, token)) = &current.open {
             if !channel.is_broken() {
                 return Ok((channel.clone(), token.clone(), current.at));
@@ -300,9 +326,18 @@ impl Members {
         )
     }
 
-    /// Close the connection; calls after this open a new one.
-    pub async fn close(&self) {
-        self.current.lock().await.open = None;
+    /// Close: calls after this fail as closed, and the connection goes
+    /// (now, or at the next call if one holds it at the moment).
+    pub fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        if let Ok(mut current) = self.current.try_lock() {
+            current.open = None;
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
@@ -313,9 +348,8 @@ fn out_of_time(failure: &CallError) -> bool {
 }
 
 /// The code of etcd's other answers (a request larger than it reads, a
-/// lease it would not grant): the store is not reachable from JS yet, and
-/// its own code comes with its class.
-pub const OTHER: Code = Code::StoreConnection;
+/// lease it would not grant).
+pub const OTHER: Code = Code::StoreEtcd;
 
 pub fn backend(code: Code, message: String) -> StoreError {
     StoreError::Backend(BackendError { code, message })
@@ -323,7 +357,14 @@ pub fn backend(code: Code, message: String) -> StoreError {
 
 /// What an error status from `endpoint` becomes.
 fn answered(endpoint: &Endpoint, code: u32, message: String) -> StoreError {
+    // etcd answers a wrong password and a missing user as invalid arguments.
+    const REFUSALS: [&str; 3] = [
+        "authentication failed",
+        "user name is empty",
+        "permission denied",
+    ];
     let code = match code {
+        _ if REFUSALS.iter().any(|refusal| message.contains(refusal)) => Code::StoreAuth,
         status::UNAUTHENTICATED | status::PERMISSION_DENIED => Code::StoreAuth,
         status::UNAVAILABLE | status::RESOURCE_EXHAUSTED => Code::StoreUnavailable,
         status::DEADLINE_EXCEEDED => Code::StoreTimeout,

@@ -121,7 +121,7 @@ pub struct Compare {
     pub target: i32,
     #[prost(bytes = "vec", tag = "3")]
     pub key: Vec<u8>,
-    #[prost(oneof = "Against", tags = "5, 7")]
+    #[prost(oneof = "Against", tags = "5, 6, 7")]
     pub against: Option<Against>,
     /// With it, the comparison holds for every key in `[key, range_end)`
     /// (and for none at all).
@@ -135,6 +135,8 @@ pub const EQUAL: i32 = 0;
 pub const LESS: i32 = 2;
 /// `Compare.target`: the key's create revision (0: the key does not exist).
 pub const CREATE: i32 = 1;
+/// `Compare.target`: the revision of the key's last write.
+pub const MOD: i32 = 2;
 /// `Compare.target`: the key's value.
 pub const VALUE: i32 = 3;
 
@@ -142,6 +144,8 @@ pub const VALUE: i32 = 3;
 pub enum Against {
     #[prost(int64, tag = "5")]
     CreateRevision(i64),
+    #[prost(int64, tag = "6")]
+    ModRevision(i64),
     #[prost(bytes = "vec", tag = "7")]
     Value(Vec<u8>),
 }

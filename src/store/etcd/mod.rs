@@ -8,15 +8,17 @@
 //! the lease ends, whatever the holder's process does. Its fencing token is
 //! the revision that created the key, which grows across the whole cluster
 //! and survives restarts. `members.rs` sends each call to a live member (`endpoint.rs`: their URLs);
+//! `lapses.rs` lets each hold this store took go at its TTL;
 //! `ops.rs` holds a plain lock's operations (and what every kind of hold
 //! shares), `kinds.rs` semaphores' and read-write locks'; `watch.rs` hears
 //! releases.
 
-mod endpoint;
+pub mod endpoint;
 mod grpc;
 mod kinds;
 #[cfg(test)]
 mod kinds_tests;
+mod lapses;
 mod layout;
 mod leases;
 mod members;
@@ -34,7 +36,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use self::endpoint::{Credentials, Endpoint};
 use self::ops::Shared;
 pub use self::options::EtcdOptions;
 use super::follow::{Follower, OnReleased, Released};
@@ -49,11 +50,13 @@ impl EtcdStore {
     /// A store over the cluster `options` names; nothing connects until
     /// the first operation. Fails only on a TLS configuration that cannot be made.
     pub fn new(options: EtcdOptions, on_released: Option<OnReleased>) -> Result<Self, String> {
-        let tls = options
-            .tls
-            .as_ref()
-            .map(super::tls::client_config)
-            .transpose()?;
+        // An https endpoint without `tls` is checked against the system's roots.
+        let https = options.endpoints.iter().any(|e| e.tls_name.is_some());
+        let tls = match (&options.tls, https) {
+            (Some(tls), _) => Some(super::tls::client_config(tls)?),
+            (None, true) => Some(super::tls::client_config(&super::TlsOptions::default())?),
+            (None, false) => None,
+        };
         let members = members::Members::new(
             options.endpoints,
             tls,
@@ -65,6 +68,7 @@ impl EtcdStore {
             shared: Arc::new(Shared {
                 members: Arc::new(members),
                 leases: Arc::default(),
+                lapses: Arc::default(),
                 prefix: options.prefix,
             }),
             follower: Follower::new(on_released),
@@ -168,12 +172,14 @@ impl LockStore for EtcdStore {
     }
 
     fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
-        let stored = match (hold, owner) {
-            (HoldKind::Lock, _) => self.hold_key(hold, key, ""),
-            (_, Some(owner)) => self.hold_key(hold, key, owner),
+        let (stored, owner) = match (hold, owner) {
+            (HoldKind::Lock, _) => (self.hold_key(hold, key, ""), None),
+            (_, Some(owner)) => (self.hold_key(hold, key, owner), Some(owner.to_owned())),
             (_, None) => return Op::Ready(Ok(None)),
         };
-        self.run(move |shared| async move { ops::remaining(&shared, stored).await })
+        self.run(
+            move |shared| async move { ops::remaining(&shared, stored, owner.as_deref()).await },
+        )
     }
 
     fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool> {
@@ -266,9 +272,6 @@ impl LockStore for EtcdStore {
 
     fn close(&self) {
         self.follower.close();
-        let members = Arc::clone(&self.shared.members);
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { members.close().await });
-        }
+        self.shared.members.close();
     }
 }

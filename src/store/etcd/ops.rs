@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::lapses::Lapses;
 use super::leases::Leases;
 use super::members::Members;
 use super::messages::paths::{RANGE, TIME_TO_LIVE, TXN};
@@ -24,7 +25,17 @@ use crate::store::{Acquired, StoreError};
 pub struct Shared {
     pub members: Arc<Members>,
     pub leases: Arc<Leases>,
+    pub lapses: Arc<Lapses>,
     pub prefix: Vec<u8>,
+}
+
+impl Shared {
+    /// `owner` holds `stored` by the write at `revision`, for `ttl` from
+    /// `sent`: let go then by this store (`lapses.rs`).
+    pub fn holds(&self, stored: &[u8], owner: &str, revision: i64, ttl: Duration, sent: Instant) {
+        self.lapses
+            .hold(&self.members, stored.to_vec(), owner, revision, sent + ttl);
+    }
 }
 
 /// Take the lock stored at `stored` for `owner` if nobody holds it: its
@@ -39,10 +50,12 @@ pub async fn acquire(
     })
     .await?;
     if answer.succeeded {
+        shared.holds(&stored, &owner, written(&answer), ttl, sent);
         return Ok(Acquired::Fenced(revision(&answer)));
     }
     Ok(match first_kv(&answer) {
         Some(kv) if kv.value == owner.as_bytes() => {
+            shared.holds(&stored, &owner, kv.mod_revision, ttl, sent);
             Acquired::Fenced(u64::try_from(kv.create_revision).unwrap_or(0))
         }
         _ => Acquired::Refused,
@@ -51,6 +64,7 @@ pub async fn acquire(
 
 /// Delete the lock if `owner` still holds it.
 pub async fn release(shared: &Shared, stored: Vec<u8>, owner: String) -> Result<bool, StoreError> {
+    let stored_again = stored.clone();
     let request = TxnRequest {
         compare: vec![held_by(&stored, &owner)],
         success: vec![RequestOp {
@@ -59,6 +73,7 @@ pub async fn release(shared: &Shared, stored: Vec<u8>, owner: String) -> Result<
         failure: vec![],
     };
     let answer = shared.members.call::<_, TxnResponse>(TXN, &request).await?;
+    shared.lapses.released(&stored_again, &owner);
     Ok(answer.succeeded)
 }
 
@@ -72,6 +87,9 @@ pub async fn extend(
         failure: vec![],
     })
     .await?;
+    if answer.succeeded {
+        shared.holds(&stored, &owner, written(&answer), ttl, sent);
+    }
     Ok(answer.succeeded)
 }
 
@@ -115,12 +133,21 @@ pub async fn read(shared: &Shared, stored: Vec<u8>) -> Result<Option<KeyValue>, 
     Ok(answer.kvs.into_iter().next())
 }
 
-/// Milliseconds the lock's lease has left, whole seconds as etcd counts
-/// them: it ends in under that plus a second.
-pub async fn remaining(shared: &Shared, stored: Vec<u8>) -> Result<Option<f64>, StoreError> {
-    let Some(kv) = read(shared, stored).await? else {
+/// Milliseconds a hold has left (`owner`'s, or with none whoever's): to its
+/// TTL for one this store took; else its lease's, whole seconds as etcd
+/// counts them (it ends in under that plus a second).
+pub async fn remaining(
+    shared: &Shared, stored: Vec<u8>, owner: Option<&str>,
+) -> Result<Option<f64>, StoreError> {
+    let Some(kv) = read(shared, stored.clone()).await? else {
         return Ok(None);
     };
+    if owner.is_some_and(|owner| kv.value != owner.as_bytes()) {
+        return Ok(None);
+    }
+    if let Some(left) = shared.lapses.left(&stored, owner) {
+        return Ok(Some(left.as_millis() as f64));
+    }
     let request = LeaseTimeToLiveRequest { id: kv.lease };
     let answer = shared
         .members
@@ -166,6 +193,11 @@ pub(super) fn range(stored: &[u8]) -> RequestOp {
             ..Default::default()
         })),
     }
+}
+
+/// The revision of what a transaction wrote.
+pub(super) fn written(answer: &TxnResponse) -> i64 {
+    answer.header.as_ref().map_or(0, |h| h.revision)
 }
 
 pub(super) fn revision(answer: &TxnResponse) -> u64 {

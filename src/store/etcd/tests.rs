@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::endpoint::{Credentials, Endpoint};
 use super::test_cluster::{runtime, settle, Cluster};
 use super::*;
 use crate::store::{Code, StoreError, Wait};
@@ -74,20 +75,69 @@ fn every_operation_answers_as_the_cluster_decides() {
     settle(&rt, store.ping()).unwrap();
 }
 
+/// How long after `from` the lock `key` is found free, asked every 20 ms.
+fn freed_after(
+    rt: &tokio::runtime::Runtime, store: &EtcdStore, key: &str, from: Instant,
+) -> Duration {
+    while settle(rt, store.would_wait(LOCK, key)).unwrap() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    from.elapsed()
+}
+
 #[test]
-fn a_lock_lapses_with_its_lease_not_before_its_ttl() {
+fn a_lock_lapses_at_its_ttl_and_with_its_lease_once_its_store_is_gone() {
     let cluster = Cluster::start(1);
     let store = cluster.store();
     let rt = runtime();
+    // Its store lets it go at its TTL, to the millisecond as the store counts.
     let started = Instant::now();
     assert!(
-        token(settle(&rt, store.acquire(LOCK, "lapse", "a", 1_200.0, Wait::Now)).unwrap())
+        token(settle(&rt, store.acquire(LOCK, "lapse", "a", 700.0, Wait::Now)).unwrap()).is_some()
+    );
+    let lapsed = freed_after(&rt, &store, "lapse", started);
+    assert!(
+        lapsed >= Duration::from_millis(700),
+        "lapsed after {lapsed:?}"
+    );
+    assert!(
+        lapsed < Duration::from_millis(1_000),
+        "lapsed only after {lapsed:?}"
+    );
+    assert!(!settle(&rt, store.release(LOCK, "lapse", "a")).unwrap());
+    assert!(!settle(&rt, store.extend(LOCK, "lapse", "a", 1_000.0)).unwrap());
+    // Extended, at its new deadline; and not by the timer of its first write
+    // when another store extended it.
+    let started = Instant::now();
+    assert!(
+        token(settle(&rt, store.acquire(LOCK, "moved", "a", 400.0, Wait::Now)).unwrap()).is_some()
+    );
+    let elsewhere = EtcdStore::new(store_options_like(&cluster, &store), None).unwrap();
+    assert!(settle(&rt, elsewhere.extend(LOCK, "moved", "a", 1_000.0)).unwrap());
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        settle(&rt, store.holds(LOCK, "moved", "a")).unwrap(),
+        "the first write's timer left it"
+    );
+    let lapsed = freed_after(&rt, &store, "moved", started);
+    assert!(
+        lapsed >= Duration::from_millis(1_000),
+        "lapsed after {lapsed:?}"
+    );
+    assert!(
+        lapsed < Duration::from_millis(1_400),
+        "lapsed only after {lapsed:?}"
+    );
+    // A store gone (a process that died), its lock ends with its lease: not
+    // before the TTL, and within the lease's whole seconds after it.
+    let gone = EtcdStore::new(store_options_like(&cluster, &store), None).unwrap();
+    let started = Instant::now();
+    assert!(
+        token(settle(&rt, gone.acquire(LOCK, "orphan", "a", 1_200.0, Wait::Now)).unwrap())
             .is_some()
     );
-    while settle(&rt, store.would_wait(LOCK, "lapse")).unwrap() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let lapsed = started.elapsed();
+    gone.close();
+    let lapsed = freed_after(&rt, &store, "orphan", started);
     assert!(
         lapsed >= Duration::from_millis(1_200),
         "lapsed after {lapsed:?}"
@@ -96,8 +146,6 @@ fn a_lock_lapses_with_its_lease_not_before_its_ttl() {
         lapsed < Duration::from_millis(4_500),
         "lapsed only after {lapsed:?}"
     );
-    assert!(!settle(&rt, store.release(LOCK, "lapse", "a")).unwrap());
-    assert!(!settle(&rt, store.extend(LOCK, "lapse", "a", 1_000.0)).unwrap());
     // Many locks share a few leases: a burst of acquires grants about one.
     for i in 0..50 {
         let key = format!("shared:{i}");
@@ -261,4 +309,11 @@ fn endpoints_are_read_as_written_and_a_password_never_shows() {
     options.credentials = Some(credentials);
     assert!(!format!("{options:?}").contains("s3cret"));
     assert!(EtcdOptions::for_urls(&[]).is_err());
+}
+
+/// Options for another store on `store`'s keys (another process, as the cluster sees it).
+fn store_options_like(cluster: &Cluster, store: &EtcdStore) -> EtcdOptions {
+    let mut options = cluster.options();
+    options.prefix = store.shared.prefix.clone();
+    options
 }
