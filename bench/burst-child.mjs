@@ -16,6 +16,7 @@ const impl = await IMPLEMENTATIONS[name].open({
   postgresUrl: process.env.POSTGRES_URL,
   mysqlUrl: process.env.MYSQL_URL,
   sqliteDir: process.env.SQLITE_DIR,
+  etcdEndpoints: process.env.ETCD_ENDPOINTS,
 })
 impl.install?.()
 process.stdout.write('ready\n')

@@ -11,6 +11,7 @@ const impl = await IMPLEMENTATIONS[name].open({
   postgresUrl: process.env.POSTGRES_URL,
   mysqlUrl: process.env.MYSQL_URL,
   sqliteDir: process.env.SQLITE_DIR,
+  etcdEndpoints: process.env.ETCD_ENDPOINTS,
 })
 impl.install?.()
 // Warm up as a long-lived process would be: connected, scripts loaded.

@@ -1,12 +1,14 @@
 // Every lock the benchmark compares, behind one shape:
-//   open({ redisUrl, postgresUrl, mysqlUrl, sqliteDir }) -> { run(key, fn, { timeout, retryDelay }) -> Promise<boolean>, close() }
+//   open({ redisUrl, postgresUrl, mysqlUrl, sqliteDir, etcdEndpoints }) -> { run(key, fn, { timeout, retryDelay }) -> Promise<boolean>, close() }
 // `run` resolves whether fn ran (false: the wait timed out). Each is used the
 // way its own documentation shows, with a 30 s TTL.
 
 import { Redis } from 'ioredis'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { lock, setLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore, SqliteLockStore } from '@shaferllc/keel/core'
+import { lock, setLockStore, MemoryLockStore, RedisLockStore, PostgresLockStore, MySqlLockStore, SqliteLockStore, EtcdLockStore } from '@shaferllc/keel/core'
+import { Etcd3, EtcdLockFailedError } from 'etcd3'
+import { setTimeout as sleep } from 'node:timers/promises'
 import mysql from 'mysql2/promise'
 import Database from 'better-sqlite3'
 import lockfile from 'proper-lockfile'
@@ -229,6 +231,47 @@ export const IMPLEMENTATIONS = {
     open: async ({ sqliteDir }) => {
       const store = new PlainSqliteStore(Database, join(sqliteDir, 'plain.db'))
       return { ...plain(store), close: () => store.close() }
+    },
+  },
+  // A cluster's majority commits each write (an etcd cluster of 3 members on this machine).
+  'keel EtcdLockStore': {
+    backend: 'etcd',
+    ours: true,
+    open: async ({ etcdEndpoints }) => {
+      const store = new EtcdLockStore(etcdEndpoints)
+      return { ...keel(store), close: () => store.close() }
+    },
+  },
+  // The etcd3 package's lock, as its docs show (a lease per lock, granted and revoked with it);
+  // it does not wait, so a wait is its acquire tried every retryDelay.
+  'etcd3 lock': {
+    backend: 'etcd',
+    baseline: true,
+    open: async ({ etcdEndpoints }) => {
+      const client = new Etcd3({ hosts: etcdEndpoints.split(',') })
+      return {
+        async run(key, fn, { timeout = 0, retryDelay = 50 } = {}) {
+          const until = Date.now() + timeout
+          for (;;) {
+            const held = client.lock(key).ttl(TTL / 1_000)
+            try {
+              await held.acquire()
+            } catch (e) {
+              if (!(e instanceof EtcdLockFailedError)) throw e
+              if (Date.now() >= until) return false
+              await sleep(retryDelay)
+              continue
+            }
+            try {
+              await fn()
+            } finally {
+              await held.release()
+            }
+            return true
+          }
+        },
+        close: async () => client.close(),
+      }
     },
   },
   // A lock folder per key (mkdir), its mtime refreshed while held, stale after 30 s; waiting is its retries.

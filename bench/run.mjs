@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { startRedis } from '../support/servers.mjs'
 import { startPostgres } from '../support/postgres.mjs'
 import { startMariaDb } from '../support/mariadb.mjs'
+import { startEtcd } from '../support/etcd.mjs'
 import { shaOfShown } from '../support/monitor.mjs'
 import { IMPLEMENTATIONS } from './implementations.mjs'
 import { sequential, distinctKeys, contended, burst, gaps, percentile, mean, median } from './scenarios.mjs'
@@ -44,7 +45,11 @@ if (mariadb) process.env.MYSQL_URL = mariadb.url
 // The SQLite locks' files, in a folder of the run's own (children find it in SQLITE_DIR).
 const sqliteDir = mkdtempSync(join(tmpdir(), 'keel-bench-sqlite-'))
 process.env.SQLITE_DIR = sqliteDir
-const urls = { redisUrl: server.url, postgresUrl: postgres.url, mysqlUrl: mariadb?.url, sqliteDir }
+// When an etcd lock is run: a cluster of 3 members, each syncing its log to disk on every commit,
+// as etcd always does (children find it in ETCD_ENDPOINTS).
+const etcd = names.some((n) => IMPLEMENTATIONS[n].backend === 'etcd') ? await startEtcd({ size: 3, timing: [] }) : null
+if (etcd) process.env.ETCD_ENDPOINTS = etcd.endpoints
+const urls = { redisUrl: server.url, postgresUrl: postgres.url, mysqlUrl: mariadb?.url, sqliteDir, etcdEndpoints: etcd?.endpoints }
 const opened = {}
 for (const name of names) opened[name] = await IMPLEMENTATIONS[name].open(urls)
 
@@ -312,6 +317,7 @@ for (const impl of Object.values(opened)) await impl.close()
 await server.close()
 await postgres.close()
 await mariadb?.close()
+await etcd?.close()
 rmSync(sqliteDir, { recursive: true, force: true })
 
 /* --------------------------------- report ---------------------------------- */

@@ -38,6 +38,8 @@ const NAMES = {
   'keel SqliteLockStore': '**keel, `SqliteLockStore`**',
   'plain JS + better-sqlite3 (baseline)': 'plain JS + better-sqlite3 (baseline)',
   'proper-lockfile': '`proper-lockfile` (a folder per key)',
+  'keel EtcdLockStore': '**keel, `EtcdLockStore`**',
+  'etcd3 lock': '`etcd3` lock (baseline)',
   'keel MemoryLockStore': '**keel, `MemoryLockStore`**',
   'keel + read-write example store': '**keel + the read-write example store** (`examples/`)',
   'redis-semaphore Semaphore': '`redis-semaphore` `Semaphore`',

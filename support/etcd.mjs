@@ -141,3 +141,16 @@ async function ready(cluster, urls, asked) {
     }
   }
 }
+
+/**
+ * `at` ms from now, SIGKILLs the member that leads `cluster`, and starts it
+ * again `down` ms later; resolves to its index once it answers again.
+ */
+export async function leaderKilled(cluster, at, down) {
+  await sleep(at)
+  const leader = await cluster.leader()
+  await cluster.stop(leader)
+  await sleep(down)
+  await cluster.start(leader)
+  return leader
+}

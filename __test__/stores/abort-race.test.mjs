@@ -19,8 +19,8 @@ import { join } from 'node:path'
 import { redisForTests } from '../../support/servers.mjs'
 import { postgresForTests } from '../../support/postgres.mjs'
 import { mariadbForTests } from '../../support/mariadb.mjs'
-import { raceWithAborts, MYSQL_PER_SECOND } from '../helpers/race.mjs'
-import { startEtcd } from '../../support/etcd.mjs'
+import { raceWithAborts, MYSQL_PER_SECOND, ETCD_PER_SECOND } from '../helpers/race.mjs'
+import { startEtcd, leaderKilled } from '../../support/etcd.mjs'
 import { lacking } from '../helpers/tools.mjs'
 
 const SECONDS = 6
@@ -58,15 +58,11 @@ if (!lacking(['etcd', 'etcdctl'], ETCD)) {
   test(ETCD, async (t) => {
     const etcd = await startEtcd({ size: 3 })
     try {
-      const leaderKilled = async (seconds) => {
-        await new Promise((resolve) => setTimeout(resolve, seconds * 300))
-        const leader = await etcd.leader()
-        await etcd.stop(leader)
-        await new Promise((resolve) => setTimeout(resolve, seconds * 300))
-        await etcd.start(leader)
+      const during = async (seconds) => {
+        const leader = await leaderKilled(etcd, seconds * 300, seconds * 300)
         t.diagnostic(`member ${leader} (the leader) killed ${seconds * 300} ms in, started again ${seconds * 300} ms later`)
       }
-      tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'etcd-store', KEEL_TEST_ETCD: etcd.endpoints }, SECONDS, { during: leaderKilled }))
+      tell(t, await raceWithAborts({ KEEL_TEST_STORE: 'etcd-store', KEEL_TEST_ETCD: etcd.endpoints }, SECONDS, { during, perSecond: ETCD_PER_SECOND }))
     } finally {
       await etcd.close()
     }

@@ -18,7 +18,7 @@ describe('new EtcdLockStore checks its options up front', () => {
     const refused = [
       [{ endpoints: 2379 }, TypeError, /options\.endpoints must be a URL/],
       [{ endpoints: [] }, TypeError, /options\.endpoints must name at least one URL/],
-      [{ endpoints: 'http://a:2379,' }, TypeError, /no empty one/],
+      [{ endpoints: 'http://a:2379,' }, TypeError, /no empty one \(2 given\)/],
       [{ endpoints: 'redis://127.0.0.1:6379' }, TypeError, /options\.endpoints: .*scheme must be http or https/],
       [{ endpoints: 'http://user:pw@127.0.0.1:2379' }, TypeError, /give username and password as options/],
       [{ endpoints: 'http://127.0.0.1:2379/v3' }, TypeError, /a scheme, a host and a port, nothing more/],
@@ -40,7 +40,14 @@ describe('new EtcdLockStore checks its options up front', () => {
 
   test('a password never appears in a message', () => {
     const secret = 'hunter2-never-shown'
-    const attempts = [{ username: 'u', password: 42 }, { username: 'u', password: secret, endpoints: 'ftp://x' }]
+    const attempts = [
+      { username: 'u', password: 42 },
+      { username: 'u', password: secret, endpoints: 'ftp://x' },
+      { endpoints: `http://app:${secret}@127.0.0.1:2379` },
+      { endpoints: `http://app:${secret}@127.0.0.1:99999` },
+      { endpoints: `http://app:${secret}@127.0.0.1:2379,` },
+      { endpoints: [`http://app:${secret}@127.0.0.1:2379`, 42] },
+    ]
     for (const options of attempts) {
       assert.throws(
         () => new EtcdLockStore(options),

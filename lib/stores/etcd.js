@@ -29,13 +29,13 @@ const WHERE = 'new EtcdLockStore'
  */
 function readEndpoints(endpoints) {
   const list = typeof endpoints === 'string' ? endpoints.split(',').map((url) => url.trim()) : endpoints
+  // The messages never show a URL: one may hold a password.
   if (!Array.isArray(list) || list.some((url) => typeof url !== 'string')) {
-    throw new TypeError(
-      `${WHERE}: options.endpoints must be a URL, a comma-separated list of URLs or an array of them, got ${describe(endpoints)}`,
-    )
+    const got = Array.isArray(endpoints) ? 'an array holding something other than strings' : describe(endpoints)
+    throw new TypeError(`${WHERE}: options.endpoints must be a URL, a comma-separated list of URLs or an array of them, got ${got}`)
   }
   if (list.length === 0 || list.some((url) => url === '')) {
-    throw new TypeError(`${WHERE}: options.endpoints must name at least one URL, and no empty one, got ${describe(endpoints)}`)
+    throw new TypeError(`${WHERE}: options.endpoints must name at least one URL, and no empty one (${list.length} given)`)
   }
   return list
 }

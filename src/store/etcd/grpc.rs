@@ -67,7 +67,11 @@ impl Channel {
         };
         Ok(Channel {
             send,
-            base: format!("{scheme}://{}:{}", endpoint.host, endpoint.port).into(),
+            base: if endpoint.host.contains(':') {
+                format!("{scheme}://[{}]:{}", endpoint.host, endpoint.port).into()
+            } else {
+                format!("{scheme}://{}:{}", endpoint.host, endpoint.port).into()
+            },
         })
     }
 

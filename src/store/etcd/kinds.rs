@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::layout::range_end;
+use super::members::{backend, OTHER};
 use super::messages::paths::TXN;
 use super::messages::{
     Against, Compare, DeleteRangeRequest, KeyValue, RangeRequest, Request, RequestOp, Response,
@@ -53,7 +54,13 @@ async fn look(shared: &Shared, under: &[u8], mine: &[u8]) -> Result<Seen, StoreE
     let answer = shared.members.call::<_, TxnResponse>(TXN, &request).await?;
     let count = match answer.responses.first().and_then(|op| op.response.as_ref()) {
         Some(Response::Range(counted)) => counted.count,
-        _ => 0,
+        // Never taken as nobody: that would admit past the limit.
+        _ => {
+            return Err(backend(
+                OTHER,
+                "etcd answered a count without one".to_owned(),
+            ))
+        }
     };
     let revision = answer.header.as_ref().map_or(0, |h| h.revision);
     let mine = answer.responses.get(1).and_then(|op| match &op.response {

@@ -2,26 +2,39 @@
 //! its TTL passes, unless it was extended or released first. etcd counts a
 //! lease in whole seconds, so a lock's lease ends up to two seconds after
 //! its TTL (`leases.rs`): that is the backstop for a holder whose process
-//! died. While the process lives, a timer on Tokio (which a blocked JS
-//! thread does not hold up) deletes the key at the TTL, only if it is still
-//! this very write (its revision), so a later extension or another owner's
-//! hold is never touched.
+//! died. While the process lives, one task on Tokio (which a blocked JS
+//! thread does not hold up) deletes each key at its TTL, only if it is still
+//! that very write (its revision), so a later extension or another owner's
+//! hold is never touched. A hold released or extended leaves the task's
+//! list at once, so what it keeps is the holds live now.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::members::Members;
 use super::messages::paths::TXN;
 use super::messages::{
     Against, Compare, DeleteRangeRequest, Request, RequestOp, TxnRequest, TxnResponse, EQUAL, MOD,
+    VALUE,
 };
 
 #[derive(Default)]
 pub struct Lapses {
-    held: Mutex<HashMap<Vec<u8>, Held>>,
+    state: Mutex<State>,
+    /// Wakes the task: a hold due sooner than it sleeps for, or the store closed.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    held: HashMap<Vec<u8>, Held>,
+    /// The holds by when they are due.
+    due: BTreeSet<(Instant, Vec<u8>)>,
+    running: bool,
 }
 
 struct Held {
@@ -38,71 +51,147 @@ impl Lapses {
         self: &Arc<Self>, members: &Arc<Members>, stored: Vec<u8>, owner: &str, revision: i64,
         deadline: Instant,
     ) {
-        if let Ok(mut held) = self.held.lock() {
-            let owner = owner.to_owned();
-            held.insert(
-                stored.clone(),
-                Held {
-                    owner,
-                    revision,
-                    deadline,
-                },
-            );
-        }
-        let (lapses, members) = (Arc::clone(self), Arc::clone(members));
-        tokio::spawn(async move {
-            tokio::time::sleep_until(deadline).await;
-            if !lapses.take(&stored, revision) || members.is_closed() {
-                return;
-            }
-            let request = TxnRequest {
-                compare: vec![Compare {
-                    result: EQUAL,
-                    target: MOD,
-                    key: stored.clone(),
-                    against: Some(Against::ModRevision(revision)),
-                    range_end: Vec::new(),
-                }],
-                success: vec![RequestOp {
-                    request: Some(Request::DeleteRange(DeleteRangeRequest { key: stored })),
-                }],
-                failure: vec![],
-            };
-            // Not reached (the cluster away): its lease ends it soon after.
-            let _ = members.call::<_, TxnResponse>(TXN, &request).await;
-        });
-    }
-
-    /// Whether `stored` was still held by the write at `revision` (it is
-    /// forgotten now).
-    fn take(&self, stored: &[u8], revision: i64) -> bool {
-        let Ok(mut held) = self.held.lock() else {
-            return false;
+        let Ok(mut state) = self.state.lock() else {
+            return;
         };
-        if held.get(stored).is_some_and(|h| h.revision == revision) {
-            held.remove(stored);
-            return true;
+        if state
+            .held
+            .get(&stored)
+            .is_some_and(|h| h.revision > revision)
+        {
+            // A later write's answer came first (an extension answered late).
+            return;
         }
-        false
+        let sooner = state.due.first().is_none_or(|(first, _)| deadline < *first);
+        let held = Held {
+            owner: owner.to_owned(),
+            revision,
+            deadline,
+        };
+        if let Some(before) = state.held.insert(stored.clone(), held) {
+            state.due.remove(&(before.deadline, stored.clone()));
+        }
+        state.due.insert((deadline, stored));
+        if !state.running {
+            state.running = true;
+            tokio::spawn(Arc::clone(self).run(Arc::clone(members)));
+        } else if sooner {
+            self.wake.notify_one();
+        }
     }
 
     /// `owner`'s hold of `stored` was released: nothing to let go.
     pub fn released(&self, stored: &[u8], owner: &str) {
-        if let Ok(mut held) = self.held.lock() {
-            if held.get(stored).is_some_and(|h| h.owner == owner) {
-                held.remove(stored);
+        if let Ok(mut state) = self.state.lock() {
+            if state.held.get(stored).is_some_and(|h| h.owner == owner) {
+                if let Some(held) = state.held.remove(stored) {
+                    state.due.remove(&(held.deadline, stored.to_vec()));
+                }
             }
         }
     }
 
-    /// How long `owner`'s hold of `stored` (anyone's, without an owner) has
-    /// left, if this store took it.
-    pub fn left(&self, stored: &[u8], owner: Option<&str>) -> Option<Duration> {
-        let held = self.held.lock().ok()?;
-        let hold = held.get(stored)?;
-        if owner.is_some_and(|owner| owner != hold.owner) {
+    /// How long the hold of `stored` by its write at `revision` has left,
+    /// if this store made that write.
+    pub fn left(&self, stored: &[u8], revision: i64) -> Option<Duration> {
+        let state = self.state.lock().ok()?;
+        let hold = state.held.get(stored)?;
+        if hold.revision != revision {
             return None;
         }
         Some(hold.deadline.saturating_duration_since(Instant::now()))
+    }
+
+    /// Holds waiting to fall due (as many in its list by time).
+    #[cfg(test)]
+    pub fn waiting(&self) -> (usize, usize) {
+        self.state
+            .lock()
+            .map_or((0, 0), |s| (s.held.len(), s.due.len()))
+    }
+
+    /// The store closed: the task ends (the leases end what it held).
+    pub fn close(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.held.clear();
+            state.due.clear();
+        }
+        self.wake.notify_one();
+    }
+
+    /// Delete each hold as it falls due; ends once the store is closed.
+    async fn run(self: Arc<Self>, members: Arc<Members>) {
+        loop {
+            let next = self
+                .state
+                .lock()
+                .ok()
+                .and_then(|s| s.due.first().map(|(at, _)| *at));
+            match next {
+                Some(at) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at) => {}
+                        () = self.wake.notified() => {}
+                    }
+                }
+                None => self.wake.notified().await,
+            }
+            if members.is_closed() {
+                return;
+            }
+            for (stored, held) in self.take_due() {
+                let members = Arc::clone(&members);
+                tokio::spawn(async move {
+                    // Not reached (the cluster away): its lease ends it soon after.
+                    let request = deleted_if_still(stored, held);
+                    let _ = members.call::<_, TxnResponse>(TXN, &request).await;
+                });
+            }
+        }
+    }
+
+    /// The holds due now.
+    fn take_due(&self) -> Vec<(Vec<u8>, Held)> {
+        let Ok(mut state) = self.state.lock() else {
+            return Vec::new();
+        };
+        let now = Instant::now();
+        let mut due = Vec::new();
+        while state.due.first().is_some_and(|(at, _)| *at <= now) {
+            let Some((_, stored)) = state.due.pop_first() else {
+                break;
+            };
+            if let Some(held) = state.held.remove(&stored) {
+                due.push((stored, held));
+            }
+        }
+        due
+    }
+}
+
+/// Delete `stored` if its last write is still `held`'s (its revision, and
+/// its owner: revisions start over in a cluster restored from a backup).
+fn deleted_if_still(stored: Vec<u8>, held: Held) -> TxnRequest {
+    TxnRequest {
+        compare: vec![
+            Compare {
+                result: EQUAL,
+                target: MOD,
+                key: stored.clone(),
+                against: Some(Against::ModRevision(held.revision)),
+                range_end: Vec::new(),
+            },
+            Compare {
+                result: EQUAL,
+                target: VALUE,
+                key: stored.clone(),
+                against: Some(Against::Value(held.owner.into_bytes())),
+                range_end: Vec::new(),
+            },
+        ],
+        success: vec![RequestOp {
+            request: Some(Request::DeleteRange(DeleteRangeRequest { key: stored })),
+        }],
+        failure: vec![],
     }
 }

@@ -19,20 +19,22 @@ use super::messages::paths::LEASE_GRANT;
 use super::messages::{LeaseGrantRequest, LeaseGrantResponse};
 use crate::store::StoreError;
 
-/// A lease the store was granted: its id, and the earliest it can end
-/// (counted from before the grant was sent, with the time the server chose).
+/// A lease the store was granted: its id, the earliest it can end (counted
+/// from before the grant was sent, with the time the server chose), and
+/// the TTL it was granted for, in whole seconds.
 #[derive(Clone, Copy, Debug)]
 struct Lease {
     id: i64,
     ends_after: Instant,
+    secs: u64,
 }
 
-/// Seconds a lease outlives the longest TTL it was granted for: the time it
-/// can serve acquires in.
-const SPARE: u64 = 1;
-/// How much later than its TTL a lock may lapse for want of a lease that
-/// ends sooner (a lease granted for a longer TTL is not used beyond this).
-const LATEST: Duration = Duration::from_secs(SPARE + 1);
+/// Seconds a lease outlives the TTL it was granted for: the time it can
+/// serve acquires in. One second, or a thirtieth of a long TTL, so a store
+/// taking hour-long locks all day keeps a few dozen leases, not thousands.
+fn spare(secs: u64) -> u64 {
+    secs.div_ceil(30).max(1)
+}
 /// A new lease is granted once the newest usable one has less than this
 /// left to serve acquires in.
 const REFILL_BEFORE: Duration = Duration::from_millis(500);
@@ -45,6 +47,8 @@ pub struct Leases {
 #[derive(Default)]
 struct State {
     granted: Vec<Lease>,
+    /// The most seconds the server added to a lease asked of it.
+    added: u64,
     /// Grants in flight, by whole seconds asked.
     granting: Vec<u64>,
 }
@@ -56,9 +60,12 @@ impl Leases {
     pub async fn for_ttl(
         self: &Arc<Self>, members: &Arc<Members>, ttl: Duration, sent: Instant,
     ) -> Result<i64, StoreError> {
-        let until = sent + ttl;
-        let secs = whole_seconds(ttl) + SPARE;
-        let picked = self.pick(until);
+        let until = sent.checked_add(ttl).ok_or_else(|| {
+            StoreError::Type(format!("a TTL of {} ms is too long", ttl.as_millis()))
+        })?;
+        let secs = whole_seconds(ttl);
+        let secs = secs + spare(secs);
+        let picked = self.pick(until, secs);
         if let Some((id, left)) = picked {
             if left < REFILL_BEFORE && self.start_granting(secs) {
                 let leases = Arc::clone(self);
@@ -99,18 +106,25 @@ impl Leases {
         }
     }
 
-    /// The lease ending soonest at or after `until` but no more than
-    /// [`LATEST`] after it, with how long the newest such lease can still
-    /// serve acquires like this one.
-    fn pick(&self, until: Instant) -> Option<(i64, Duration)> {
+    /// The lease ending soonest at or after `until`, and no later than a
+    /// lease granted now for `secs` would (plus what the server added to
+    /// the leases it granted, its minimum), with how long the newest such
+    /// lease can still serve acquires like this one. A lease that can no
+    /// longer serve acquires of the TTL it was granted for is dropped.
+    fn pick(&self, until: Instant, secs: u64) -> Option<(i64, Duration)> {
         let mut state = self.state.lock().ok()?;
         let now = Instant::now();
-        state.granted.retain(|lease| lease.ends_after > now);
+        state.granted.retain(|lease| {
+            let serves = Duration::from_secs(lease.secs - spare(lease.secs).min(lease.secs));
+            now.checked_add(serves)
+                .is_some_and(|soonest| lease.ends_after >= soonest)
+        });
+        let latest = now.checked_add(Duration::from_secs(secs + state.added))?;
         let usable = || {
             state
                 .granted
                 .iter()
-                .filter(|lease| lease.ends_after >= until && lease.ends_after <= until + LATEST)
+                .filter(|lease| lease.ends_after >= until && lease.ends_after <= latest)
         };
         let soonest = usable().min_by_key(|lease| lease.ends_after)?;
         let newest = usable().max_by_key(|lease| lease.ends_after)?;
@@ -145,9 +159,16 @@ impl Leases {
                 format!("etcd refused a lease: {}", answer.error),
             ));
         }
+        let granted = u64::try_from(answer.ttl).unwrap_or(0);
+        let ends_after = sent
+            .checked_add(Duration::from_secs(granted))
+            .ok_or_else(|| backend(OTHER, format!("etcd granted a lease of {granted} s")))?;
+        // etcd raises a lease to its minimum (1.5 election timeouts).
+        state.added = state.added.max(granted.saturating_sub(secs));
         let lease = Lease {
             id: answer.id,
-            ends_after: sent + Duration::from_secs(u64::try_from(answer.ttl).unwrap_or(0)),
+            ends_after,
+            secs,
         };
         state.granted.push(lease);
         Ok(lease)

@@ -136,6 +136,16 @@ impl Members {
                     ));
                     self.move_on(at).await;
                 }
+                CallError::Status { message, .. } if message.contains("too many requests") => {
+                    // Behind on applying what it committed (nothing was
+                    // proposed): asked again in a moment.
+                    last = Some(backend(
+                        Code::StoreUnavailable,
+                        format!("{} is busy: {message}", self.endpoints[at].name()),
+                    ));
+                    tokio::time::sleep(ROUND_PAUSE.min(left)).await;
+                    continue;
+                }
                 CallError::Status {
                     code: status::UNAVAILABLE,
                     message,
@@ -146,11 +156,13 @@ impl Members {
                     ));
                     self.move_on(at).await;
                 }
-                CallError::Status {
-                    code: status::UNAUTHENTICATED,
-                    message,
-                } if message.contains("invalid auth token") && tried <= 2 => {
-                    // The token lapsed (etcd's simple tokens last minutes): log in again.
+                CallError::Status { message, .. }
+                    if (message.contains("invalid auth token")
+                        || message.contains("revision of auth store is old"))
+                        && tried <= 2 =>
+                {
+                    // The token lapsed (etcd's simple tokens last minutes), or
+                    // users and roles changed since it was issued: log in again.
                     self.forget_token(at).await;
                     last = Some(backend(Code::StoreAuth, message));
                     continue;

@@ -39,7 +39,7 @@ use tokio::time::Instant;
 use self::ops::Shared;
 pub use self::options::EtcdOptions;
 use super::follow::{Follower, OnReleased, Released};
-use super::{Acquired, Capabilities, HoldKind, LockStore, Op, StoreResult, Task, Wait};
+use super::{Acquired, Capabilities, HoldKind, LockStore, Op, StoreError, StoreResult, Task, Wait};
 
 pub struct EtcdStore {
     shared: Arc<Shared>,
@@ -103,8 +103,16 @@ impl EtcdStore {
 }
 
 /// Milliseconds as a duration: whole milliseconds, rounded up.
-fn ttl_of(ttl_ms: f64) -> Duration {
-    Duration::from_millis(ttl_ms.ceil().clamp(1.0, 1e15) as u64)
+fn ttl_of(ttl_ms: f64) -> Result<Duration, StoreError> {
+    // A lease of etcd's lasts 9,000,000,000 s at most; a longer TTL would
+    // end on the server before its holder thinks it does.
+    const LONGEST_MS: f64 = 9e12;
+    if ttl_ms > LONGEST_MS {
+        return Err(StoreError::Type(format!(
+            "EtcdLockStore: a TTL of at most {LONGEST_MS} ms (etcd's longest lease), got {ttl_ms}"
+        )));
+    }
+    Ok(Duration::from_millis(ttl_ms.ceil().max(1.0) as u64))
 }
 
 impl LockStore for EtcdStore {
@@ -119,7 +127,10 @@ impl LockStore for EtcdStore {
         &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, _wait: Wait,
     ) -> Op<Acquired> {
         let owner = owner.to_owned();
-        let (ttl, sent) = (ttl_of(ttl_ms), Instant::now());
+        let (ttl, sent) = match ttl_of(ttl_ms) {
+            Ok(ttl) => (ttl, Instant::now()),
+            Err(e) => return Op::Ready(Err(e)),
+        };
         match hold {
             HoldKind::Lock => {
                 let stored = layout::lock_key(&self.shared.prefix, key);
@@ -157,7 +168,10 @@ impl LockStore for EtcdStore {
     fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
         let stored = self.hold_key(hold, key, owner);
         let owner = owner.to_owned();
-        let (ttl, sent) = (ttl_of(ttl_ms), Instant::now());
+        let (ttl, sent) = match ttl_of(ttl_ms) {
+            Ok(ttl) => (ttl, Instant::now()),
+            Err(e) => return Op::Ready(Err(e)),
+        };
         self.run(move |shared| async move { ops::extend(&shared, stored, owner, ttl, sent).await })
     }
 
@@ -273,5 +287,6 @@ impl LockStore for EtcdStore {
     fn close(&self) {
         self.follower.close();
         self.shared.members.close();
+        self.shared.lapses.close();
     }
 }

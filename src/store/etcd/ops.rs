@@ -145,7 +145,7 @@ pub async fn remaining(
     if owner.is_some_and(|owner| kv.value != owner.as_bytes()) {
         return Ok(None);
     }
-    if let Some(left) = shared.lapses.left(&stored, owner) {
+    if let Some(left) = shared.lapses.left(&stored, kv.mod_revision) {
         return Ok(Some(left.as_millis() as f64));
     }
     let request = LeaseTimeToLiveRequest { id: kv.lease };

@@ -154,6 +154,19 @@ fn a_lock_lapses_at_its_ttl_and_with_its_lease_once_its_store_is_gone() {
                 .is_some()
         );
     }
+    assert_eq!(
+        store.shared.lapses.waiting(),
+        (50, 50),
+        "each hold due at its TTL"
+    );
+    for i in 0..50 {
+        assert!(settle(&rt, store.release(LOCK, &format!("shared:{i}"), "a")).unwrap());
+    }
+    assert_eq!(
+        store.shared.lapses.waiting(),
+        (0, 0),
+        "released holds leave the list"
+    );
     let leases = store.shared.leases.granted();
     assert!(leases <= 3, "{leases} leases for 50 locks");
 }
@@ -300,6 +313,18 @@ fn endpoints_are_read_as_written_and_a_password_never_shows() {
     ] {
         assert!(Endpoint::parse(bad).is_err(), "{bad} was taken");
     }
+    // A URL with a user and password in it is refused without showing them.
+    for bad in [
+        "http://app:s3cret@h:2379",
+        "http://app:s3cret@h:99999",
+        "ftp://app:s3cret@h",
+    ] {
+        let refused = Endpoint::parse(bad).expect_err(bad);
+        assert!(
+            !refused.contains("s3cret") && refused.contains("***@"),
+            "{refused}"
+        );
+    }
     let credentials = Credentials {
         username: "locks".to_owned(),
         password: "s3cret".to_owned(),
@@ -316,4 +341,24 @@ fn store_options_like(cluster: &Cluster, store: &EtcdStore) -> EtcdOptions {
     let mut options = cluster.options();
     options.prefix = store.shared.prefix.clone();
     options
+}
+
+#[test]
+fn a_ttl_longer_than_etcds_longest_lease_is_refused_not_cut_short() {
+    let store = EtcdStore::new(
+        EtcdOptions::for_urls(&["http://127.0.0.1:1"]).unwrap(),
+        None,
+    )
+    .unwrap();
+    for op in [
+        store.acquire(LOCK, "k", "a", 9.5e12, Wait::Now).map(|_| ()),
+        store.extend(LOCK, "k", "a", 9.5e12).map(|_| ()),
+    ] {
+        match op {
+            Op::Ready(Err(StoreError::Type(message))) => {
+                assert!(message.contains("longest lease"), "{message}")
+            }
+            _ => panic!("a TTL past etcd's longest lease must be refused at once"),
+        }
+    }
 }

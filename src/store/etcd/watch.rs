@@ -92,34 +92,24 @@ pub async fn watcher(
                 None => return,
             }
         }
-        let opened = async {
+        // Opened and answering within the time a call may take, or tried
+        // again after a pause (a member without a leader refuses at once).
+        let within = members.connect_timeout + members.command_timeout;
+        let opened = tokio::time::timeout(within, async {
             let (channel, token, _) = members.open_apart().await.ok()?;
-            channel.start(WATCH, token.as_deref(), None).await.ok()
-        };
-        let Some((mut send, answering)) = opened.await else {
-            if !pause_taking(&mut inbox, |watch| {
-                followed.apply(watch, &stored);
-            })
-            .await
-            {
-                return;
+            let (mut send, answering) = channel.start(WATCH, token.as_deref(), None).await.ok()?;
+            for (key, id) in &followed.ids {
+                send.send_data(frame(&create(stored(key), *id)), false)
+                    .ok()?;
             }
-            continue;
-        };
-        let mut sent_all = true;
-        for (key, id) in &followed.ids {
-            sent_all &= send
-                .send_data(frame(&create(stored(key), *id)), false)
-                .is_ok();
-        }
-        let Ok(mut answers) = answering.answers::<WatchResponse>().await else {
-            continue;
-        };
-        // A release may have come before the watches were made.
-        for (released, key) in followed.ids.keys() {
-            on_released(*released, key.clone());
-        }
-        if sent_all {
+            let answers = answering.answers::<WatchResponse>().await.ok()?;
+            Some((send, answers))
+        });
+        if let Ok(Some((mut send, mut answers))) = opened.await {
+            // A release may have come before the watches were made.
+            for (released, key) in followed.ids.keys() {
+                on_released(*released, key.clone());
+            }
             follow(
                 &mut followed,
                 &mut inbox,
@@ -130,7 +120,12 @@ pub async fn watcher(
             )
             .await;
         }
-        if inbox.is_closed() {
+        if inbox.is_closed()
+            || !pause_taking(&mut inbox, |watch| {
+                followed.apply(watch, &stored);
+            })
+            .await
+        {
             return;
         }
     }
