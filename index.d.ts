@@ -739,9 +739,11 @@ export interface EtcdLockStoreOptions {
  * cluster's majority commits before the store answers, so a lock granted
  * stays granted through the failure of any minority of members, the leader
  * included, and a member cut off from the majority refuses rather than
- * grants (`ERR_LOCK_STORE_UNAVAILABLE`). A lock lapses with its lease, which
- * the cluster counts in whole seconds: no sooner than its TTL, and up to
- * about two seconds after it. Fencing tokens are the revisions that created
+ * grants (`ERR_LOCK_STORE_UNAVAILABLE`). A hold lapses at its TTL, let go by
+ * the store that took it; the hold of a process that died lapses with its
+ * lease, which the cluster counts in whole seconds: no sooner than its TTL,
+ * and up to about two seconds after it (a thirtieth of a TTL longer than a
+ * minute). Fencing tokens are the revisions that created
  * the keys. Usable directly as a {@link LockStore}; failed operations reject
  * with a {@link LockStoreError}.
  */

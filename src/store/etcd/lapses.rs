@@ -1,8 +1,8 @@
 //! The holds this store took, each let go by the store itself the moment
 //! its TTL passes, unless it was extended or released first. etcd counts a
-//! lease in whole seconds, so a lock's lease ends up to two seconds after
-//! its TTL (`leases.rs`): that is the backstop for a holder whose process
-//! died. While the process lives, one task on Tokio (which a blocked JS
+//! lease in whole seconds, so a lock's lease ends up to two seconds (a
+//! thirtieth of a long TTL) after its TTL (`leases.rs`): that is the
+//! backstop for a holder whose process died. While the process lives, one task on Tokio (which a blocked JS
 //! thread does not hold up) deletes each key at its TTL, only if it is still
 //! that very write (its revision), so a later extension or another owner's
 //! hold is never touched. A hold released or extended leaves the task's
