@@ -18,25 +18,30 @@ const FAST = ['--heartbeat-interval', '10', '--election-timeout', '100']
 /**
  * A cluster of `size` members. `args` are extra arguments for every member;
  * with `tls` (`{ ca, cert, key }`: PEM files, support/certs.mjs), members
- * serve their clients over TLS only.
+ * serve their clients over TLS only, and with `tls.client` (`{ cert, key }`)
+ * only clients with a certificate the CA signed (etcdctl shows that one); with `hosts` (support/netns.mjs, one
+ * per member), member i runs on host i, at its address.
  * Returns `{ endpoints, urls, members, leader(), stop(i), start(i), etcdctl(args), close() }`:
  * `endpoints` the client URLs comma-separated, as EtcdLockStore takes them.
  */
-export async function startEtcd({ size = 1, args = [], timing = FAST, tls = undefined } = {}) {
+export async function startEtcd({ size = 1, args = [], timing = FAST, tls = undefined, hosts = undefined } = {}) {
   const bin = TOOLS.etcd.find()
   if (!bin) throw new Error(`${missing('etcd')} (these tests start their own etcd)`)
   const dir = mkdtempSync(join(tmpdir(), 'keel-etcd-'))
   const clientPorts = []
   const peerPorts = []
   for (let i = 0; i < size; i++) {
-    clientPorts.push(await freePort())
-    peerPorts.push(await freePort())
+    clientPorts.push(hosts ? 2379 : await freePort())
+    peerPorts.push(hosts ? 2380 : await freePort())
   }
   const scheme = tls ? 'https' : 'http'
-  const urls = clientPorts.map((port) => `${scheme}://127.0.0.1:${port}`)
+  const address = (i) => hosts?.addresses[i] ?? '127.0.0.1'
+  const urls = clientPorts.map((port, i) => `${scheme}://${address(i)}:${port}`)
   const served = tls ? ['--cert-file', tls.cert, '--key-file', tls.key] : []
+  if (tls?.client) served.push('--client-cert-auth', '--trusted-ca-file', tls.ca)
   const asked = tls ? ['--cacert', tls.ca] : []
-  const peers = peerPorts.map((port) => `http://127.0.0.1:${port}`)
+  if (tls?.client) asked.push('--cert', tls.client.cert, '--key', tls.client.key)
+  const peers = peerPorts.map((port, i) => `http://${address(i)}:${port}`)
   const initial = peers.map((peer, i) => `m${i}=${peer}`).join(',')
   const members = urls.map((url, i) => {
     let child = null
@@ -48,19 +53,16 @@ export async function startEtcd({ size = 1, args = [], timing = FAST, tls = unde
       },
       start() {
         output = ''
-        child = spawn(
-          bin,
-          [
-            ...['--name', `m${i}`, '--data-dir', join(dir, `m${i}`)],
-            ...['--listen-client-urls', url, '--advertise-client-urls', url],
-            ...['--listen-peer-urls', peers[i], '--initial-advertise-peer-urls', peers[i]],
-            ...['--initial-cluster', initial, '--log-level', 'error'],
-            ...timing,
-            ...served,
-            ...args,
-          ],
-          { stdio: ['ignore', 'pipe', 'pipe'] },
-        )
+        const memberArgs = [
+          ...['--name', `m${i}`, '--data-dir', join(dir, `m${i}`)],
+          ...['--listen-client-urls', url, '--advertise-client-urls', url],
+          ...['--listen-peer-urls', peers[i], '--initial-advertise-peer-urls', peers[i]],
+          ...['--initial-cluster', initial, '--log-level', 'error'],
+          ...timing,
+          ...served,
+          ...args,
+        ]
+        child = spawn(...(hosts ? hosts.wrap(i, bin, memberArgs) : [bin, memberArgs]), { stdio: ['ignore', 'pipe', 'pipe'] })
         child.stdout.on('data', (d) => (output += d))
         child.stderr.on('data', (d) => (output += d))
       },

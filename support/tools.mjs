@@ -52,6 +52,18 @@ export function mariadbPrograms() {
  * Each tool: how it is found, its Debian package, and what goes without it
  * (`required`: most of the suite, so nothing runs).
  */
+let namespaces
+/** Whether `ip netns` can make a namespace here (as root, with iproute2): asked once. */
+function namespacesWork() {
+  if (namespaces === undefined) {
+    const ip = which('ip', ['/usr/sbin', '/sbin'])
+    const probe = `keel-probe-${process.pid}`
+    namespaces = Boolean(ip) && spawnSync(ip, ['netns', 'add', probe]).status === 0
+    if (namespaces) spawnSync(ip, ['netns', 'del', probe])
+  }
+  return namespaces
+}
+
 export const TOOLS = {
   'redis-server': {
     find: () => which('redis-server', ['/usr/sbin', '/usr/local/bin']),
@@ -100,6 +112,12 @@ export const TOOLS = {
     package: 'etcd-client',
     needs: 'the etcd tests, which ask it which member leads',
   },
+  netns: {
+    find: namespacesWork,
+    package: 'iproute2',
+    asRoot: true,
+    needs: 'the etcd partition test, which puts each member in a network namespace of its own (support/netns.mjs)',
+  },
   mariadb: {
     find: mariadbPrograms,
     package: 'mariadb-server',
@@ -114,6 +132,7 @@ export const requireAll = () => ['1', 'true', 'yes'].includes(String(process.env
 export function missing(tool) {
   const entry = TOOLS[tool]
   if (!entry) throw new Error(`unknown tool ${tool} (known: ${Object.keys(TOOLS).join(', ')})`)
+  if (entry.asRoot && process.getuid?.() !== 0) return `${tool} needs root: run the tests as root`
   if (entry.find()) return false
   return `${tool} is not installed: apt-get install ${entry.package}`
 }

@@ -22,6 +22,8 @@
 //                                  file in <dir> while inside; prints {ran, overlaps}
 //   restore <serialized> <ttlMs>   restoreLock + extend + release
 //   release <serialized>           restoreLock + release
+//   ask <calls>                    the store's own methods called in turn, <calls> a JSON list of
+//                                  [method, ...arguments]: prints each one's { value } or { code }
 //   hammer <file> <ms> <key> <ttl> locked increments for <ms>, riding out store errors,
 //                                  with an exclusive "inside" marker file to catch overlaps
 // With KEEL_TEST_LEAVE_OPEN set, the store is not closed at the end: the
@@ -268,6 +270,18 @@ switch (command) {
   }
   case 'release': {
     print({ released: await restoreLock(args[0]).release() })
+    break
+  }
+  case 'ask': {
+    const answers = []
+    for (const [method, ...callArgs] of JSON.parse(args[0])) {
+      try {
+        answers.push({ value: await store[method](...callArgs) })
+      } catch (error) {
+        answers.push({ code: error?.code ?? String(error) })
+      }
+    }
+    print(answers)
     break
   }
   default:

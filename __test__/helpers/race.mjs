@@ -105,7 +105,11 @@ export async function raceAcrossProcesses({ env, seconds, processes = 4, workers
       await sleep(Math.max(0, began + at - Date.now()))
       const victims = [...live]
       if (victims.length === 0) break
-      victims[Math.floor(Math.random() * victims.length)].child.kill('SIGKILL')
+      // Out of the running at once: its exit is heard later, and a second
+      // kill that came before would pick the same process again.
+      const victim = victims[Math.floor(Math.random() * victims.length)]
+      live.delete(victim)
+      victim.child.kill('SIGKILL')
       start()
     }
     const results = await Promise.all(finished)

@@ -2,8 +2,8 @@
 // checked up front; a lock held while the leader is SIGKILLed stays held,
 // can be extended and released, and then goes to a waiter; a member left
 // without a quorum refuses rather than grants; a user with a role on the
-// prefix, and a wrong password never shown; TLS. Skipped, saying so, when
-// etcd is not installed.
+// prefix, and a wrong password never shown; TLS, with and without client
+// certificates. Skipped, saying so, when etcd is not installed.
 import { describe, test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { lock, semaphore, EtcdLockStore, LockStoreError } from '@shaferllc/keel/core'
@@ -205,6 +205,41 @@ describeWith(['etcd', 'etcdctl', 'openssl'], 'EtcdLockStore over TLS', () => {
       await assert.rejects(untrusted.ping(), (e) => e.code === 'ERR_LOCK_STORE_CONNECTION' && /TLS|certificate/i.test(e.message))
     } finally {
       await untrusted.close()
+    }
+  })
+})
+
+describeWith(['etcd', 'etcdctl', 'openssl'], 'EtcdLockStore over TLS with client certificates', () => {
+  let etcd
+  let certs
+  before(async () => {
+    certs = makeCertificates()
+    const client = { cert: certs.file('client.crt'), key: certs.file('client.key') }
+    etcd = await startEtcd({ size: 1, tls: { ca: certs.file('ca.crt'), cert: certs.file('server.crt'), key: certs.file('server.key'), client } })
+  })
+  after(async () => {
+    await etcd?.close()
+    certs?.remove()
+  })
+
+  test('a client certificate the members trust gets in; without one, the connection is refused', async () => {
+    const store = new EtcdLockStore({ endpoints: etcd.endpoints, tls: { ca: certs.ca, ...certs.client } })
+    try {
+      await withStore(store, async () => {
+        assert.deepEqual(await lock(uniqueKey('mtls')).run(() => 'with a certificate'), [true, 'with a certificate'])
+      })
+    } finally {
+      await store.close()
+    }
+    const anonymous = new EtcdLockStore({ endpoints: etcd.endpoints, tls: { ca: certs.ca }, connectTimeout: 2_000, commandTimeout: 2_000 })
+    try {
+      await assert.rejects(anonymous.ping(), (e) => {
+        assert.equal(e.code, 'ERR_LOCK_STORE_CONNECTION', e.message)
+        assert.match(e.message, /certificate/i)
+        return true
+      })
+    } finally {
+      await anonymous.close()
     }
   })
 })

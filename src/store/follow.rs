@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::HoldKind;
+
 /// What a heard release was of: a plain lock, a semaphore permit, a
 /// read-write hold (their waiters wait apart).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -19,6 +21,18 @@ pub enum Released {
     /// A plain lock handed over to this process from the store's line: the
     /// text is [`crate::store::line::told`]'s.
     Handed,
+}
+
+impl Released {
+    /// Whose release a waiter in `hold` waits to hear of (a plain lock's
+    /// hand-over is told apart by the store that makes it).
+    pub fn of(hold: HoldKind) -> Self {
+        match hold {
+            HoldKind::Lock => Released::Lock,
+            HoldKind::Permit { .. } => Released::Semaphore,
+            HoldKind::Read | HoldKind::Write => Released::ReadWrite,
+        }
+    }
 }
 
 /// Called with a key (as the lock names it) whose release another client

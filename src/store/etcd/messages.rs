@@ -216,7 +216,7 @@ pub struct AuthenticateResponse {
 
 #[derive(Clone, PartialEq, Message)]
 pub struct WatchRequest {
-    #[prost(oneof = "WatchAsk", tags = "1, 2")]
+    #[prost(oneof = "WatchAsk", tags = "1, 2, 3")]
     pub ask: Option<WatchAsk>,
 }
 
@@ -226,7 +226,14 @@ pub enum WatchAsk {
     Create(WatchCreateRequest),
     #[prost(message, tag = "2")]
     Cancel(WatchCancelRequest),
+    /// Asks the member to answer on the stream with its revision (etcd 3.4
+    /// and later): a stream that does not answer is no longer heard.
+    #[prost(message, tag = "3")]
+    Progress(WatchProgressRequest),
 }
+
+#[derive(Clone, PartialEq, Message)]
+pub struct WatchProgressRequest {}
 
 /// `WatchCreateRequest.filters`: leave out puts (a watch here hears deletes).
 pub const NO_PUT: i32 = 0;

@@ -257,11 +257,7 @@ impl LockStore for EtcdStore {
     }
 
     fn watch(&self, hold: HoldKind, key: &str, on: bool) -> Option<Task> {
-        let released = match hold {
-            HoldKind::Lock => Released::Lock,
-            HoldKind::Permit { .. } => Released::Semaphore,
-            HoldKind::Read | HoldKind::Write => Released::ReadWrite,
-        };
+        let released = Released::of(hold);
         let shared = &self.shared;
         let task =
             self.follower

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -17,7 +18,8 @@ use super::layout::{lock_key, permits, range_end, read_write};
 use super::members::Members;
 use super::messages::paths::WATCH;
 use super::messages::{
-    WatchAsk, WatchCancelRequest, WatchCreateRequest, WatchRequest, WatchResponse, DELETE, NO_PUT,
+    WatchAsk, WatchCancelRequest, WatchCreateRequest, WatchProgressRequest, WatchRequest,
+    WatchResponse, DELETE, NO_PUT,
 };
 use crate::store::follow::{pause_taking, OnReleased, Released};
 
@@ -131,14 +133,39 @@ pub async fn watcher(
     }
 }
 
-/// Follow on one stream until it breaks (or the store goes).
+/// How often a stream is asked to answer while it says nothing. A member
+/// cut off without closing its connections (a partition, a machine that
+/// stopped) leaves a stream that hears nothing and says nothing; after a
+/// question it leaves unanswered until the next, the stream is given up
+/// and a live member watched instead (its reconnection wakes every waiter).
+/// (gRPC pings would not do: etcd answers pings more often than every 5 s
+/// by closing the connection.)
+const HEARTBEAT: Duration = Duration::from_millis(1_000);
+
+/// Follow on one stream until it breaks, goes silent (see [`HEARTBEAT`])
+/// or the store goes.
 async fn follow(
     followed: &mut Following, inbox: &mut mpsc::UnboundedReceiver<Watch>,
     send: &mut h2::SendStream<Bytes>, answers: &mut Answers<WatchResponse>,
     on_released: &OnReleased, stored: &impl Fn(&Followed) -> Where,
 ) {
+    let mut heartbeat = tokio::time::interval(HEARTBEAT);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    heartbeat.tick().await;
+    let mut unanswered = false;
     loop {
         tokio::select! {
+            _ = heartbeat.tick() => {
+                if unanswered {
+                    send.send_reset(h2::Reason::CANCEL);
+                    return;
+                }
+                let progress = WatchRequest { ask: Some(WatchAsk::Progress(WatchProgressRequest {})) };
+                if send.send_data(frame(&progress), false).is_err() {
+                    return;
+                }
+                unanswered = true;
+            }
             watch = inbox.recv() => match watch {
                 Some(watch) => {
                     let Some(request) = followed.apply(watch, stored) else { continue };
@@ -153,6 +180,7 @@ async fn follow(
             },
             answer = answers.recv() => match answer {
                 Ok(Some(answer)) => {
+                    unanswered = false;
                     let Some(key) = followed.keys.get(&answer.watch_id) else { continue };
                     if answer.canceled {
                         // Ended by the server: its waiters look now, and a

@@ -226,11 +226,7 @@ impl LockStore for PostgresStore {
     /// Follow (or stop following) announced releases of `key`'s holds in
     /// `hold`: the first call returns the listener task (`listen`).
     fn watch(&self, hold: HoldKind, key: &str, on: bool) -> Option<Task> {
-        let released = match hold {
-            HoldKind::Lock => Released::Lock,
-            HoldKind::Permit { .. } => Released::Semaphore,
-            HoldKind::Read | HoldKind::Write => Released::ReadWrite,
-        };
+        let released = Released::of(hold);
         let shared = &self.shared;
         let watch = ((released, key.to_owned()), on);
         let listener = shared.follower.follow(watch, |inbox, on_released| {
