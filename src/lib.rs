@@ -101,8 +101,9 @@
 //!   (gRPC calls over HTTP/2), `messages.rs` (etcd's messages, declared by
 //!   hand), `members.rs` (each call sent to a live member), `endpoint.rs`
 //!   (a member's URL, the credentials), `layout.rs`, `leases.rs` (the
-//!   shared leases a lock's time is counted on), `lapses.rs` (each hold let
-//!   go at its TTL by the store that took it), `ops.rs`, `kinds.rs`
+//!   shared leases a lock's time is counted on), `txn.rs` (the pieces of
+//!   a transaction), `lapses.rs` (each hold let go at its TTL by the store
+//!   that took it), `ops.rs`, `kinds.rs`
 //!   (semaphores and read-write locks), `watch.rs` (releases heard),
 //!   `options.rs`, `test_cluster.rs` (clusters the tests start), `tests.rs`,
 //!   `kinds_tests.rs`.

@@ -13,14 +13,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::layout::range_end;
-use super::members::{backend, OTHER};
 use super::messages::paths::TXN;
-use super::messages::{
-    Against, Compare, DeleteRangeRequest, KeyValue, RangeRequest, Request, RequestOp, Response,
-    TxnRequest, TxnResponse, CREATE, LESS,
+use super::messages::{KeyValue, TxnRequest, TxnResponse};
+use super::ops::{on_a_lease, Shared};
+use super::txn::{
+    absent, count_under, delete, first_kv, kv_at, none_created_since, put, range, revision, written,
 };
-use super::ops::{absent, first_kv, on_a_lease, put, range, revision, written, Shared};
 use crate::store::{Acquired, StoreError};
 
 /// How many times an admission that lost a race reads again before it is
@@ -38,51 +36,15 @@ struct Seen {
 async fn look(shared: &Shared, under: &[u8], mine: &[u8]) -> Result<Seen, StoreError> {
     let request = TxnRequest {
         compare: vec![],
-        success: vec![
-            RequestOp {
-                request: Some(Request::Range(RangeRequest {
-                    key: under.to_vec(),
-                    range_end: range_end(under),
-                    count_only: true,
-                    ..Default::default()
-                })),
-            },
-            range(mine),
-        ],
+        success: vec![count_under(under), range(mine)],
         failure: vec![],
     };
     let answer = shared.members.call::<_, TxnResponse>(TXN, &request).await?;
-    let count = match answer.responses.first().and_then(|op| op.response.as_ref()) {
-        Some(Response::Range(counted)) => counted.count,
-        // Never taken as nobody: that would admit past the limit.
-        _ => {
-            return Err(backend(
-                OTHER,
-                "etcd answered a count without one".to_owned(),
-            ))
-        }
-    };
-    let revision = answer.header.as_ref().map_or(0, |h| h.revision);
-    let mine = answer.responses.get(1).and_then(|op| match &op.response {
-        Some(Response::Range(read)) => read.kvs.first().cloned(),
-        _ => None,
-    });
     Ok(Seen {
-        count,
-        revision,
-        mine,
+        count: super::txn::count(&answer, 0)?,
+        revision: written(&answer),
+        mine: kv_at(&answer, 1).cloned(),
     })
-}
-
-/// No key under `under` was created after `revision`.
-fn none_created_since(under: &[u8], revision: i64) -> Compare {
-    Compare {
-        result: LESS,
-        target: CREATE,
-        key: under.to_vec(),
-        against: Some(Against::CreateRevision(revision + 1)),
-        range_end: range_end(under),
-    }
 }
 
 fn token(kv: &KeyValue) -> Acquired {
@@ -244,12 +206,4 @@ pub async fn would_wait(
     // (`look` counts the range after the writer's own key, `.../w` to
     // `.../x`, which holds only the writer.)
     Ok(seen.count > 0 || seen.mine.is_some())
-}
-
-fn delete(key: &[u8]) -> RequestOp {
-    RequestOp {
-        request: Some(Request::DeleteRange(DeleteRangeRequest {
-            key: key.to_vec(),
-        })),
-    }
 }

@@ -17,10 +17,8 @@ use tokio::time::Instant;
 
 use super::members::Members;
 use super::messages::paths::TXN;
-use super::messages::{
-    Against, Compare, DeleteRangeRequest, Request, RequestOp, TxnRequest, TxnResponse, EQUAL, MOD,
-    VALUE,
-};
+use super::messages::{TxnRequest, TxnResponse};
+use super::txn::{delete, held_by, written_at};
 
 #[derive(Default)]
 pub struct Lapses {
@@ -174,24 +172,10 @@ impl Lapses {
 fn deleted_if_still(stored: Vec<u8>, held: Held) -> TxnRequest {
     TxnRequest {
         compare: vec![
-            Compare {
-                result: EQUAL,
-                target: MOD,
-                key: stored.clone(),
-                against: Some(Against::ModRevision(held.revision)),
-                range_end: Vec::new(),
-            },
-            Compare {
-                result: EQUAL,
-                target: VALUE,
-                key: stored.clone(),
-                against: Some(Against::Value(held.owner.into_bytes())),
-                range_end: Vec::new(),
-            },
+            written_at(&stored, held.revision),
+            held_by(&stored, &held.owner),
         ],
-        success: vec![RequestOp {
-            request: Some(Request::DeleteRange(DeleteRangeRequest { key: stored })),
-        }],
+        success: vec![delete(&stored)],
         failure: vec![],
     }
 }

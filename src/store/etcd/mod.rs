@@ -10,8 +10,8 @@
 //! and survives restarts. `members.rs` sends each call to a live member (`endpoint.rs`: their URLs);
 //! `lapses.rs` lets each hold this store took go at its TTL;
 //! `ops.rs` holds a plain lock's operations (and what every kind of hold
-//! shares), `kinds.rs` semaphores' and read-write locks'; `watch.rs` hears
-//! releases.
+//! shares), `kinds.rs` semaphores' and read-write locks', both made of the
+//! pieces in `txn.rs`; `watch.rs` hears releases.
 
 pub mod endpoint;
 mod grpc;
@@ -29,6 +29,7 @@ mod options;
 mod test_cluster;
 #[cfg(test)]
 mod tests;
+mod txn;
 mod watch;
 
 use std::sync::Arc;

@@ -15,10 +15,10 @@ use super::leases::Leases;
 use super::members::Members;
 use super::messages::paths::{RANGE, TIME_TO_LIVE, TXN};
 use super::messages::{
-    Against, Compare, DeleteRangeRequest, KeyValue, LeaseTimeToLiveRequest,
-    LeaseTimeToLiveResponse, PutRequest, RangeRequest, RangeResponse, Request, RequestOp, Response,
-    TxnRequest, TxnResponse, CREATE, EQUAL, VALUE,
+    KeyValue, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse, RangeRequest, RangeResponse,
+    TxnRequest, TxnResponse,
 };
+use super::txn::{absent, delete, first_kv, held_by, put, range, revision, written};
 use crate::store::{Acquired, StoreError};
 
 /// What the operations share.
@@ -64,16 +64,13 @@ pub async fn acquire(
 
 /// Delete the lock if `owner` still holds it.
 pub async fn release(shared: &Shared, stored: Vec<u8>, owner: String) -> Result<bool, StoreError> {
-    let stored_again = stored.clone();
     let request = TxnRequest {
         compare: vec![held_by(&stored, &owner)],
-        success: vec![RequestOp {
-            request: Some(Request::DeleteRange(DeleteRangeRequest { key: stored })),
-        }],
+        success: vec![delete(&stored)],
         failure: vec![],
     };
     let answer = shared.members.call::<_, TxnResponse>(TXN, &request).await?;
-    shared.lapses.released(&stored_again, &owner);
+    shared.lapses.released(&stored, &owner);
     Ok(answer.succeeded)
 }
 
@@ -154,65 +151,6 @@ pub async fn remaining(
         .call::<_, LeaseTimeToLiveResponse>(TIME_TO_LIVE, &request)
         .await?;
     Ok((answer.ttl >= 0).then_some(answer.ttl as f64 * 1000.0))
-}
-
-pub(super) fn absent(stored: &[u8]) -> Compare {
-    Compare {
-        result: EQUAL,
-        target: CREATE,
-        key: stored.to_vec(),
-        against: Some(Against::CreateRevision(0)),
-        range_end: Vec::new(),
-    }
-}
-
-pub(super) fn held_by(stored: &[u8], owner: &str) -> Compare {
-    Compare {
-        result: EQUAL,
-        target: VALUE,
-        key: stored.to_vec(),
-        against: Some(Against::Value(owner.as_bytes().to_vec())),
-        range_end: Vec::new(),
-    }
-}
-
-pub(super) fn put(stored: &[u8], value: &[u8], lease: i64) -> RequestOp {
-    RequestOp {
-        request: Some(Request::Put(PutRequest {
-            key: stored.to_vec(),
-            value: value.to_vec(),
-            lease,
-        })),
-    }
-}
-
-pub(super) fn range(stored: &[u8]) -> RequestOp {
-    RequestOp {
-        request: Some(Request::Range(RangeRequest {
-            key: stored.to_vec(),
-            ..Default::default()
-        })),
-    }
-}
-
-/// The revision of what a transaction wrote.
-pub(super) fn written(answer: &TxnResponse) -> i64 {
-    answer.header.as_ref().map_or(0, |h| h.revision)
-}
-
-pub(super) fn revision(answer: &TxnResponse) -> u64 {
-    answer
-        .header
-        .as_ref()
-        .and_then(|h| u64::try_from(h.revision).ok())
-        .unwrap_or(0)
-}
-
-pub(super) fn first_kv(answer: &TxnResponse) -> Option<&KeyValue> {
-    answer.responses.iter().find_map(|op| match &op.response {
-        Some(Response::Range(range)) => range.kvs.first(),
-        _ => None,
-    })
 }
 
 /// etcd's answer to a put on a lease it no longer has.

@@ -1,0 +1,125 @@
+//! The pieces every transaction of the store is made of: what it compares
+//! (a key absent, holding an owner, still at a revision; no key of a range
+//! created since one), what it does (put, read, count, delete), and what its
+//! answer says (the revision it wrote at, the first key it read, a count).
+
+use super::layout::range_end;
+use super::members::{backend, OTHER};
+use super::messages::{
+    Against, Compare, DeleteRangeRequest, KeyValue, PutRequest, RangeRequest, Request, RequestOp,
+    Response, TxnResponse, CREATE, EQUAL, LESS, MOD, VALUE,
+};
+use crate::store::StoreError;
+
+/// Nobody holds `stored`.
+pub fn absent(stored: &[u8]) -> Compare {
+    compare(stored, EQUAL, CREATE, Against::CreateRevision(0))
+}
+
+/// `stored` holds `owner`'s token.
+pub fn held_by(stored: &[u8], owner: &str) -> Compare {
+    compare(
+        stored,
+        EQUAL,
+        VALUE,
+        Against::Value(owner.as_bytes().to_vec()),
+    )
+}
+
+/// `stored` was last written at `revision`.
+pub fn written_at(stored: &[u8], revision: i64) -> Compare {
+    compare(stored, EQUAL, MOD, Against::ModRevision(revision))
+}
+
+/// No key under `under` was created after `revision`.
+pub fn none_created_since(under: &[u8], revision: i64) -> Compare {
+    Compare {
+        range_end: range_end(under),
+        ..compare(under, LESS, CREATE, Against::CreateRevision(revision + 1))
+    }
+}
+
+fn compare(key: &[u8], result: i32, target: i32, against: Against) -> Compare {
+    Compare {
+        result,
+        target,
+        key: key.to_vec(),
+        against: Some(against),
+        range_end: Vec::new(),
+    }
+}
+
+pub fn put(stored: &[u8], value: &[u8], lease: i64) -> RequestOp {
+    op(Request::Put(PutRequest {
+        key: stored.to_vec(),
+        value: value.to_vec(),
+        lease,
+    }))
+}
+
+pub fn range(stored: &[u8]) -> RequestOp {
+    op(Request::Range(RangeRequest {
+        key: stored.to_vec(),
+        ..Default::default()
+    }))
+}
+
+/// How many keys are under `under` (read with [`count`]).
+pub fn count_under(under: &[u8]) -> RequestOp {
+    op(Request::Range(RangeRequest {
+        key: under.to_vec(),
+        range_end: range_end(under),
+        count_only: true,
+        ..Default::default()
+    }))
+}
+
+pub fn delete(stored: &[u8]) -> RequestOp {
+    op(Request::DeleteRange(DeleteRangeRequest {
+        key: stored.to_vec(),
+    }))
+}
+
+fn op(request: Request) -> RequestOp {
+    RequestOp {
+        request: Some(request),
+    }
+}
+
+/// The revision the transaction was answered at: what it wrote, if it wrote.
+pub fn written(answer: &TxnResponse) -> i64 {
+    answer.header.as_ref().map_or(0, |h| h.revision)
+}
+
+/// [`written`], as a fencing token.
+pub fn revision(answer: &TxnResponse) -> u64 {
+    u64::try_from(written(answer)).unwrap_or(0)
+}
+
+/// The first key the transaction's first read found.
+pub fn first_kv(answer: &TxnResponse) -> Option<&KeyValue> {
+    answer.responses.iter().find_map(|op| match &op.response {
+        Some(Response::Range(range)) => range.kvs.first(),
+        _ => None,
+    })
+}
+
+/// The first key its `at`-th operation read.
+pub fn kv_at(answer: &TxnResponse, at: usize) -> Option<&KeyValue> {
+    match answer.responses.get(at)?.response.as_ref()? {
+        Response::Range(read) => read.kvs.first(),
+        _ => None,
+    }
+}
+
+/// The count its `at`-th operation ([`count_under`]) read: an error when
+/// there is none, never taken as nobody (that would admit past a limit).
+pub fn count(answer: &TxnResponse, at: usize) -> Result<i64, StoreError> {
+    match answer.responses.get(at).and_then(|op| op.response.as_ref()) {
+        Some(Response::Range(counted)) => Ok(counted.count),
+        _ => Err(backend(
+            OTHER,
+            "etcd answered a count without one".to_owned(),
+        )),
+    }
+}
