@@ -281,8 +281,15 @@ impl Members {
     }
 
     /// A watch's connection: its own, so a slow watch never holds up a call.
-    pub async fn open_apart(&self) -> Result<(Channel, Option<Arc<str>>, usize), StoreError> {
-        let at = self.current.lock().await.at;
+    /// Members are tried in turn from `from` (the one calls go to, without
+    /// it); answers the index of the one it opened.
+    pub async fn open_apart(
+        &self, from: Option<usize>,
+    ) -> Result<(Channel, Option<Arc<str>>, usize), StoreError> {
+        let at = match from {
+            Some(at) => at % self.endpoints.len().max(1),
+            None => self.current.lock().await.at,
+        };
         let mut last = None;
         for step in 0..self.endpoints.len() {
             let at = (at + step) % self.endpoints.len();

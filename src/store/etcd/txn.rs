@@ -96,7 +96,7 @@ pub fn revision(answer: &TxnResponse) -> u64 {
     u64::try_from(written(answer)).unwrap_or(0)
 }
 
-/// The first key the transaction's first read found.
+/// The first key any of the transaction's reads found.
 pub fn first_kv(answer: &TxnResponse) -> Option<&KeyValue> {
     answer.responses.iter().find_map(|op| match &op.response {
         Some(Response::Range(range)) => range.kvs.first(),

@@ -85,6 +85,9 @@ pub async fn watcher(
         Released::ReadWrite => every_key_under(read_write(&prefix, key)),
         Released::Lock | Released::Handed => (lock_key(&prefix, key), Vec::new()),
     };
+    // The member whose stream ended last: the next is opened past it (the
+    // member calls go to may be the one that went silent).
+    let mut past: Option<usize> = None;
     loop {
         while followed.ids.is_empty() {
             match inbox.recv().await {
@@ -97,30 +100,36 @@ pub async fn watcher(
         // Opened and answering within the time a call may take, or tried
         // again after a pause (a member without a leader refuses at once).
         let within = members.connect_timeout + members.command_timeout;
-        let opened = tokio::time::timeout(within, async {
-            let (channel, token, _) = members.open_apart().await.ok()?;
-            let (mut send, answering) = channel.start(WATCH, token.as_deref(), None).await.ok()?;
-            for (key, id) in &followed.ids {
-                send.send_data(frame(&create(stored(key), *id)), false)
-                    .ok()?;
+        let from = past.map(|at| at + 1);
+        if let Ok(Ok((channel, token, at))) =
+            tokio::time::timeout(within, members.open_apart(from)).await
+        {
+            past = Some(at);
+            let started = tokio::time::timeout(within, async {
+                let (mut send, answering) =
+                    channel.start(WATCH, token.as_deref(), None).await.ok()?;
+                for (key, id) in &followed.ids {
+                    send.send_data(frame(&create(stored(key), *id)), false)
+                        .ok()?;
+                }
+                let answers = answering.answers::<WatchResponse>().await.ok()?;
+                Some((send, answers))
+            });
+            if let Ok(Some((mut send, mut answers))) = started.await {
+                // A release may have come before the watches were made.
+                for (released, key) in followed.ids.keys() {
+                    on_released(*released, key.clone());
+                }
+                follow(
+                    &mut followed,
+                    &mut inbox,
+                    &mut send,
+                    &mut answers,
+                    &on_released,
+                    &stored,
+                )
+                .await;
             }
-            let answers = answering.answers::<WatchResponse>().await.ok()?;
-            Some((send, answers))
-        });
-        if let Ok(Some((mut send, mut answers))) = opened.await {
-            // A release may have come before the watches were made.
-            for (released, key) in followed.ids.keys() {
-                on_released(*released, key.clone());
-            }
-            follow(
-                &mut followed,
-                &mut inbox,
-                &mut send,
-                &mut answers,
-                &on_released,
-                &stored,
-            )
-            .await;
         }
         if inbox.is_closed()
             || !pause_taking(&mut inbox, |watch| {
@@ -137,9 +146,10 @@ pub async fn watcher(
 /// cut off without closing its connections (a partition, a machine that
 /// stopped) leaves a stream that hears nothing and says nothing; after a
 /// question it leaves unanswered until the next, the stream is given up
-/// and a live member watched instead (its reconnection wakes every waiter).
-/// (gRPC pings would not do: etcd answers pings more often than every 5 s
-/// by closing the connection.)
+/// and the next member watched instead (its reconnection wakes every
+/// waiter). The question is etcd's progress request, which etcd 3.4 and
+/// later answer; gRPC pings would not do, as etcd answers pings more often
+/// than every 5 s by closing the connection.
 const HEARTBEAT: Duration = Duration::from_millis(1_000);
 
 /// Follow on one stream until it breaks, goes silent (see [`HEARTBEAT`])
@@ -155,17 +165,9 @@ async fn follow(
     let mut unanswered = false;
     loop {
         tokio::select! {
-            _ = heartbeat.tick() => {
-                if unanswered {
-                    send.send_reset(h2::Reason::CANCEL);
-                    return;
-                }
-                let progress = WatchRequest { ask: Some(WatchAsk::Progress(WatchProgressRequest {})) };
-                if send.send_data(frame(&progress), false).is_err() {
-                    return;
-                }
-                unanswered = true;
-            }
+            // In this order: a tick that comes with an answer waiting (the
+            // task held up) is not taken for silence.
+            biased;
             watch = inbox.recv() => match watch {
                 Some(watch) => {
                     let Some(request) = followed.apply(watch, stored) else { continue };
@@ -195,6 +197,21 @@ async fn follow(
                 }
                 Ok(None) | Err(_) => return,
             },
+            _ = heartbeat.tick() => {
+                if unanswered {
+                    send.send_reset(h2::Reason::CANCEL);
+                    return;
+                }
+                // (etcd 3.5 answers nothing on a stream that watches nothing.)
+                if followed.ids.is_empty() {
+                    continue;
+                }
+                let progress = WatchRequest { ask: Some(WatchAsk::Progress(WatchProgressRequest {})) };
+                if send.send_data(frame(&progress), false).is_err() {
+                    return;
+                }
+                unanswered = true;
+            }
         }
     }
 }
