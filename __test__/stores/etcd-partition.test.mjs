@@ -43,6 +43,11 @@ describeWith(['etcd', 'etcdctl', 'netns'], 'EtcdLockStore through a partition', 
       KEEL_TEST_COMMAND_TIMEOUT: '2000',
     })
   }
+  /** What member `i` counts of `metric` (`watcher_total`: watches; `watch_stream_total`: their streams). */
+  const counted = async (i, metric) => {
+    const text = await (await fetch(`${etcd.urls[i]}/metrics`)).text()
+    return Number(text.match(new RegExp(`^etcd_debugging_mvcc_${metric} (\\d+)`, 'm'))?.[1] ?? NaN)
+  }
   /** A store in this process that asks members 1 and 2 first. */
   const onTheMajority = () => new EtcdLockStore({ endpoints: [1, 2, 0].map((i) => etcd.urls[i]), connectTimeout: 1_000, commandTimeout: 3_000 })
 
@@ -90,7 +95,9 @@ describeWith(['etcd', 'etcdctl', 'netns'], 'EtcdLockStore through a partition', 
         const began = performance.now()
         // Polling alone would look again 30 s in.
         const running = lock(key, 10_000).run(() => performance.now() - began, { timeout: 60_000, retryDelay: 30_000 })
-        await sleep(1_000) // its watch opened, on member 0 (the first endpoint)
+        await sleep(1_000)
+        const watching = await Promise.all([0, 1, 2].map((i) => counted(i, 'watcher_total')))
+        assert.deepEqual(watching, [1, 0, 0], 'its watch is on member 0, the first endpoint')
         hosts.cut(0)
         try {
           await sleep(200)
@@ -98,6 +105,8 @@ describeWith(['etcd', 'etcdctl', 'netns'], 'EtcdLockStore through a partition', 
           const [ran, inAt] = await running
           assert.equal(ran, true)
           assert.ok(inAt < 15_000, `in ${Math.round(inAt)} ms after it began waiting`)
+          const streams = (await counted(1, 'watch_stream_total')) + (await counted(2, 'watch_stream_total'))
+          assert.equal(streams, 1, 'its stream moved to a member of the majority')
         } finally {
           hosts.join(0)
         }
