@@ -52,11 +52,11 @@ test('each native store says what it can do; every JS store gets the same record
       await sqlite.close()
       rmSync(dir, { recursive: true, force: true })
     }
-    // etcd: each call on Tokio over gRPC; releases heard by a watch, waiters
-    // woken all at once (no line yet).
+    // etcd: each call on Tokio over gRPC; releases heard by a watch, a plain
+    // lock's waiters in a line (the lock's keys), the next process alone looking.
     const etcd = new EtcdLockStore('http://127.0.0.1:1')
     try {
-      assert.deepEqual(of(etcd), { ...none, announcesReleases: true })
+      assert.deepEqual(of(etcd), { ...none, announcesReleases: true, waitsInLine: true })
     } finally {
       await etcd.close()
     }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { setLockStore, getLockStore, SqliteLockStore } from '@shaferllc/keel/core'
-import { lineContract } from './contract-line.mjs'
+import { lineContract, observeReports } from './contract-line.mjs'
 
 let dir
 let store
@@ -35,22 +35,12 @@ after(async () => {
 })
 
 const count = (sql, ...params) => file.prepare(sql).get(...params).n
-const sum = (reports, figure) => reports.reduce((total, report) => total + figure(report), 0)
 
 lineContract(() => ({
   env,
   store,
   places: async (key) => count('SELECT count(*) AS n FROM keel_locks_line WHERE key = ? AND handed IS NULL', key),
-  async observe() {
-    return {
-      attempts: async (key, reports) => sum(reports, (r) => r.attempts),
-      told: async (reports) => ({
-        handOvers: sum(reports, (r) => r.heard.handOvers),
-        broadcasts: sum(reports, (r) => r.heard.announcements),
-      }),
-      stop() {},
-    }
-  },
+  observe: observeReports,
   // A place, and the note of where its process's ear is.
   leftovers: async (key) =>
     count('SELECT count(*) AS n FROM keel_locks_line WHERE key = ?', key) + count('SELECT count(*) AS n FROM keel_locks_ears WHERE key = ?', key),

@@ -18,7 +18,7 @@ if (!lacking(['etcd', 'etcdctl'], NAME)) {
       const opened = await openStore({ KEEL_TEST_STORE: 'etcd-store', KEEL_TEST_ETCD: etcd.endpoints })
       return {
         ...opened,
-        deleteKey: (key) => etcd.etcdctl(['del', `keel:l/${key}`]),
+        deleteKey: (key) => etcd.etcdctl(["del", "--prefix", `keel:l/${Buffer.byteLength(key)}:${key}/`]),
         async close() {
           await opened.close()
           await etcd.close()

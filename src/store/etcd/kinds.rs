@@ -61,7 +61,7 @@ pub async fn acquire_permit(
         let seen = look(shared, &permits, &mine).await?;
         if let Some(kv) = &seen.mine {
             // An acquire sent twice: the first was applied.
-            shared.holds(&mine, &owner, kv.mod_revision, ttl, sent);
+            shared.holds(&mine, owner.as_bytes(), kv.mod_revision, ttl, sent);
             return Ok(token(kv));
         }
         if seen.count >= limit {
@@ -74,7 +74,7 @@ pub async fn acquire_permit(
         })
         .await?;
         if answer.succeeded {
-            shared.holds(&mine, &owner, written(&answer), ttl, sent);
+            shared.holds(&mine, owner.as_bytes(), written(&answer), ttl, sent);
             return Ok(Acquired::Fenced(revision(&answer)));
         }
     }
@@ -114,12 +114,12 @@ pub async fn acquire_read(
     })
     .await?;
     if answer.succeeded {
-        shared.holds(&mine, &owner, written(&answer), ttl, sent);
+        shared.holds(&mine, owner.as_bytes(), written(&answer), ttl, sent);
         return Ok(Acquired::Fenced(revision(&answer)));
     }
     Ok(match first_kv(&answer) {
         Some(kv) => {
-            shared.holds(&mine, &owner, kv.mod_revision, ttl, sent);
+            shared.holds(&mine, owner.as_bytes(), kv.mod_revision, ttl, sent);
             token(kv)
         }
         None => Acquired::Refused,
@@ -134,7 +134,13 @@ pub async fn acquire_write(
         let seen = look(shared, &keys.readers, &keys.writer).await?;
         match &seen.mine {
             Some(writer) if writer.value == owner.as_bytes() => {
-                shared.holds(&keys.writer, &owner, writer.mod_revision, ttl, sent);
+                shared.holds(
+                    &keys.writer,
+                    owner.as_bytes(),
+                    writer.mod_revision,
+                    ttl,
+                    sent,
+                );
                 return Ok(token(writer));
             }
             Some(_) => break,
@@ -154,7 +160,7 @@ pub async fn acquire_write(
         })
         .await?;
         if answer.succeeded {
-            shared.holds(&keys.writer, &owner, written(&answer), ttl, sent);
+            shared.holds(&keys.writer, owner.as_bytes(), written(&answer), ttl, sent);
             return Ok(Acquired::Fenced(revision(&answer)));
         }
     }

@@ -36,17 +36,18 @@ struct State {
 }
 
 struct Held {
-    owner: String,
+    /// What it holds (an owner token, or a line's entry).
+    value: Vec<u8>,
     /// The revision of the write that holds it now.
     revision: i64,
     deadline: Instant,
 }
 
 impl Lapses {
-    /// `owner` holds `stored` by the write at `revision` until `deadline`:
+    /// `stored` holds `value` by the write at `revision` until `deadline`:
     /// the key goes then, unless a later write (an extension) replaced it.
     pub fn hold(
-        self: &Arc<Self>, members: &Arc<Members>, stored: Vec<u8>, owner: &str, revision: i64,
+        self: &Arc<Self>, members: &Arc<Members>, stored: Vec<u8>, value: &[u8], revision: i64,
         deadline: Instant,
     ) {
         let Ok(mut state) = self.state.lock() else {
@@ -62,7 +63,7 @@ impl Lapses {
         }
         let sooner = state.due.first().is_none_or(|(first, _)| deadline < *first);
         let held = Held {
-            owner: owner.to_owned(),
+            value: value.to_vec(),
             revision,
             deadline,
         };
@@ -78,10 +79,10 @@ impl Lapses {
         }
     }
 
-    /// `owner`'s hold of `stored` was released: nothing to let go.
-    pub fn released(&self, stored: &[u8], owner: &str) {
+    /// The hold of `stored` holding `value` was released: nothing to let go.
+    pub fn released(&self, stored: &[u8], value: &[u8]) {
         if let Ok(mut state) = self.state.lock() {
-            if state.held.get(stored).is_some_and(|h| h.owner == owner) {
+            if state.held.get(stored).is_some_and(|h| h.value == value) {
                 if let Some(held) = state.held.remove(stored) {
                     state.due.remove(&(held.deadline, stored.to_vec()));
                 }
@@ -168,12 +169,12 @@ impl Lapses {
 }
 
 /// Delete `stored` if its last write is still `held`'s (its revision, and
-/// its owner: revisions start over in a cluster restored from a backup).
+/// its value: revisions start over in a cluster restored from a backup).
 fn deleted_if_still(stored: Vec<u8>, held: Held) -> TxnRequest {
     TxnRequest {
         compare: vec![
             written_at(&stored, held.revision),
-            held_by(&stored, &held.owner),
+            held_by(&stored, &held.value),
         ],
         success: vec![delete(&stored)],
         failure: vec![],

@@ -1,36 +1,41 @@
 //! Where each hold lives in etcd's key space, under the store's prefix:
-//! - a plain lock at `<prefix>l/<key>`, its value the holder's owner token;
+//! - a plain lock's line at `<prefix>l/<name>/`, one key per entry: the
+//!   holder is the entry created first (lowest create revision), the rest
+//!   wait behind it in the order they were created (`line.rs`). A lock taken
+//!   at once is the entry `t<owner>`; a process's place in line is
+//!   `p<store id>.<n>`. Each entry's value is `<asked> <owner>` (`line.rs`);
 //! - a semaphore's permits at `<prefix>s/<name>/<owner>`, one key each;
 //! - a read-write key's readers at `<prefix>rw/<name>/r/<owner>`, its writer
 //!   at `<prefix>rw/<name>/w` (its value the owner token), and the mark of a
 //!   writer waiting, which holds new readers back, at `<prefix>rw/<name>/m`.
 //!
-//! A key longer than [`LONGEST_AS_IS`] bytes is stored by its SHA-256 in hex
-//! (`<prefix>h/...` for a plain lock, `#...` as a name), as a request carries
-//! its key two or three times and etcd reads requests of 1.5 MiB at most. A
-//! name is the key's length, a colon and the key, so the range of one key's
-//! permits or readers never takes in another key's (`a/` and `a/b/` would).
+//! A name is the key's length, a colon and the key, so the range of one
+//! key's entries never takes in another key's (`a/` and `a/b/` would). A key
+//! longer than [`LONGEST_AS_IS`] bytes is named by its SHA-256 in hex
+//! (`#...`), as a request carries its key two or three times and etcd reads
+//! requests of 1.5 MiB at most.
 
 use sha2::{Digest, Sha256};
 
 /// Keys up to this many bytes are stored as they are.
 pub const LONGEST_AS_IS: usize = 512;
 
-/// The etcd key of the plain lock `key`.
-pub fn lock_key(prefix: &[u8], key: &str) -> Vec<u8> {
-    let mut stored = Vec::with_capacity(prefix.len() + 2 + key.len().min(LONGEST_AS_IS + 64));
-    stored.extend_from_slice(prefix);
-    if key.len() <= LONGEST_AS_IS {
-        stored.extend_from_slice(b"l/");
-        stored.extend_from_slice(key.as_bytes());
-    } else {
-        stored.extend_from_slice(b"h/");
-        stored.extend(hex_sha256(key));
-    }
-    stored
+/// Where a plain lock's line lives: the range of its entries' keys.
+pub fn lock_line(prefix: &[u8], key: &str) -> Vec<u8> {
+    joined(&[prefix, b"l/", &name(key), b"/"])
 }
 
-/// The part of a semaphore's or read-write key's names that is the key.
+/// The entry of a plain lock taken at once by `owner`, in its line `line`.
+pub fn taken_entry(line: &[u8], owner: &str) -> Vec<u8> {
+    joined(&[line, b"t", owner.as_bytes()])
+}
+
+/// The `n`-th place in line `line` of the store whose id is `me`.
+pub fn place_entry(line: &[u8], me: &str, n: u64) -> Vec<u8> {
+    joined(&[line, b"p", me.as_bytes(), b".", n.to_string().as_bytes()])
+}
+
+/// The part of a hold's keys that is the key it is of.
 fn name(key: &str) -> Vec<u8> {
     if key.len() <= LONGEST_AS_IS {
         let mut name = format!("{}:", key.len()).into_bytes();
@@ -81,12 +86,14 @@ mod tests {
 
     #[test]
     fn short_keys_are_kept_as_they_are_and_long_ones_hashed() {
-        assert_eq!(lock_key(b"p:", "a\0b"), b"p:l/a\0b".to_vec());
+        assert_eq!(lock_line(b"p:", "a\0b"), b"p:l/3:a\0b/".to_vec());
         let long = "x".repeat(LONGEST_AS_IS + 1);
-        let stored = lock_key(b"p:", &long);
-        assert!(stored.starts_with(b"p:h/"));
-        assert_eq!(stored.len(), 4 + 64);
-        assert_ne!(stored, lock_key(b"p:", &"x".repeat(LONGEST_AS_IS + 2)));
+        let line = lock_line(b"p:", &long);
+        assert!(line.starts_with(b"p:l/#"));
+        assert_eq!(line.len(), 5 + 64 + 1);
+        assert_ne!(line, lock_line(b"p:", &"x".repeat(LONGEST_AS_IS + 2)));
+        assert_eq!(taken_entry(&line, "o"), [&line[..], b"to"].concat());
+        assert_eq!(place_entry(b"l/", "me", 7), b"l/pme.7".to_vec());
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub struct DeleteRangeResponse {
 /// One step of a transaction's branch.
 #[derive(Clone, PartialEq, Message)]
 pub struct RequestOp {
-    #[prost(oneof = "Request", tags = "1, 2, 3")]
+    #[prost(oneof = "Request", tags = "1, 2, 3, 4")]
     pub request: Option<Request>,
 }
 
@@ -94,11 +94,14 @@ pub enum Request {
     Put(PutRequest),
     #[prost(message, tag = "3")]
     DeleteRange(DeleteRangeRequest),
+    /// A transaction within the transaction (etcd 3.3 and later).
+    #[prost(message, boxed, tag = "4")]
+    Txn(Box<TxnRequest>),
 }
 
 #[derive(Clone, PartialEq, Message)]
 pub struct ResponseOp {
-    #[prost(oneof = "Response", tags = "1, 2, 3")]
+    #[prost(oneof = "Response", tags = "1, 2, 3, 4")]
     pub response: Option<Response>,
 }
 
@@ -110,6 +113,8 @@ pub enum Response {
     Put(PutResponse),
     #[prost(message, tag = "3")]
     DeleteRange(DeleteRangeResponse),
+    #[prost(message, boxed, tag = "4")]
+    Txn(Box<TxnResponse>),
 }
 
 /// A transaction's condition on one key: `result` of comparing its `target`.
@@ -131,6 +136,8 @@ pub struct Compare {
 
 /// `Compare.result`: equal.
 pub const EQUAL: i32 = 0;
+/// `Compare.result`: greater than.
+pub const GREATER: i32 = 1;
 /// `Compare.result`: less than.
 pub const LESS: i32 = 2;
 /// `Compare.target`: the key's create revision (0: the key does not exist).

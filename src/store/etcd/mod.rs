@@ -3,17 +3,20 @@
 //! `messages.rs`). Every write is a transaction the cluster commits through
 //! its consensus before it answers, so a lock granted survives the failure
 //! of any minority of members, the leader included; every read is
-//! linearizable. A lock is a key (`layout.rs`) whose value is its owner
-//! token, on a lease the cluster counts down (`leases.rs`): it lapses when
-//! the lease ends, whatever the holder's process does. Its fencing token is
-//! the revision that created the key, which grows across the whole cluster
-//! and survives restarts. `members.rs` sends each call to a live member (`endpoint.rs`: their URLs);
-//! `lapses.rs` lets each hold this store took go at its TTL;
-//! `ops.rs` holds a plain lock's operations (and what every kind of hold
-//! shares), `kinds.rs` semaphores' and read-write locks', both made of the
-//! pieces in `txn.rs`; `watch.rs` hears releases.
+//! linearizable. A hold is a key (`layout.rs`) on a lease the cluster
+//! counts down (`leases.rs`): it lapses when the lease ends, whatever the
+//! holder's process does. A plain lock is a line of such keys, the first
+//! holding it (`line.rs`); its fencing token is the revision that made its
+//! entry the holder, which grows across the whole cluster and survives
+//! restarts. `members.rs` sends each call to a live member (`endpoint.rs`:
+//! their URLs); `lapses.rs` lets each hold this store took go at its TTL;
+//! `plain.rs` holds a plain lock's operations (on `entries.rs`, `line.rs`
+//! and `look.rs`), `kinds.rs` semaphores' and read-write locks', `ops.rs`
+//! what they share, all made of the pieces in `txn.rs`; `watch.rs` hears
+//! releases.
 
 pub mod endpoint;
+mod entries;
 mod grpc;
 mod kinds;
 #[cfg(test)]
@@ -21,10 +24,15 @@ mod kinds_tests;
 mod lapses;
 mod layout;
 mod leases;
+mod line;
+#[cfg(test)]
+mod line_tests;
+mod look;
 mod members;
 mod messages;
 mod ops;
 mod options;
+mod plain;
 #[cfg(test)]
 mod test_cluster;
 #[cfg(test)]
@@ -37,14 +45,17 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use self::look::{Lock, Tell};
 use self::ops::Shared;
 pub use self::options::EtcdOptions;
 use super::follow::{Follower, OnReleased, Released};
-use super::{Acquired, Capabilities, HoldKind, LockStore, Op, StoreError, StoreResult, Task, Wait};
+use super::{
+    Acquired, Asked, Capabilities, HoldKind, LockStore, Op, StoreError, StoreResult, Task, Wait,
+};
 
 pub struct EtcdStore {
     shared: Arc<Shared>,
-    follower: Follower<watch::Watch>,
+    follower: Arc<Follower<watch::Watch>>,
 }
 
 impl EtcdStore {
@@ -70,10 +81,38 @@ impl EtcdStore {
                 members: Arc::new(members),
                 leases: Arc::default(),
                 lapses: Arc::default(),
+                line: line::Line::new(crate::owner::mint().as_str().to_owned()),
                 prefix: options.prefix,
             }),
-            follower: Follower::new(on_released),
+            follower: Arc::new(Follower::new(on_released)),
         })
+    }
+
+    /// The plain lock `key`.
+    fn lock(&self, key: &str) -> Lock {
+        Lock {
+            key: key.to_owned(),
+            line: layout::lock_line(&self.shared.prefix, key),
+        }
+    }
+
+    /// Where this store tells of a lock handed to its place: its waiters.
+    fn tell(&self) -> Tell {
+        let follower = Arc::clone(&self.follower);
+        Arc::new(move |text| follower.report(Released::Handed, text))
+    }
+
+    /// Run a plain lock's `op` on Tokio with the shared parts.
+    fn on_lock<T, F>(&self, key: &str, op: impl FnOnce(Arc<Shared>, Lock, Tell) -> F) -> Op<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = StoreResult<T>> + Send + 'static,
+    {
+        Op::Pending(Box::pin(op(
+            Arc::clone(&self.shared),
+            self.lock(key),
+            self.tell(),
+        )))
     }
 
     /// Run `op` on Tokio with the shared parts.
@@ -85,11 +124,12 @@ impl EtcdStore {
         Op::Pending(Box::pin(op(Arc::clone(&self.shared))))
     }
 
-    /// The etcd key of `owner`'s hold of `key` (a plain lock's whoever holds it).
+    /// The etcd key of `owner`'s hold of `key`, for all but a plain lock
+    /// (whose holder is its line's first entry).
     fn hold_key(&self, hold: HoldKind, key: &str, owner: &str) -> Vec<u8> {
         let prefix = &self.shared.prefix;
         match hold {
-            HoldKind::Lock => layout::lock_key(prefix, key),
+            HoldKind::Lock => layout::lock_line(prefix, key),
             HoldKind::Permit { .. } => {
                 [layout::permits(prefix, key), owner.as_bytes().to_vec()].concat()
             }
@@ -120,12 +160,13 @@ impl LockStore for EtcdStore {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             announces_releases: true,
+            waits_in_line: true,
             ..Capabilities::default()
         }
     }
 
     fn acquire(
-        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, _wait: Wait,
+        &self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64, wait: Wait,
     ) -> Op<Acquired> {
         let owner = owner.to_owned();
         let (ttl, sent) = match ttl_of(ttl_ms) {
@@ -133,12 +174,9 @@ impl LockStore for EtcdStore {
             Err(e) => return Op::Ready(Err(e)),
         };
         match hold {
-            HoldKind::Lock => {
-                let stored = layout::lock_key(&self.shared.prefix, key);
-                self.run(move |shared| async move {
-                    ops::acquire(&shared, stored, owner, ttl, sent).await
-                })
-            }
+            HoldKind::Lock => self.on_lock(key, move |shared, lock, tell| async move {
+                plain::acquire(&shared, &lock, &owner, ttl, sent, wait, &tell).await
+            }),
             HoldKind::Permit { limit } => {
                 let permits = layout::permits(&self.shared.prefix, key);
                 self.run(move |shared| async move {
@@ -161,24 +199,43 @@ impl LockStore for EtcdStore {
     }
 
     fn release(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
-        let stored = self.hold_key(hold, key, owner);
         let owner = owner.to_owned();
-        self.run(move |shared| async move { ops::release(&shared, stored, owner).await })
+        if hold == HoldKind::Lock {
+            return self.on_lock(key, move |shared, lock, tell| async move {
+                plain::release(&shared, &lock, &owner, &tell).await
+            });
+        }
+        let stored = self.hold_key(hold, key, &owner);
+        self.run(
+            move |shared| async move { ops::release(&shared, &stored, owner.as_bytes()).await },
+        )
     }
 
     fn extend(&self, hold: HoldKind, key: &str, owner: &str, ttl_ms: f64) -> Op<bool> {
-        let stored = self.hold_key(hold, key, owner);
         let owner = owner.to_owned();
         let (ttl, sent) = match ttl_of(ttl_ms) {
             Ok(ttl) => (ttl, Instant::now()),
             Err(e) => return Op::Ready(Err(e)),
         };
-        self.run(move |shared| async move { ops::extend(&shared, stored, owner, ttl, sent).await })
+        if hold == HoldKind::Lock {
+            return self.on_lock(key, move |shared, lock, _| async move {
+                plain::extend(&shared, &lock, &owner, ttl, sent).await
+            });
+        }
+        let stored = self.hold_key(hold, key, &owner);
+        self.run(move |shared| async move {
+            ops::extend(&shared, &stored, owner.as_bytes(), ttl, sent).await
+        })
     }
 
     fn holds(&self, hold: HoldKind, key: &str, owner: &str) -> Op<bool> {
-        let stored = self.hold_key(hold, key, owner);
         let owner = owner.to_owned();
+        if hold == HoldKind::Lock {
+            return self.on_lock(key, move |shared, lock, tell| async move {
+                plain::holds(&shared, &lock, &owner, &tell).await
+            });
+        }
+        let stored = self.hold_key(hold, key, &owner);
         self.run(move |shared| async move {
             Ok(ops::read(&shared, stored)
                 .await?
@@ -188,22 +245,22 @@ impl LockStore for EtcdStore {
 
     fn remaining(&self, hold: HoldKind, key: &str, owner: Option<&str>) -> Op<Option<f64>> {
         let (stored, owner) = match (hold, owner) {
-            (HoldKind::Lock, _) => (self.hold_key(hold, key, ""), None),
-            (_, Some(owner)) => (self.hold_key(hold, key, owner), Some(owner.to_owned())),
+            (HoldKind::Lock, _) => {
+                return self.on_lock(key, move |shared, lock, tell| async move {
+                    plain::remaining(&shared, &lock, &tell).await
+                })
+            }
+            (_, Some(owner)) => (self.hold_key(hold, key, owner), owner.to_owned()),
             (_, None) => return Op::Ready(Ok(None)),
         };
-        self.run(
-            move |shared| async move { ops::remaining(&shared, stored, owner.as_deref()).await },
-        )
+        self.run(move |shared| async move { ops::remaining(&shared, stored, &owner).await })
     }
 
     fn would_wait(&self, hold: HoldKind, key: &str) -> Op<bool> {
         match hold {
             HoldKind::Lock => {
-                let stored = layout::lock_key(&self.shared.prefix, key);
-                self.run(
-                    move |shared| async move { Ok(ops::read(&shared, stored).await?.is_some()) },
-                )
+                let line = layout::lock_line(&self.shared.prefix, key);
+                self.run(move |shared| async move { Ok(kinds::count(&shared, &line).await? > 0) })
             }
             HoldKind::Permit { limit } => {
                 let permits = layout::permits(&self.shared.prefix, key);
@@ -225,13 +282,9 @@ impl LockStore for EtcdStore {
     fn holders(&self, hold: HoldKind, key: &str) -> Op<f64> {
         match hold {
             HoldKind::Lock => {
-                let stored = layout::lock_key(&self.shared.prefix, key);
+                let line = layout::lock_line(&self.shared.prefix, key);
                 self.run(move |shared| async move {
-                    Ok(if ops::read(&shared, stored).await?.is_some() {
-                        1.0
-                    } else {
-                        0.0
-                    })
+                    Ok(kinds::count(&shared, &line).await?.min(1) as f64)
                 })
             }
             HoldKind::Permit { .. } => {
@@ -260,17 +313,29 @@ impl LockStore for EtcdStore {
     fn watch(&self, hold: HoldKind, key: &str, on: bool) -> Option<Task> {
         let released = Released::of(hold);
         let shared = &self.shared;
-        let task =
-            self.follower
-                .follow(((released, key.to_owned()), on), |inbox, on_released| {
-                    watch::watcher(
-                        Arc::clone(&shared.members),
-                        shared.prefix.clone(),
-                        inbox,
-                        on_released,
-                    )
-                })?;
+        let task = self
+            .follower
+            .follow(((released, key.to_owned()), on), |inbox, on_released| {
+                watch::watcher(Arc::clone(shared), inbox, on_released)
+            })?;
         Some(Box::pin(task))
+    }
+
+    fn claim(&self, key: &str, owner: &str, ttl_ms: f64, more: Option<Asked>) -> Op<bool> {
+        let owner = owner.to_owned();
+        let (ttl, sent) = match ttl_of(ttl_ms) {
+            Ok(ttl) => (ttl, Instant::now()),
+            Err(e) => return Op::Ready(Err(e)),
+        };
+        self.on_lock(key, move |shared, lock, tell| async move {
+            plain::claim(&shared, &lock, &owner, ttl, sent, more, &tell).await
+        })
+    }
+
+    fn leave_line(&self, key: &str) -> Op<()> {
+        self.on_lock(key, move |shared, lock, tell| async move {
+            plain::leave(&shared, &lock, &tell).await
+        })
     }
 
     fn ping(&self) -> Op<()> {

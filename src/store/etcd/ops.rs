@@ -1,9 +1,9 @@
-//! A plain lock's operations, each one request to etcd: a transaction that
-//! compares and acts in one commit, or a linearizable read. Each may be sent
-//! twice (again to the next member when a connection broke with it
-//! unanswered), so each is written to mean the same the second time: an
-//! acquire that finds the key already holding its own owner token was
-//! applied the first time, and answers taken.
+//! What the operations share, and the operations of a hold kept in one key
+//! (a semaphore's permit, a reader, a writer), each one request to etcd: a
+//! transaction that compares and acts in one commit, or a linearizable
+//! read. Each may be sent twice (again to the next member when a connection
+//! broke with it unanswered), so each is written to mean the same the
+//! second time. (A plain lock's are in `plain.rs`.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,80 +12,58 @@ use tokio::time::Instant;
 
 use super::lapses::Lapses;
 use super::leases::Leases;
+use super::line::Line;
 use super::members::Members;
 use super::messages::paths::{RANGE, TIME_TO_LIVE, TXN};
 use super::messages::{
     KeyValue, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse, RangeRequest, RangeResponse,
     TxnRequest, TxnResponse,
 };
-use super::txn::{absent, delete, first_kv, held_by, put, range, revision, written};
-use crate::store::{Acquired, StoreError};
+use super::txn::{delete, held_by, put, written};
+use crate::store::StoreError;
 
 /// What the operations share.
 pub struct Shared {
     pub members: Arc<Members>,
     pub leases: Arc<Leases>,
     pub lapses: Arc<Lapses>,
+    pub line: Line,
     pub prefix: Vec<u8>,
 }
 
 impl Shared {
-    /// `owner` holds `stored` by the write at `revision`, for `ttl` from
+    /// `stored` holds `value` by the write at `revision`, for `ttl` from
     /// `sent`: let go then by this store (`lapses.rs`).
-    pub fn holds(&self, stored: &[u8], owner: &str, revision: i64, ttl: Duration, sent: Instant) {
+    pub fn holds(&self, stored: &[u8], value: &[u8], revision: i64, ttl: Duration, sent: Instant) {
         self.lapses
-            .hold(&self.members, stored.to_vec(), owner, revision, sent + ttl);
+            .hold(&self.members, stored.to_vec(), value, revision, sent + ttl);
     }
 }
 
-/// Take the lock stored at `stored` for `owner` if nobody holds it: its
-/// fencing token is the revision that created it.
-pub async fn acquire(
-    shared: &Shared, stored: Vec<u8>, owner: String, ttl: Duration, sent: Instant,
-) -> Result<Acquired, StoreError> {
-    let answer = on_a_lease(shared, ttl, sent, |lease| TxnRequest {
-        compare: vec![absent(&stored)],
-        success: vec![put(&stored, owner.as_bytes(), lease)],
-        failure: vec![range(&stored)],
-    })
-    .await?;
-    if answer.succeeded {
-        shared.holds(&stored, &owner, written(&answer), ttl, sent);
-        return Ok(Acquired::Fenced(revision(&answer)));
-    }
-    Ok(match first_kv(&answer) {
-        Some(kv) if kv.value == owner.as_bytes() => {
-            shared.holds(&stored, &owner, kv.mod_revision, ttl, sent);
-            Acquired::Fenced(u64::try_from(kv.create_revision).unwrap_or(0))
-        }
-        _ => Acquired::Refused,
-    })
-}
-
-/// Delete the lock if `owner` still holds it.
-pub async fn release(shared: &Shared, stored: Vec<u8>, owner: String) -> Result<bool, StoreError> {
+/// Delete `stored` if it still holds `value`.
+pub async fn release(shared: &Shared, stored: &[u8], value: &[u8]) -> Result<bool, StoreError> {
     let request = TxnRequest {
-        compare: vec![held_by(&stored, &owner)],
-        success: vec![delete(&stored)],
+        compare: vec![held_by(stored, value)],
+        success: vec![delete(stored)],
         failure: vec![],
     };
     let answer = shared.members.call::<_, TxnResponse>(TXN, &request).await?;
-    shared.lapses.released(&stored, &owner);
+    shared.lapses.released(stored, value);
     Ok(answer.succeeded)
 }
 
-/// Move the lock onto a lease lasting `ttl` from `sent`, if `owner` still holds it.
+/// Move `stored` onto a lease lasting `ttl` from `sent`, if it still holds `value`.
 pub async fn extend(
-    shared: &Shared, stored: Vec<u8>, owner: String, ttl: Duration, sent: Instant,
+    shared: &Shared, stored: &[u8], value: &[u8], ttl: Duration, sent: Instant,
 ) -> Result<bool, StoreError> {
     let answer = on_a_lease(shared, ttl, sent, |lease| TxnRequest {
-        compare: vec![held_by(&stored, &owner)],
-        success: vec![put(&stored, owner.as_bytes(), lease)],
+        compare: vec![held_by(stored, value)],
+        success: vec![put(stored, value, lease)],
         failure: vec![],
     })
     .await?;
     if answer.succeeded {
-        shared.holds(&stored, &owner, written(&answer), ttl, sent);
+        shared.holds(stored, value, written(&answer), ttl, sent);
     }
     Ok(answer.succeeded)
 }
@@ -96,28 +74,40 @@ pub async fn extend(
 pub(super) async fn on_a_lease(
     shared: &Shared, ttl: Duration, sent: Instant, txn: impl Fn(i64) -> TxnRequest,
 ) -> Result<TxnResponse, StoreError> {
-    let lease = shared.leases.for_ttl(&shared.members, ttl, sent).await?;
+    on_leases(shared, [ttl], sent, |[lease]| txn(lease)).await
+}
+
+/// [`on_a_lease`] with a lease for each of `ttls`.
+pub(super) async fn on_leases<const N: usize>(
+    shared: &Shared, ttls: [Duration; N], sent: Instant, txn: impl Fn([i64; N]) -> TxnRequest,
+) -> Result<TxnResponse, StoreError> {
+    let mut leases = [0; N];
+    for (lease, ttl) in leases.iter_mut().zip(ttls) {
+        *lease = shared.leases.for_ttl(&shared.members, ttl, sent).await?;
+    }
     match shared
         .members
-        .call::<_, TxnResponse>(TXN, &txn(lease))
+        .call::<_, TxnResponse>(TXN, &txn(leases))
         .await
     {
         Err(e) if lease_gone(&e) => {
-            shared.leases.forget(lease);
-            let fresh = shared
-                .leases
-                .for_ttl(&shared.members, ttl, Instant::now())
-                .await?;
+            for (lease, ttl) in leases.iter_mut().zip(ttls) {
+                shared.leases.forget(*lease);
+                *lease = shared
+                    .leases
+                    .for_ttl(&shared.members, ttl, Instant::now())
+                    .await?;
+            }
             shared
                 .members
-                .call::<_, TxnResponse>(TXN, &txn(fresh))
+                .call::<_, TxnResponse>(TXN, &txn(leases))
                 .await
         }
         answer => answer,
     }
 }
 
-/// The lock as stored now (a linearizable read), if anyone holds it.
+/// `stored` as it is now (a linearizable read), if it is there.
 pub async fn read(shared: &Shared, stored: Vec<u8>) -> Result<Option<KeyValue>, StoreError> {
     let request = RangeRequest {
         key: stored,
@@ -130,19 +120,21 @@ pub async fn read(shared: &Shared, stored: Vec<u8>) -> Result<Option<KeyValue>, 
     Ok(answer.kvs.into_iter().next())
 }
 
-/// Milliseconds a hold has left (`owner`'s, or with none whoever's): to its
-/// TTL for one this store took; else its lease's, whole seconds as etcd
-/// counts them (it ends in under that plus a second).
+/// Milliseconds the hold `stored` has left, if it holds `owner`'s token.
 pub async fn remaining(
-    shared: &Shared, stored: Vec<u8>, owner: Option<&str>,
+    shared: &Shared, stored: Vec<u8>, owner: &str,
 ) -> Result<Option<f64>, StoreError> {
-    let Some(kv) = read(shared, stored.clone()).await? else {
-        return Ok(None);
-    };
-    if owner.is_some_and(|owner| kv.value != owner.as_bytes()) {
-        return Ok(None);
+    match read(shared, stored).await? {
+        Some(kv) if kv.value == owner.as_bytes() => left(shared, &kv).await,
+        _ => Ok(None),
     }
-    if let Some(left) = shared.lapses.left(&stored, kv.mod_revision) {
+}
+
+/// Milliseconds the hold `kv` has left: to its TTL (or claim window) for
+/// one this store took; else its lease's, whole seconds as etcd counts them
+/// (it ends in under that plus a second).
+pub async fn left(shared: &Shared, kv: &KeyValue) -> Result<Option<f64>, StoreError> {
+    if let Some(left) = shared.lapses.left(&kv.key, kv.mod_revision) {
         return Ok(Some(left.as_millis() as f64));
     }
     let request = LeaseTimeToLiveRequest { id: kv.lease };

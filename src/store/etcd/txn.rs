@@ -7,7 +7,7 @@ use super::layout::range_end;
 use super::members::{backend, OTHER};
 use super::messages::{
     Against, Compare, DeleteRangeRequest, KeyValue, PutRequest, RangeRequest, Request, RequestOp,
-    Response, TxnResponse, CREATE, EQUAL, LESS, MOD, VALUE,
+    Response, TxnRequest, TxnResponse, CREATE, EQUAL, GREATER, LESS, MOD, VALUE,
 };
 use crate::store::StoreError;
 
@@ -16,14 +16,35 @@ pub fn absent(stored: &[u8]) -> Compare {
     compare(stored, EQUAL, CREATE, Against::CreateRevision(0))
 }
 
-/// `stored` holds `owner`'s token.
-pub fn held_by(stored: &[u8], owner: &str) -> Compare {
-    compare(
-        stored,
-        EQUAL,
-        VALUE,
-        Against::Value(owner.as_bytes().to_vec()),
-    )
+/// `stored` holds `value` (an owner token, or a line's entry).
+pub fn held_by(stored: &[u8], value: &[u8]) -> Compare {
+    compare(stored, EQUAL, VALUE, Against::Value(value.to_vec()))
+}
+
+/// No key is under `under`: an empty range compares as one key never created.
+pub fn empty(under: &[u8]) -> Compare {
+    Compare {
+        range_end: range_end(under),
+        ..compare(under, EQUAL, CREATE, Against::CreateRevision(0))
+    }
+}
+
+/// `stored` was created at `revision` (and so is still there).
+pub fn created_at(stored: &[u8], revision: i64) -> Compare {
+    compare(stored, EQUAL, CREATE, Against::CreateRevision(revision))
+}
+
+/// No key under `under` was created before `revision`.
+pub fn none_created_before(under: &[u8], revision: i64) -> Compare {
+    Compare {
+        range_end: range_end(under),
+        ..compare(
+            under,
+            GREATER,
+            CREATE,
+            Against::CreateRevision(revision - 1),
+        )
+    }
 }
 
 /// `stored` was last written at `revision`.
@@ -55,6 +76,20 @@ pub fn put(stored: &[u8], value: &[u8], lease: i64) -> RequestOp {
         value: value.to_vec(),
         lease,
     }))
+}
+
+/// Every key under `under`.
+pub fn range_under(under: &[u8]) -> RequestOp {
+    op(Request::Range(RangeRequest {
+        key: under.to_vec(),
+        range_end: range_end(under),
+        ..Default::default()
+    }))
+}
+
+/// A transaction run as one step of another.
+pub fn nested(txn: TxnRequest) -> RequestOp {
+    op(Request::Txn(Box::new(txn)))
 }
 
 pub fn range(stored: &[u8]) -> RequestOp {
@@ -102,6 +137,22 @@ pub fn first_kv(answer: &TxnResponse) -> Option<&KeyValue> {
         Some(Response::Range(range)) => range.kvs.first(),
         _ => None,
     })
+}
+
+/// What its `at`-th operation, a transaction, answered.
+pub fn nested_at(answer: &TxnResponse, at: usize) -> Option<&TxnResponse> {
+    match answer.responses.get(at)?.response.as_ref()? {
+        Response::Txn(inner) => Some(inner),
+        _ => None,
+    }
+}
+
+/// Every key its `at`-th operation read.
+pub fn kvs_at(answer: &TxnResponse, at: usize) -> &[KeyValue] {
+    match answer.responses.get(at).and_then(|op| op.response.as_ref()) {
+        Some(Response::Range(read)) => &read.kvs,
+        _ => &[],
+    }
 }
 
 /// The first key its `at`-th operation read.

@@ -1,10 +1,13 @@
 //! Hearing releases: while this process has waiters, one watch stream (a
 //! connection of its own) watches each waited-for hold's keys (a plain
-//! lock's key; a semaphore's permits or a read-write key's holds, as a
-//! range) for a deletion, a release or the end of a holder's lease alike,
-//! and wakes that key's waiters. Connects again after the stream breaks, and then
-//! wakes every waiter once, as a release may have come meanwhile; the
-//! waiters' poll stays as the fallback.
+//! lock's line, a semaphore's permits or a read-write key's holds: a range)
+//! for a deletion, a release or the end of a holder's lease alike. A
+//! semaphore's or read-write key's waiters are woken by any; a plain lock's
+//! line wakes nobody but the store whose place was right behind the entry
+//! that went, which looks whether its place is first now (`line.rs`).
+//! Connects again after the stream breaks, and then wakes every waiter
+//! once, as a release may have come meanwhile; the waiters' poll stays as
+//! the fallback.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,13 +17,16 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::grpc::{frame, Answers};
-use super::layout::{lock_key, permits, range_end, read_write};
-use super::members::Members;
+use super::layout::{lock_line, permits, range_end, read_write};
+use super::line::Heard;
+use super::look::{self, Lock, Tell};
 use super::messages::paths::WATCH;
+use super::messages::Event;
 use super::messages::{
     WatchAsk, WatchCancelRequest, WatchCreateRequest, WatchProgressRequest, WatchRequest,
     WatchResponse, DELETE, NO_PUT,
 };
+use super::ops::Shared;
 use crate::store::follow::{pause_taking, OnReleased, Released};
 
 /// What is followed: a plain lock's key, or a semaphore's or read-write key's.
@@ -68,9 +74,10 @@ impl Following {
 /// Watches on `members` once any key is followed, and reports each deletion
 /// of one; ends when the store is closed or dropped.
 pub async fn watcher(
-    members: Arc<Members>, prefix: Vec<u8>, mut inbox: mpsc::UnboundedReceiver<Watch>,
-    on_released: OnReleased,
+    shared: Arc<Shared>, mut inbox: mpsc::UnboundedReceiver<Watch>, on_released: OnReleased,
 ) {
+    let members = Arc::clone(&shared.members);
+    let prefix = shared.prefix.clone();
     let mut followed = Following {
         ids: HashMap::new(),
         keys: HashMap::new(),
@@ -83,7 +90,15 @@ pub async fn watcher(
     let stored = |(released, key): &Followed| match released {
         Released::Semaphore => every_key_under(permits(&prefix, key)),
         Released::ReadWrite => every_key_under(read_write(&prefix, key)),
-        Released::Lock | Released::Handed => (lock_key(&prefix, key), Vec::new()),
+        Released::Lock | Released::Handed => every_key_under(lock_line(&prefix, key)),
+    };
+    let heard = Hearing {
+        shared: Arc::clone(&shared),
+        on_released: on_released.clone(),
+        tell: {
+            let on_released = on_released.clone();
+            Arc::new(move |text| on_released(Released::Handed, text))
+        },
     };
     // The member whose stream ended last: the next is opened past it (the
     // member calls go to may be the one that went silent).
@@ -116,16 +131,22 @@ pub async fn watcher(
                 Some((send, answers))
             });
             if let Ok(Some((mut send, mut answers))) = started.await {
-                // A release may have come before the watches were made.
-                for (released, key) in followed.ids.keys() {
-                    on_released(*released, key.clone());
+                // A release may have come before the watches were made (a
+                // place in a lock's line looks as its watch is made).
+                for followed in followed.ids.keys() {
+                    let (released, key) = followed;
+                    if *released != Released::Lock
+                        || heard.shared.line.place(&stored(followed).0).is_none()
+                    {
+                        on_released(*released, key.clone());
+                    }
                 }
                 follow(
                     &mut followed,
                     &mut inbox,
                     &mut send,
                     &mut answers,
-                    &on_released,
+                    &heard,
                     &stored,
                 )
                 .await;
@@ -156,9 +177,10 @@ const HEARTBEAT: Duration = Duration::from_millis(1_000);
 /// or the store goes.
 async fn follow(
     followed: &mut Following, inbox: &mut mpsc::UnboundedReceiver<Watch>,
-    send: &mut h2::SendStream<Bytes>, answers: &mut Answers<WatchResponse>,
-    on_released: &OnReleased, stored: &impl Fn(&Followed) -> Where,
+    send: &mut h2::SendStream<Bytes>, answers: &mut Answers<WatchResponse>, heard: &Hearing,
+    stored: &impl Fn(&Followed) -> Where,
 ) {
+    let on_released = &heard.on_released;
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     heartbeat.tick().await;
@@ -191,6 +213,8 @@ async fn follow(
                         followed.keys.remove(&answer.watch_id);
                         followed.ids.remove(&(released, key.clone()));
                         on_released(released, key);
+                    } else if key.0 == Released::Lock {
+                        heard.in_line(&key.1, &stored(key).0, answer.created, &answer.events);
                     } else if answer.events.iter().any(|event| event.kind == DELETE) {
                         on_released(key.0, key.1.clone());
                     }
@@ -225,5 +249,46 @@ fn create((key, range_end): Where, id: i64) -> WatchRequest {
             filters: vec![NO_PUT],
             watch_id: id,
         })),
+    }
+}
+
+/// Who hears what a stream tells.
+struct Hearing {
+    shared: Arc<Shared>,
+    on_released: OnReleased,
+    tell: Tell,
+}
+
+impl Hearing {
+    /// What a plain lock's line `line` told: its watch made (this store's
+    /// place may have come first before it was), or entries gone.
+    fn in_line(&self, key: &str, line: &[u8], created: bool, events: &[Event]) {
+        let mut look = created && self.shared.line.place(line).is_some();
+        let mut wake = false;
+        for event in events.iter().filter(|event| event.kind == DELETE) {
+            let Some(kv) = &event.kv else { continue };
+            match self.shared.line.heard(line, &kv.key) {
+                Heard::Look => look = true,
+                Heard::Wake => wake = true,
+                Heard::Nothing => {}
+            }
+        }
+        if wake {
+            (self.on_released)(Released::Lock, key.to_owned());
+        }
+        if look {
+            let lock = Lock {
+                key: key.to_owned(),
+                line: line.to_vec(),
+            };
+            let (shared, tell) = (Arc::clone(&self.shared), Arc::clone(&self.tell));
+            let on_released = self.on_released.clone();
+            tokio::spawn(async move {
+                if look::look_again(&shared, &lock, &tell).await.is_err() {
+                    // Its waiters ask themselves.
+                    on_released(Released::Lock, lock.key);
+                }
+            });
+        }
     }
 }
