@@ -130,7 +130,11 @@ async fn in_line(
     let inner = match &place {
         Some(_) if answer.succeeded => {
             let kv = first_kv(&answer).ok_or_else(|| unread("its place"))?;
-            let (handed, _) = line.first(&lock.line, kv, at);
+            // Told as any hand-over is (its waiters take it once).
+            let (handed, new) = line.first(&lock.line, kv, at);
+            if new {
+                started(shared, lock, &handed, kv, tell);
+            }
             if claim_handed(shared, lock, &handed, ttl, sent).await? {
                 return Ok(got_handed(shared, lock, handed, asked, more, sent, tell).await);
             }
