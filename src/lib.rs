@@ -103,10 +103,13 @@
 //!   (a member's URL, the credentials), `layout.rs`, `leases.rs` (the
 //!   shared leases a lock's time is counted on), `txn.rs` (the pieces of
 //!   a transaction), `lapses.rs` (each hold let go at its TTL by the store
-//!   that took it), `ops.rs`, `kinds.rs`
+//!   that took it), `ops.rs`, `entries.rs` (a plain lock's line as read),
+//!   `line.rs` (what the store keeps of its places in lines), `look.rs`
+//!   (a line read, and what the store does with it), `plain.rs` (a plain
+//!   lock's operations), `kinds.rs`
 //!   (semaphores and read-write locks), `watch.rs` (releases heard),
 //!   `options.rs`, `test_cluster.rs` (clusters the tests start), `tests.rs`,
-//!   `kinds_tests.rs`.
+//!   `kinds_tests.rs`, `line_tests.rs` (the line, and its contract).
 //! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an
 //!   opening hands over or fails with), `mod.rs` (the store's side of its
 //!   connections), `opening.rs` (TCP, TLS and remembered
