@@ -32,9 +32,9 @@ export const MYSQL_PER_SECOND = 20
  * is down for 30% of the run: each hand-over is a commit of the cluster, a
  * watch's wake and a read, and each wait aborted costs its process's place
  * in line, a commit to leave and one to come back (411 to 749 sections in
- * 6 s alone, 236 beside the rest of the suite).
+ * 6 s alone, 236 beside the rest of the suite, 152 beside a second suite).
  */
-export const ETCD_PER_SECOND = 25
+export const ETCD_PER_SECOND = 20
 
 /**
  * The race on the store `env` names for `seconds`, asserting what must hold:

@@ -53,12 +53,11 @@ impl Lapses {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        if state
-            .held
-            .get(&stored)
-            .is_some_and(|h| h.revision > revision)
-        {
-            // A later write's answer came first (an extension answered late).
+        if state.held.get(&stored).is_some_and(|h| {
+            h.revision > revision || (h.revision == revision && h.deadline >= deadline)
+        }) {
+            // A later write's answer came first (an extension answered late),
+            // or this write is held longer already.
             return;
         }
         let sooner = state.due.first().is_none_or(|(first, _)| deadline < *first);

@@ -227,7 +227,7 @@ impl Line {
             .with(line, |state| self.stray(state, line, &first.key))
             .unwrap_or(false);
         if stray_first {
-            return Some(self.first(line, first, entries.revision));
+            return self.first(line, first, entries.revision);
         }
         let place = self.place(line)?;
         match entries.ahead_of(&place.stored) {
@@ -246,37 +246,39 @@ impl Line {
             }
             Some(None) => {
                 let kv = entries.first()?;
-                Some(self.first(line, kv, entries.revision))
+                self.first(line, kv, entries.revision)
             }
         }
     }
 
     /// The entry `kv`, a place of this store's, is first in line as of
     /// `revision`: the hand-over, and whether it is new (then its claim
-    /// window starts now). Once known, a hand-over keeps its token.
-    pub fn first(&self, line: &[u8], kv: &KeyValue, revision: i64) -> (Handed, bool) {
+    /// window starts now). Once known, a hand-over keeps its token. An
+    /// entry written as a hold is none: claimed here, its record gone (its
+    /// answer came after the record's time), it is never handed over again.
+    pub fn first(&self, line: &[u8], kv: &KeyValue, revision: i64) -> Option<(Handed, bool)> {
         let (asked, owner) = read_entry(&kv.value).unwrap_or((None, ""));
-        let asked = asked.unwrap_or(0);
         let fresh = Handed {
             stored: kv.key.clone(),
             created: kv.create_revision,
             owner: owner.to_owned(),
-            asked,
+            asked: asked.unwrap_or(0),
             token: u64::try_from(revision).unwrap_or(0),
             claimed: false,
             until: Instant::now() + Duration::from_millis(CLAIM_MS),
         };
         self.with(line, |state| {
             if let Some(known) = state.handed.iter().find(|h| h.stored == kv.key) {
-                return (known.clone(), false);
+                return Some((known.clone(), false));
             }
+            asked?;
             if state.place.as_ref().is_some_and(|p| p.stored == kv.key) {
                 state.place = None;
             }
             state.handed.push(fresh.clone());
-            (fresh.clone(), true)
+            Some((fresh.clone(), true))
         })
-        .unwrap_or((fresh, false))
+        .flatten()
     }
 
     /// The lock handed for `owner` in `line` was claimed (or extended)

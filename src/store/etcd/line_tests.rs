@@ -52,7 +52,7 @@ fn only_the_entry_ahead_going_sends_a_place_to_look_and_a_hand_over_keeps_its_to
     );
     let later = Entries::of(vec![kv("l/pme.0", 3)], 11);
     assert!(line.look(&l, &later).is_none(), "no place left to look for");
-    let (again, new) = line.first(&l, &kv("l/pme.0", 3), 11);
+    let (again, new) = line.first(&l, &kv("l/pme.0", 3), 11).expect("known");
     assert!(!new);
     assert_eq!(again.token, 8);
     assert!(line.unclaimed(&l).is_some());
@@ -63,6 +63,13 @@ fn only_the_entry_ahead_going_sends_a_place_to_look_and_a_hand_over_keeps_its_to
     );
     line.gone(&l, "l/pme.0");
     assert!(line.handed(&l, "l/pme.0").is_none());
+    // Claimed here, its record gone: a hold is never handed over again.
+    let claimed = KeyValue {
+        value: held_value("l/pme.0"),
+        ..kv("l/pme.0", 3)
+    };
+    assert!(line.first(&l, &claimed, 12).is_none());
+    assert!(line.look(&l, &Entries::of(vec![claimed], 12)).is_none());
 }
 
 #[test]

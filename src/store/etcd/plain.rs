@@ -130,10 +130,15 @@ async fn in_line(
     let inner = match &place {
         Some(_) if answer.succeeded => {
             let kv = first_kv(&answer).ok_or_else(|| unread("its place"))?;
-            // Told as any hand-over is (its waiters take it once).
-            let (handed, new) = line.first(&lock.line, kv, at);
+            // Told as any hand-over is (its waiters take it once); one a
+            // waiter here claimed already is not this attempt's to claim.
+            let Some((handed, new)) = line.first(&lock.line, kv, at) else {
+                return Ok(Acquired::Refused);
+            };
             if new {
                 started(shared, lock, &handed, kv, tell);
+            } else if handed.claimed {
+                return Ok(Acquired::Refused);
             }
             if claim_handed(shared, lock, &handed, ttl, sent).await? {
                 return Ok(got_handed(shared, lock, handed, asked, more, sent, tell).await);
@@ -236,6 +241,9 @@ async fn claim_handed(
     // (its create revision), it is this hold, whatever else wrote it since
     // (a claim and a release sent together land in either order).
     let held = held_value(&handed.owner);
+    // Claimed (for an attempt, which claims only an unclaimed one) and kept
+    // until its TTL from the moment it is sent: its answer may come late.
+    shared.line.claimed(&lock.line, &handed.owner, sent + ttl);
     let answer = on_a_lease(shared, ttl, sent, |lease| TxnRequest {
         compare: vec![created_at(&handed.stored, handed.created)],
         success: vec![put(&handed.stored, &held, lease)],
@@ -244,7 +252,6 @@ async fn claim_handed(
     .await?;
     if answer.succeeded {
         shared.holds(&handed.stored, &held, written(&answer), ttl, sent);
-        shared.line.claimed(&lock.line, &handed.owner, sent + ttl);
     } else {
         shared.line.gone(&lock.line, &handed.owner);
     }
@@ -349,8 +356,7 @@ pub async fn leave(shared: &Shared, lock: &Lock, tell: &Tell) -> Result<(), Stor
     let answer = shared.members.call::<_, TxnResponse>(TXN, &request).await?;
     match first_kv(&answer) {
         Some(kv) if answer.succeeded => {
-            let (handed, new) = shared.line.first(&lock.line, kv, written(&answer));
-            if new {
+            if let Some((handed, true)) = shared.line.first(&lock.line, kv, written(&answer)) {
                 started(shared, lock, &handed, kv, tell);
             }
         }
