@@ -19,7 +19,7 @@ const { timer, cancel, realNow } = require('../core/timers.js')
 const { withdraw } = require('./marks.js')
 const { answeredBeforeClose } = require('../core/store-events.js')
 const { cancelWith, endWith } = require('../core/abort.js')
-const { firstTryInFlight, enqueue, pollLater, giveBack, NEXT, leave, leaveUnwanted } = require('./waiting.js')
+const { firstTryInFlight, firstTriesOut, enqueue, pollLater, giveBack, NEXT, leave, leaveUnwanted } = require('./waiting.js')
 const { takenOnce } = require('./handed.js')
 
 /** @typedef {import('./waiting.js').Grant} Grant */
@@ -187,7 +187,7 @@ class Waiter {
     // a first attempt refused in a store's line took a place there: it goes.)
     if (this.gaveUp) {
       if (grant !== null) return giveBack(this.want, grant)
-      if (first) this.placeNotWanted()
+      this.placeNotWanted()
       return void withdraw(this.want)
     }
     this.failed = undefined
@@ -220,7 +220,8 @@ class Waiter {
    */
   failedTry(error) {
     this.trying = false
-    if (this.gaveUp || this.handedOwner !== undefined) return
+    if (this.handedOwner !== undefined) return
+    if (this.gaveUp) return this.placeNotWanted()
     if (this.queue === undefined) {
       firstTryInFlight(this, false)
       if (this.timeLeft() <= 0 || !isUnreachable(error)) return this.leaveBeforeQueueing(() => this.reject(error))
@@ -271,10 +272,11 @@ class Waiter {
   }
 
   /**
-   * Its first attempt, refused, took its process's place in the store's
-   * line (one that waits does), and it will not wait after all: the place
-   * goes, unless others of this thread wait for the lane, or have first
-   * attempts out, whose place it is.
+   * An attempt of its, refused, took or kept its process's place in the
+   * store's line (one that waits does), and it does not wait after all (it
+   * gave up while the attempt was out, or its first attempt came back with
+   * no time left): the place goes, unless others of this thread wait for
+   * the lane, or have first attempts out, whose place it is.
    */
   placeNotWanted() {
     if (this.deadline !== undefined) leaveUnwanted(this.want)
@@ -298,7 +300,9 @@ class Waiter {
    */
   handed(owner, token, since) {
     this.handedOwner = owner
-    leave(this, () => this.tookHanded(owner, token, since), NEXT.later)
+    if (this.queue !== undefined) return leave(this, () => this.tookHanded(owner, token, since), NEXT.later)
+    firstTryInFlight(this, false)
+    this.leaveBeforeQueueing(() => this.tookHanded(owner, token, since))
   }
 
   /**
@@ -319,8 +323,10 @@ class Waiter {
     if (extra.watched) hold.watchExpiry()
     const sent = realNow()
     // A claim the store could not answer leaves the hold to its claim window.
-    // With more waiting here, the process keeps a place at the back of the line.
-    const more = /** @type {Waiter[]} */ (this.queue).length > 0
+    // With more waiting here (queued, or first attempts still out: their
+    // answers will not place them in a line whose place went to this one),
+    // the process keeps a place at the back of the line.
+    const more = (this.queue?.length ?? 0) > 0 || firstTriesOut(handle, this.want.lane)
     const after = (/** @type {boolean} */ claimed) => (claimed ? hold.extended(sent, ttlMs) : hold.markLost('expired'))
     try {
       const claimed = /** @type {NonNullable<import('../core/protocol.js').StoreOps['claim']>} */ (ops.claim)(handle, key, owner, ttlMs, more, sent)

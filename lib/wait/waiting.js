@@ -93,8 +93,9 @@ function waitersOf(handle, lane) {
 
 /**
  * A lock handed to this thread from its store's line (`<token> <asked>
- * <owner> <key>`): the first waiter of its lane takes it; with none left, it
- * goes back, and on to the next in line.
+ * <owner> <key>`): the first waiter of its lane takes it (with none queued,
+ * the first caller whose first attempt is out); with none left, it goes
+ * back, and on to the next in line.
  *
  * The message may come late, long after the waiter whose attempt took the
  * place it went to: that waiter may have given up, this thread left the
@@ -120,7 +121,9 @@ function handedOver(handle, text) {
   const owner = text.slice(askedEnd + 1, ownerEnd)
   const key = text.slice(ownerEnd + 1)
   if (!firstTake(handle, owner)) return
-  const head = waitersOf(handle, key)?.[0]
+  // With none queued, the first caller whose first attempt is out takes it
+  // (that attempt would only find the lock this thread's).
+  const head = waitersOf(handle, key)?.[0] ?? firstTries.get(handle)?.get(key)?.values().next().value
   if (head === undefined || !inLine(head.want)) {
     const capabilities = /** @type {Want['capabilities']} */ ({ waitsInLine: true })
     return giveBack({ handle, key, lane: key, ops: opsOf(handle), capabilities }, owner)
@@ -310,8 +313,9 @@ function leave(waiter, settle, next) {
     queues.get(want.handle)?.delete(want.lane)
     follow(want, false)
     // Left without the lock: this process's place in the store's line goes
-    // (unless first attempts of this thread are out: the place is theirs now).
-    if (next === NEXT.now && inLine(want) && !firstTriesOut(want.handle, want.lane)) leaveLine(want)
+    // (unless first attempts of this thread are out: the place is theirs now;
+    // or its own attempt is: it may make the place again, so it goes after).
+    if (next === NEXT.now && inLine(want) && !firstTriesOut(want.handle, want.lane) && !waiter.trying) leaveLine(want)
   } else if (at === 0) {
     const head = queue[0]
     if (next === NEXT.later) {
