@@ -104,10 +104,12 @@
 //!   shared leases a lock's time is counted on), `txn.rs` (the pieces of
 //!   a transaction), `lapses.rs` (each hold let go at its TTL by the store
 //!   that took it), `ops.rs`, `entries.rs` (a plain lock's line as read),
-//!   `line.rs` (what the store keeps of its places in lines), `look.rs`
+//!   `line.rs` (what the store keeps of its places in lines), `heard.rs`
+//!   (what a deletion heard in a line means for its place), `look.rs`
 //!   (a line read, and what the store does with it), `plain.rs` (a plain
 //!   lock's operations), `kinds.rs`
 //!   (semaphores and read-write locks), `watch.rs` (releases heard),
+//!   `following.rs` (what the watch stream follows),
 //!   `options.rs`, `test_cluster.rs` (clusters the tests start), `tests.rs`,
 //!   `kinds_tests.rs`, `line_tests.rs` (the line, and its contract).
 //! - `src/store/event_loop/`: `wire.rs` (the protocol seam: `Wire`, what an

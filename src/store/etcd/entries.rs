@@ -62,6 +62,37 @@ impl Entries {
     }
 }
 
+/// A place as a read showed it: the entries ahead of it (crossed off as
+/// their deletions are heard) and its own entry, at the read's revision
+/// (answers of several requests in flight come in any order, and an older
+/// one says less).
+#[derive(Clone, Debug)]
+pub struct Read {
+    pub ahead: Vec<Vec<u8>>,
+    pub own: KeyValue,
+    pub at: i64,
+}
+
+impl Read {
+    pub fn of(entries: &Entries, stored: &[u8]) -> Option<Read> {
+        let own = entries.iter().find(|kv| kv.key == stored)?.clone();
+        let ahead = entries
+            .iter()
+            .take_while(|kv| kv.key != stored)
+            .map(|kv| kv.key.clone())
+            .collect();
+        Some(Read {
+            ahead,
+            own,
+            at: entries.revision,
+        })
+    }
+
+    pub fn at(read: &Option<Read>) -> i64 {
+        read.as_ref().map_or(0, |read| read.at)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

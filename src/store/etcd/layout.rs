@@ -25,6 +25,20 @@ pub fn lock_line(prefix: &[u8], key: &str) -> Vec<u8> {
     joined(&[prefix, b"l/", &name(key), b"/"])
 }
 
+/// Where every plain lock's line lives: the range of all their entries.
+pub fn every_line(prefix: &[u8]) -> Vec<u8> {
+    joined(&[prefix, b"l/"])
+}
+
+/// The line an entry's key `entry` is in (an entry's own part holds no `/`).
+pub fn line_of(entry: &[u8]) -> &[u8] {
+    let end = entry
+        .iter()
+        .rposition(|byte| *byte == b'/')
+        .map_or(0, |at| at + 1);
+    &entry[..end]
+}
+
 /// The entry of a plain lock taken at once by `owner`, in its line `line`.
 pub fn taken_entry(line: &[u8], owner: &str) -> Vec<u8> {
     joined(&[line, b"t", owner.as_bytes()])

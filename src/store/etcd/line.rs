@@ -13,9 +13,9 @@
 //! renewed by each attempt of its waiters (a put keeps the create revision,
 //! so the place keeps its turn), whose value is the owner token its latest
 //! attempt asked for and when it asked ([`place_value`]). It learns that its
-//! place came first from the watch on the line (only the deletion of the
-//! entry just ahead of its place sends it to look), from an attempt, or
-//! from its own release: then it holds the lock for that owner, told to its
+//! place came first from the watch on the line (the last entry ahead of it
+//! heard gone, or the one just ahead sending it to look: `heard.rs`), from
+//! an attempt, or from its own release: then it holds the lock for that owner, told to its
 //! waiters as a hand-over, for [`CLAIM_MS`] until claimed (this store lets
 //! an unclaimed place go then, as it lets a TTL end). A claim writes the
 //! entry as a hold ([`held_value`]), as a lock taken at once is written.
@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use super::entries::{held_value, owner_of, place_value, read_entry, Entries};
+pub use super::entries::{held_value, owner_of, place_value, read_entry, Entries, Read};
 use super::layout::place_entry;
 use super::messages::KeyValue;
 use crate::store::line::{told, CLAIM_MS, LEASE_MS};
@@ -52,8 +52,8 @@ pub struct Place {
     pub stored: Vec<u8>,
     /// Its create revision: its turn.
     pub created: i64,
-    /// The entry just ahead of it when last read (`None`: not known).
-    ahead: Option<Vec<u8>>,
+    /// What the latest read showed of it (`None`: not known).
+    pub(super) read: Option<Read>,
 }
 
 /// A place of this store's the lock went to.
@@ -77,27 +77,42 @@ impl Handed {
     }
 }
 
-/// What a deletion in a line this store follows calls for.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Heard {
-    /// The entry ahead of this store's place went: look whether it is first.
-    Look,
-    /// This store has no place known (an attempt may be on its way, or the
-    /// place itself lapsed): its waiters try now.
-    Wake,
-    Nothing,
-}
-
 #[derive(Default)]
-struct KeyLine {
-    place: Option<Place>,
+pub(super) struct KeyLine {
+    pub(super) place: Option<Place>,
     /// The key this store's next place goes to, until an answer says it
     /// is there: attempts sent meanwhile all put that one.
-    reserved: Option<Vec<u8>>,
-    handed: Vec<Handed>,
+    pub(super) reserved: Option<Vec<u8>>,
+    pub(super) handed: Vec<Handed>,
     /// Other processes' places as this store last read them: the write
     /// each was at, and since when (on this clock) it has been seen so.
-    seen: HashMap<Vec<u8>, (i64, Instant)>,
+    pub(super) seen: HashMap<Vec<u8>, (i64, Instant)>,
+    /// Entries of the line lately known gone: the revision each was gone
+    /// by, and when that was learnt. Answers come in any order, and one
+    /// read before an entry went still shows it: a place of this store's
+    /// is never taken to be there again, or first, on such a read.
+    pub(super) gone: Vec<(Vec<u8>, i64, Instant)>,
+}
+
+/// How long an entry known gone is remembered: past any answer still on
+/// its way (a call that long has timed out).
+const GONE_KEPT: Duration = Duration::from_secs(30);
+
+impl KeyLine {
+    /// Whether the entry `key` made at `created` is known gone.
+    pub(super) fn went(&self, key: &[u8], created: i64) -> bool {
+        self.gone
+            .iter()
+            .any(|(gone, at, _)| gone == key && *at > created)
+    }
+
+    /// The entry `key` was gone by revision `at`.
+    pub(super) fn went_by(&mut self, key: &[u8], at: i64) {
+        if self.gone.len() >= 256 {
+            self.gone.remove(0);
+        }
+        self.gone.push((key.to_vec(), at, Instant::now()));
+    }
 }
 
 /// What this store knows of its places, by line.
@@ -134,6 +149,11 @@ impl Line {
         [line, b"p", self.me.as_bytes(), b"."].concat()
     }
 
+    /// Whether `stored`, an entry of `line`, is a place of this store's.
+    pub fn is_mine(&self, line: &[u8], stored: &[u8]) -> bool {
+        stored.starts_with(&self.mine(line))
+    }
+
     /// Whether `stored` is a place of this store's the store keeps no track
     /// of (a late attempt's, made again after it went).
     fn stray(&self, state: &KeyLine, line: &[u8], stored: &[u8]) -> bool {
@@ -143,13 +163,20 @@ impl Line {
             && !state.handed.iter().any(|h| h.stored == stored)
     }
 
-    fn with<T>(&self, line: &[u8], f: impl FnOnce(&mut KeyLine) -> T) -> Option<T> {
+    pub(super) fn with<T>(&self, line: &[u8], f: impl FnOnce(&mut KeyLine) -> T) -> Option<T> {
         let mut lines = self.lines.lock().ok()?;
         let now = Instant::now();
         let state = lines.entry(line.to_vec()).or_default();
         state.handed.retain(|h| h.until > now);
+        state
+            .gone
+            .retain(|(_, _, learnt)| now.duration_since(*learnt) < GONE_KEPT);
         let answer = f(state);
-        if state.place.is_none() && state.reserved.is_none() && state.handed.is_empty() {
+        if state.place.is_none()
+            && state.reserved.is_none()
+            && state.handed.is_empty()
+            && state.gone.is_empty()
+        {
             lines.remove(line);
         }
         Some(answer)
@@ -179,29 +206,49 @@ impl Line {
     /// The place `stored` (whose turn is `created`) is in line, behind what
     /// `entries` shows (if they show it).
     pub fn placed(&self, line: &[u8], stored: &[u8], created: i64, entries: Option<&Entries>) {
-        let ahead = entries
-            .and_then(|entries| entries.ahead_of(stored))
-            .flatten()
-            .map(|kv| kv.key.clone());
+        let read = entries.and_then(|entries| Read::of(entries, stored));
         self.with(line, |state| {
             if state.reserved.as_deref() == Some(stored) {
                 state.reserved = None;
             }
-            if state.handed.iter().any(|h| h.stored == stored) {
-                // Come first already (told by a read that answered sooner).
+            if state.handed.iter().any(|h| h.stored == stored) || state.went(stored, created) {
+                // Come first already (told by a read that answered sooner),
+                // or gone already (this answer is older).
                 return;
+            }
+            if let Some(place) = state.place.as_mut().filter(|p| p.stored == stored) {
+                // Known already: a later read's word on what is ahead stands
+                // (and an older answer's, of the entry before it was made
+                // again, none).
+                if created < place.created
+                    || (created == place.created && Read::at(&read) < Read::at(&place.read))
+                {
+                    return;
+                }
             }
             state.place = Some(Place {
                 stored: stored.to_vec(),
                 created,
-                ahead,
+                read,
             })
         });
     }
 
-    /// This store's place `stored` is in line no more (left, or taken as a lock).
-    pub fn unplaced(&self, line: &[u8], stored: &[u8]) {
+    /// The key `stored` reserved for a place is not needed (a place known
+    /// there stays).
+    pub fn unreserved(&self, line: &[u8], stored: &[u8]) {
         self.with(line, |state| {
+            if state.reserved.as_deref() == Some(stored) {
+                state.reserved = None;
+            }
+        });
+    }
+
+    /// This store's place `stored` is in line no more as of revision `at`
+    /// (left, or taken as a lock).
+    pub fn unplaced(&self, line: &[u8], stored: &[u8], at: i64) {
+        self.with(line, |state| {
+            state.went_by(stored, at);
             if state.place.as_ref().is_some_and(|p| p.stored == stored) {
                 state.place = None;
             }
@@ -231,15 +278,19 @@ impl Line {
         }
         let place = self.place(line)?;
         match entries.ahead_of(&place.stored) {
+            // (A read from before the place was made does not show it.)
+            None if entries.revision < place.created => None,
             None => {
-                self.unplaced(line, &place.stored);
+                self.unplaced(line, &place.stored, entries.revision);
                 None
             }
-            Some(Some(ahead)) => {
-                let ahead = ahead.key.clone();
+            Some(Some(_)) => {
+                let read = Read::of(entries, &place.stored);
                 self.with(line, |state| {
-                    if let Some(p) = state.place.as_mut().filter(|p| p.stored == place.stored) {
-                        p.ahead = Some(ahead);
+                    if let Some(p) = state.place.as_mut().filter(|p| {
+                        p.stored == place.stored && Read::at(&read) >= Read::at(&p.read)
+                    }) {
+                        p.read = read;
                     }
                 });
                 None
@@ -257,28 +308,8 @@ impl Line {
     /// entry written as a hold is none: claimed here, its record gone (its
     /// answer came after the record's time), it is never handed over again.
     pub fn first(&self, line: &[u8], kv: &KeyValue, revision: i64) -> Option<(Handed, bool)> {
-        let (asked, owner) = read_entry(&kv.value).unwrap_or((None, ""));
-        let fresh = Handed {
-            stored: kv.key.clone(),
-            created: kv.create_revision,
-            owner: owner.to_owned(),
-            asked: asked.unwrap_or(0),
-            token: u64::try_from(revision).unwrap_or(0),
-            claimed: false,
-            until: Instant::now() + Duration::from_millis(CLAIM_MS),
-        };
-        self.with(line, |state| {
-            if let Some(known) = state.handed.iter().find(|h| h.stored == kv.key) {
-                return Some((known.clone(), false));
-            }
-            asked?;
-            if state.place.as_ref().is_some_and(|p| p.stored == kv.key) {
-                state.place = None;
-            }
-            state.handed.push(fresh.clone());
-            Some((fresh.clone(), true))
-        })
-        .flatten()
+        self.with(line, |state| first_in(state, kv, revision))
+            .flatten()
     }
 
     /// The lock handed for `owner` in `line` was claimed (or extended)
@@ -338,25 +369,36 @@ impl Line {
     pub fn gone(&self, line: &[u8], owner: &str) {
         self.with(line, |state| state.handed.retain(|h| h.owner != owner));
     }
+}
 
-    /// The entry `deleted` of `line` went: what that calls for.
-    pub fn heard(&self, line: &[u8], deleted: &[u8]) -> Heard {
-        self.with(line, |state| {
-            state.handed.retain(|h| h.stored != deleted);
-            match &state.place {
-                Some(place) if place.stored == deleted => {
-                    state.place = None;
-                    Heard::Wake
-                }
-                Some(place) if place.ahead.as_ref().is_none_or(|a| a == deleted) => Heard::Look,
-                Some(_) => Heard::Nothing,
-                // A place on its way: a read finds it.
-                None if state.reserved.is_some() => Heard::Look,
-                // No place (its waiters, if any, ask), unless the lock is this store's.
-                None if state.handed.is_empty() => Heard::Wake,
-                None => Heard::Nothing,
-            }
-        })
-        .unwrap_or(Heard::Wake)
+/// The entry `kv`, a place of this store's, is first in line as of
+/// `revision` ([`Line::first`]).
+pub(super) fn first_in(
+    state: &mut KeyLine, kv: &KeyValue, revision: i64,
+) -> Option<(Handed, bool)> {
+    if let Some(known) = state.handed.iter().find(|h| h.stored == kv.key) {
+        return Some((known.clone(), false));
     }
+    if state.went(&kv.key, kv.create_revision) {
+        return None;
+    }
+    let (asked, owner) = read_entry(&kv.value)?;
+    let asked = asked?;
+    if state.place.as_ref().is_some_and(|p| p.stored == kv.key) {
+        state.place = None;
+    }
+    // Never a place again, whatever answer comes later, nor handed over
+    // again once its record goes (it is a hold now, or given back).
+    state.went_by(&kv.key, kv.create_revision + 1);
+    let fresh = Handed {
+        stored: kv.key.clone(),
+        created: kv.create_revision,
+        owner: owner.to_owned(),
+        asked,
+        token: u64::try_from(revision).unwrap_or(0),
+        claimed: false,
+        until: Instant::now() + Duration::from_millis(CLAIM_MS),
+    };
+    state.handed.push(fresh.clone());
+    Some((fresh, true))
 }

@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use super::heard::Heard;
 use super::layout::place_entry;
-use super::line::{held_value, place_value, Entries, Heard, Line};
+use super::line::{held_value, place_value, Entries, Line};
 use super::messages::KeyValue;
 use super::test_cluster::Cluster;
 use super::*;
@@ -16,6 +17,14 @@ use crate::store::line::contract::{
     the_line_hands_the_lock_over_in_order,
 };
 use crate::store::line::LEASE_MS;
+
+/// A deletion of `key` at `revision`, as a watch tells it.
+fn deleted(key: &str, revision: i64) -> KeyValue {
+    KeyValue {
+        mod_revision: revision,
+        ..kv(key, 0)
+    }
+}
 
 fn kv(key: &str, created: i64) -> KeyValue {
     KeyValue {
@@ -31,18 +40,24 @@ fn kv(key: &str, created: i64) -> KeyValue {
 fn only_the_entry_ahead_going_sends_a_place_to_look_and_a_hand_over_keeps_its_token() {
     let line = Line::new("me".to_owned());
     let l = b"l/".to_vec();
-    assert_eq!(
-        line.heard(&l, b"x"),
-        Heard::Wake,
+    assert!(
+        matches!(line.heard(&l, &deleted("x", 1), 0), Heard::Wake),
         "no place: its waiters ask"
     );
     let place = line.place_key(&l);
     assert_eq!(place, b"l/pme.0".to_vec());
-    assert_eq!(line.heard(&l, b"x"), Heard::Look, "a place on its way");
+    assert!(
+        matches!(line.heard(&l, &deleted("x", 2), 0), Heard::Look),
+        "a place on its way"
+    );
     let entries = Entries::of(vec![kv("a", 1), kv("b", 2), kv("l/pme.0", 3)], 3);
     line.placed(&l, &place, 3, Some(&entries));
-    assert_eq!(line.heard(&l, b"a"), Heard::Nothing);
-    assert_eq!(line.heard(&l, b"b"), Heard::Look);
+    // (Heard only from after the read: it was not second then anyway.)
+    assert!(matches!(
+        line.heard(&l, &deleted("a", 4), 9),
+        Heard::Nothing
+    ));
+    assert!(matches!(line.heard(&l, &deleted("b", 5), 9), Heard::Look));
     let now = Entries::of(vec![kv("l/pme.0", 3)], 8);
     let (handed, new) = line.look(&l, &now).expect("first");
     assert!(new);
@@ -56,9 +71,8 @@ fn only_the_entry_ahead_going_sends_a_place_to_look_and_a_hand_over_keeps_its_to
     assert!(!new);
     assert_eq!(again.token, 8);
     assert!(line.unclaimed(&l).is_some());
-    assert_eq!(
-        line.heard(&l, b"q"),
-        Heard::Nothing,
+    assert!(
+        matches!(line.heard(&l, &deleted("q", 12), 0), Heard::Nothing),
         "the lock is this store's"
     );
     line.gone(&l, "l/pme.0");
@@ -70,6 +84,59 @@ fn only_the_entry_ahead_going_sends_a_place_to_look_and_a_hand_over_keeps_its_to
     };
     assert!(line.first(&l, &claimed, 12).is_none());
     assert!(line.look(&l, &Entries::of(vec![claimed], 12)).is_none());
+}
+
+/// A store whose place `l/pme.0`, made at revision 3, is in line as
+/// `entries` show.
+fn placed_as(entries: &Entries) -> Line {
+    let line = Line::new("me".to_owned());
+    let l = b"l/".to_vec();
+    let place = line.place_key(&l);
+    line.placed(&l, &place, 3, Some(entries));
+    line
+}
+
+#[test]
+fn a_place_is_first_without_a_read_once_every_entry_ahead_of_it_is_heard_gone() {
+    let l = b"l/".to_vec();
+    let entries = Entries::of(vec![kv("a", 1), kv("b", 2), kv("l/pme.0", 3)], 6);
+    let heard =
+        |line: &Line, key: &str, at: i64, from: i64| line.heard(&l, &deleted(key, at), from);
+    let line = placed_as(&entries);
+    // The holder going first: still behind the one just ahead.
+    assert!(matches!(heard(&line, "a", 7, 6), Heard::Nothing));
+    let Heard::First(handed, own) = heard(&line, "b", 9, 6) else {
+        panic!("first once every entry ahead went");
+    };
+    assert_eq!(own.key, b"l/pme.0".to_vec());
+    assert_eq!(
+        (handed.token, handed.created),
+        (9, 3),
+        "fenced with the deletion"
+    );
+    assert!(line.place(&l).is_none(), "its place is the lock now");
+    assert!(line.unclaimed(&l).is_some());
+    // The one just ahead leaving with more ahead: a read tells (some of
+    // them may have been heard gone before the read was answered).
+    assert!(matches!(
+        heard(&placed_as(&entries), "b", 7, 6),
+        Heard::Look
+    ));
+    // Deletions heard only from after the read: one may have gone unheard
+    // (its own among them), so it looks.
+    let unsure = placed_as(&entries);
+    assert!(matches!(heard(&unsure, "b", 7, 7), Heard::Look));
+    assert!(matches!(heard(&unsure, "a", 9, 7), Heard::Look));
+    // A deletion from before the read is of an entry the read did not
+    // show: a key made again, and shown, is not crossed off by it.
+    let again = placed_as(&entries);
+    assert!(matches!(heard(&again, "a", 7, 6), Heard::Nothing));
+    assert!(matches!(heard(&again, "b", 5, 6), Heard::Nothing));
+    assert!(again.place(&l).is_some(), "still behind b as read");
+    // Its own going heard first: it has no place to be first with.
+    let gone = placed_as(&entries);
+    assert!(matches!(heard(&gone, "l/pme.0", 8, 6), Heard::Wake));
+    assert!(matches!(heard(&gone, "a", 9, 6), Heard::Wake));
 }
 
 #[test]

@@ -15,7 +15,7 @@ use super::line::{Entries, Handed};
 use super::messages::paths::{RANGE, TXN};
 use super::messages::{KeyValue, RangeRequest, RangeResponse, TxnRequest, TxnResponse};
 use super::ops::Shared;
-use super::txn::{delete, held_by, nested, written_at};
+use super::txn::{created_at, delete, held_by, nested, written_at};
 use crate::store::line::CLAIM_MS;
 use crate::store::StoreError;
 
@@ -35,16 +35,24 @@ pub async fn lapse_places(shared: &Shared, lock: &Lock, entries: &Entries, tell:
     if lapsed.is_empty() {
         return;
     }
+    // A stray of this store's goes only while it is not first: while the
+    // entry first in this read is still there (a later read may have found
+    // the stray first, and told it as a hand-over, meanwhile).
+    let holder = entries.first();
     let request = TxnRequest {
         compare: vec![],
         success: lapsed
             .iter()
             .map(|kv| {
+                let mut compare = vec![
+                    written_at(&kv.key, kv.mod_revision),
+                    held_by(&kv.key, &kv.value),
+                ];
+                if let Some(holder) = holder.filter(|_| shared.line.is_mine(&lock.line, &kv.key)) {
+                    compare.push(created_at(&holder.key, holder.create_revision));
+                }
                 nested(TxnRequest {
-                    compare: vec![
-                        written_at(&kv.key, kv.mod_revision),
-                        held_by(&kv.key, &kv.value),
-                    ],
+                    compare,
                     success: vec![delete(&kv.key)],
                     failure: vec![],
                 })

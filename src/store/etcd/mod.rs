@@ -17,7 +17,9 @@
 
 pub mod endpoint;
 mod entries;
+mod following;
 mod grpc;
+mod heard;
 mod kinds;
 #[cfg(test)]
 mod kinds_tests;

@@ -149,7 +149,14 @@ async fn in_line(
         None => &answer,
     };
     if inner.succeeded {
-        line.unplaced(&lock.line, &stored);
+        // A place known is not in line (it was empty); a key reserved may be
+        // made yet by attempts sent beside this one: with more waiting, it
+        // is the place kept for them (one place, not two), else it goes.
+        match place {
+            Some(_) => line.unplaced(&lock.line, &stored, at),
+            None if more => {}
+            None => line.unreserved(&lock.line, &stored),
+        }
         shared.holds(&taken, &taken_value, at, ttl, sent);
         if more {
             keep_place(shared, lock, asked, sent, tell).await;
@@ -275,6 +282,7 @@ pub async fn release(
     shared.lapses.released(&stored, &held_value(owner));
     shared.line.gone(&lock.line, owner);
     if answer.succeeded {
+        shared.line.unplaced(&lock.line, &stored, written(&answer));
         let entries = Entries::of(kvs_at(&answer, 1).to_vec(), written(&answer));
         looked(shared, lock, &entries, tell);
         return Ok(true);
@@ -360,7 +368,7 @@ pub async fn leave(shared: &Shared, lock: &Lock, tell: &Tell) -> Result<(), Stor
                 started(shared, lock, &handed, kv, tell);
             }
         }
-        _ => shared.line.unplaced(&lock.line, &place.stored),
+        _ => (shared.line).unplaced(&lock.line, &place.stored, written(&answer)),
     }
     Ok(())
 }

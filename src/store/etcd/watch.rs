@@ -1,75 +1,35 @@
 //! Hearing releases: while this process has waiters, one watch stream (a
-//! connection of its own) watches each waited-for hold's keys (a plain
-//! lock's line, a semaphore's permits or a read-write key's holds: a range)
-//! for a deletion, a release or the end of a holder's lease alike. A
-//! semaphore's or read-write key's waiters are woken by any; a plain lock's
-//! line wakes nobody but the store whose place was right behind the entry
-//! that went, which looks whether its place is first now (`line.rs`).
+//! connection of its own) watches each waited-for semaphore's permits or
+//! read-write key's holds (a range) for a deletion, a release or the end of
+//! a holder's lease alike, and wakes their waiters on any. Plain locks'
+//! lines are heard through one watch on all of them, made once and kept
+//! ([`LINGER`]) while this process waits in any: etcd lets a watch made
+//! while its member applies writes catch up only every 100 ms, which a
+//! watch made per wait would pay on a busy line at each hand-over. A line
+//! wakes nobody but the store whose place was right behind the entry that
+//! went, which looks whether its place is first now (`line.rs`); deletions
+//! in lines nobody here waits in are dropped as they come.
 //! Connects again after the stream breaks, and then wakes every waiter
 //! once, as a release may have come meanwhile; the waiters' poll stays as
 //! the fallback.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+pub use super::following::Watch;
+use super::following::{create, Change, Followed, Following, Where};
 use super::grpc::{frame, Answers};
-use super::layout::{lock_line, permits, range_end, read_write};
-use super::line::Heard;
+use super::heard::Heard;
+use super::layout::{every_line, line_of, lock_line, permits, range_end, read_write};
 use super::look::{self, Lock, Tell};
 use super::messages::paths::WATCH;
-use super::messages::Event;
-use super::messages::{
-    WatchAsk, WatchCancelRequest, WatchCreateRequest, WatchProgressRequest, WatchRequest,
-    WatchResponse, DELETE, NO_PUT,
-};
+use super::messages::KeyValue;
+use super::messages::{WatchAsk, WatchProgressRequest, WatchRequest, WatchResponse, DELETE};
 use super::ops::Shared;
 use crate::store::follow::{pause_taking, OnReleased, Released};
-
-/// What is followed: a plain lock's key, or a semaphore's or read-write key's.
-type Followed = (Released, String);
-
-/// A request to the watching task: follow (or stop following) a key.
-pub type Watch = (Followed, bool);
-
-/// The keys followed, by the id of the watch that follows each.
-struct Following {
-    ids: HashMap<Followed, i64>,
-    keys: HashMap<i64, Followed>,
-    next_id: i64,
-}
-
-/// Where a followed key's holds live: a key, or a range (its start and end).
-type Where = (Vec<u8>, Vec<u8>);
-
-impl Following {
-    /// Follow or stop following a key: the request that tells the stream,
-    /// if anything changed.
-    fn apply(
-        &mut self, (key, on): Watch, stored: &impl Fn(&Followed) -> Where,
-    ) -> Option<WatchRequest> {
-        if on {
-            if self.ids.contains_key(&key) {
-                return None;
-            }
-            self.next_id += 1;
-            let id = self.next_id;
-            let request = create(stored(&key), id);
-            self.ids.insert(key.clone(), id);
-            self.keys.insert(id, key);
-            Some(request)
-        } else {
-            let id = self.ids.remove(&key)?;
-            self.keys.remove(&id);
-            Some(WatchRequest {
-                ask: Some(WatchAsk::Cancel(WatchCancelRequest { watch_id: id })),
-            })
-        }
-    }
-}
 
 /// Watches on `members` once any key is followed, and reports each deletion
 /// of one; ends when the store is closed or dropped.
@@ -78,11 +38,7 @@ pub async fn watcher(
 ) {
     let members = Arc::clone(&shared.members);
     let prefix = shared.prefix.clone();
-    let mut followed = Following {
-        ids: HashMap::new(),
-        keys: HashMap::new(),
-        next_id: 0,
-    };
+    let mut followed = Following::new();
     let every_key_under = |under: Vec<u8>| {
         let end = range_end(&under);
         (under, end)
@@ -90,6 +46,8 @@ pub async fn watcher(
     let stored = |(released, key): &Followed| match released {
         Released::Semaphore => every_key_under(permits(&prefix, key)),
         Released::ReadWrite => every_key_under(read_write(&prefix, key)),
+        // (The empty key: every line.)
+        Released::Lock | Released::Handed if key.is_empty() => every_key_under(every_line(&prefix)),
         Released::Lock | Released::Handed => every_key_under(lock_line(&prefix, key)),
     };
     let heard = Hearing {
@@ -104,7 +62,12 @@ pub async fn watcher(
     // member calls go to may be the one that went silent).
     let mut past: Option<usize> = None;
     loop {
-        while followed.ids.is_empty() {
+        // (A line watch kept past its last wait is not made again.)
+        if followed.lock_lines.is_empty() {
+            followed.lines = None;
+        }
+        followed.lines_from = i64::MAX;
+        while followed.is_empty() {
             match inbox.recv().await {
                 Some(watch) => {
                     followed.apply(watch, &stored);
@@ -123,7 +86,14 @@ pub async fn watcher(
             let started = tokio::time::timeout(within, async {
                 let (mut send, answering) =
                     channel.start(WATCH, token.as_deref(), None).await.ok()?;
-                for (key, id) in &followed.ids {
+                let lines = followed
+                    .lines
+                    .map(|id| ((Released::Lock, String::new()), id));
+                for (key, id) in followed
+                    .ids
+                    .iter()
+                    .chain(lines.as_ref().map(|(k, id)| (k, id)))
+                {
                     send.send_data(frame(&create(stored(key), *id)), false)
                         .ok()?;
                 }
@@ -133,12 +103,12 @@ pub async fn watcher(
             if let Ok(Some((mut send, mut answers))) = started.await {
                 // A release may have come before the watches were made (a
                 // place in a lock's line looks as its watch is made).
-                for followed in followed.ids.keys() {
-                    let (released, key) = followed;
-                    if *released != Released::Lock
-                        || heard.shared.line.place(&stored(followed).0).is_none()
-                    {
-                        on_released(*released, key.clone());
+                for (released, key) in followed.ids.keys() {
+                    on_released(*released, key.clone());
+                }
+                for (line, (key, _)) in &followed.lock_lines {
+                    if heard.shared.line.place(line).is_none() {
+                        on_released(Released::Lock, key.clone());
                     }
                 }
                 follow(
@@ -191,12 +161,15 @@ async fn follow(
             // task held up) is not taken for silence.
             biased;
             watch = inbox.recv() => match watch {
-                Some(watch) => {
-                    let Some(request) = followed.apply(watch, stored) else { continue };
-                    if send.send_data(frame(&request), false).is_err() {
-                        return;
+                Some(watch) => match followed.apply(watch, stored) {
+                    Change::None => {}
+                    Change::Send(request) => {
+                        if send.send_data(frame(&request), false).is_err() {
+                            return;
+                        }
                     }
-                }
+                    Change::Look(key, line) => heard.look(key, line),
+                },
                 None => {
                     send.send_reset(h2::Reason::CANCEL);
                     return;
@@ -205,6 +178,21 @@ async fn follow(
             answer = answers.recv() => match answer {
                 Ok(Some(answer)) => {
                     unanswered = false;
+                    let at = answer.header.as_ref().map_or(0, |h| h.revision);
+                    followed.seen = followed.seen.max(at);
+                    if Some(answer.watch_id) == followed.lines {
+                        if answer.created {
+                            followed.lines_from = at;
+                        }
+                        if !heard.lines(followed, &answer) {
+                            // Ended by the server: made again (its waiters look).
+                            let request = followed.new_lines_watch(stored);
+                            if send.send_data(frame(&request), false).is_err() {
+                                return;
+                            }
+                        }
+                        continue;
+                    }
                     let Some(key) = followed.keys.get(&answer.watch_id) else { continue };
                     if answer.canceled {
                         // Ended by the server: its waiters look now, and a
@@ -213,8 +201,6 @@ async fn follow(
                         followed.keys.remove(&answer.watch_id);
                         followed.ids.remove(&(released, key.clone()));
                         on_released(released, key);
-                    } else if key.0 == Released::Lock {
-                        heard.in_line(&key.1, &stored(key).0, answer.created, &answer.events);
                     } else if answer.events.iter().any(|event| event.kind == DELETE) {
                         on_released(key.0, key.1.clone());
                     }
@@ -226,8 +212,13 @@ async fn follow(
                     send.send_reset(h2::Reason::CANCEL);
                     return;
                 }
+                if let Some(request) = followed.linger_over() {
+                    if send.send_data(frame(&request), false).is_err() {
+                        return;
+                    }
+                }
                 // (etcd 3.5 answers nothing on a stream that watches nothing.)
-                if followed.ids.is_empty() {
+                if followed.ids.is_empty() && followed.lines.is_none() {
                     continue;
                 }
                 let progress = WatchRequest { ask: Some(WatchAsk::Progress(WatchProgressRequest {})) };
@@ -240,18 +231,6 @@ async fn follow(
     }
 }
 
-fn create((key, range_end): Where, id: i64) -> WatchRequest {
-    WatchRequest {
-        ask: Some(WatchAsk::Create(WatchCreateRequest {
-            key,
-            range_end,
-            start_revision: 0,
-            filters: vec![NO_PUT],
-            watch_id: id,
-        })),
-    }
-}
-
 /// Who hears what a stream tells.
 struct Hearing {
     shared: Arc<Shared>,
@@ -260,14 +239,59 @@ struct Hearing {
 }
 
 impl Hearing {
-    /// What a plain lock's line `line` told: its watch made (this store's
-    /// place may have come first before it was), or entries gone.
-    fn in_line(&self, key: &str, line: &[u8], created: bool, events: &[Event]) {
-        let mut look = created && self.shared.line.place(line).is_some();
+    /// What the watch on every line told: made (a place in a line waited
+    /// in may have come first before it was), or entries gone, each heard
+    /// in its line if a wait here is in it. False if the server ended it:
+    /// every line's waiters ask.
+    fn lines(&self, followed: &Following, answer: &WatchResponse) -> bool {
+        if answer.canceled {
+            for (key, _) in followed.lock_lines.values() {
+                (self.on_released)(Released::Lock, key.clone());
+            }
+            return false;
+        }
+        if answer.created {
+            for (line, (key, _)) in &followed.lock_lines {
+                if self.shared.line.place(line).is_some() {
+                    self.look(key.clone(), line.clone());
+                }
+            }
+        }
+        let mut by_line: Vec<(&[u8], Vec<&KeyValue>)> = Vec::new();
+        for kv in answer
+            .events
+            .iter()
+            .filter(|e| e.kind == DELETE)
+            .filter_map(|e| e.kv.as_ref())
+        {
+            let line = line_of(&kv.key);
+            match by_line.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, gone)) => gone.push(kv),
+                None => by_line.push((line, vec![kv])),
+            }
+        }
+        for (line, gone) in by_line {
+            if let Some((key, since)) = followed.lock_lines.get(line) {
+                self.in_line(key, line, &gone, followed.lines_from.max(*since));
+            }
+        }
+        true
+    }
+
+    /// The entries `gone` of the plain lock `key`'s line `line` went
+    /// (every deletion in it heard since `heard_from`).
+    fn in_line(&self, key: &str, line: &[u8], gone: &[&KeyValue], heard_from: i64) {
+        let mut look = false;
         let mut wake = false;
-        for event in events.iter().filter(|event| event.kind == DELETE) {
-            let Some(kv) = &event.kv else { continue };
-            match self.shared.line.heard(line, &kv.key) {
+        for kv in gone {
+            match self.shared.line.heard(line, kv, heard_from) {
+                Heard::First(handed, own) => {
+                    let lock = Lock {
+                        key: key.to_owned(),
+                        line: line.to_vec(),
+                    };
+                    look::started(&self.shared, &lock, &handed, &own, &self.tell);
+                }
                 Heard::Look => look = true,
                 Heard::Wake => wake = true,
                 Heard::Nothing => {}
@@ -277,18 +301,20 @@ impl Hearing {
             (self.on_released)(Released::Lock, key.to_owned());
         }
         if look {
-            let lock = Lock {
-                key: key.to_owned(),
-                line: line.to_vec(),
-            };
-            let (shared, tell) = (Arc::clone(&self.shared), Arc::clone(&self.tell));
-            let on_released = self.on_released.clone();
-            tokio::spawn(async move {
-                if look::look_again(&shared, &lock, &tell).await.is_err() {
-                    // Its waiters ask themselves.
-                    on_released(Released::Lock, lock.key);
-                }
-            });
+            self.look(key.to_owned(), line.to_vec());
         }
+    }
+
+    /// This store's place in `line` looks whether it is first.
+    fn look(&self, key: String, line: Vec<u8>) {
+        let lock = Lock { key, line };
+        let (shared, tell) = (Arc::clone(&self.shared), Arc::clone(&self.tell));
+        let on_released = self.on_released.clone();
+        tokio::spawn(async move {
+            if look::look_again(&shared, &lock, &tell).await.is_err() {
+                // Its waiters ask themselves.
+                on_released(Released::Lock, lock.key);
+            }
+        });
     }
 }
