@@ -104,7 +104,8 @@
 //!   shared leases a lock's time is counted on), `txn.rs` (the pieces of
 //!   a transaction), `lapses.rs` (each hold let go at its TTL by the store
 //!   that took it), `ops.rs`, `entries.rs` (a plain lock's line as read),
-//!   `line.rs` (what the store keeps of its places in lines), `heard.rs`
+//!   `line.rs` (what the store keeps of its places in lines), `gone.rs`
+//!   (entries of a line lately known gone), `heard.rs`
 //!   (what a deletion heard in a line means for its place), `look.rs`
 //!   (a line read, and what the store does with it), `plain.rs` (a plain
 //!   lock's operations), `kinds.rs`

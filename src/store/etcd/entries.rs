@@ -71,6 +71,9 @@ pub struct Read {
     pub ahead: Vec<Vec<u8>>,
     pub own: KeyValue,
     pub at: i64,
+    /// The latest revision an entry ahead was crossed off at: a hand-over
+    /// made when the last goes is fenced with no less.
+    pub gone_by: i64,
 }
 
 impl Read {
@@ -85,6 +88,7 @@ impl Read {
             ahead,
             own,
             at: entries.revision,
+            gone_by: entries.revision,
         })
     }
 

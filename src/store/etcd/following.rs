@@ -30,6 +30,8 @@ pub struct Following {
     pub lines_from: i64,
     /// The latest revision any answer on the stream was at.
     pub seen: i64,
+    /// The latest deletion heard on the watch on every line, whatever stream.
+    pub handled: i64,
     /// Each plain lock waited for, by its line, with the revision since
     /// which its line's deletions are heard (dropped before it was waited for).
     pub lock_lines: HashMap<Vec<u8>, (String, i64)>,
@@ -64,6 +66,7 @@ impl Following {
             lines: None,
             lines_from: i64::MAX,
             seen: 0,
+            handled: 0,
             lock_lines: HashMap::new(),
             idle_since: Instant::now(),
         }

@@ -32,7 +32,7 @@ impl Line {
     pub fn heard(&self, line: &[u8], deleted: &KeyValue, heard_from: i64) -> Heard {
         let (gone, at) = (deleted.key.as_slice(), deleted.mod_revision);
         self.with(line, |state| {
-            state.went_by(gone, at);
+            state.gone.went_by(gone, at);
             // (A key can be made again: a deletion is of the entry made
             // before it, not of one made since.)
             state.handed.retain(|h| h.stored != gone || at < h.created);
@@ -64,6 +64,7 @@ impl Line {
             };
             let just_ahead = at + 1 == read.ahead.len();
             read.ahead.remove(at);
+            read.gone_by = read.gone_by.max(deleted.mod_revision);
             if !read.ahead.is_empty() {
                 // (The rest may have gone before the read was answered,
                 // heard then and not crossed off: a read tells.)
@@ -76,8 +77,8 @@ impl Line {
             if read.at < heard_from {
                 return Heard::Look;
             }
-            let own = read.own.clone();
-            match first_in(state, &own, deleted.mod_revision) {
+            let (own, token) = (read.own.clone(), read.gone_by);
+            match first_in(state, &own, token) {
                 Some((handed, true)) => Heard::First(handed, own),
                 Some((_, false)) => Heard::Nothing,
                 None => Heard::Look,

@@ -41,7 +41,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use super::entries::{held_value, owner_of, place_value, read_entry, Entries, Read};
+pub use super::entries::{held_value, place_value, read_entry, Entries, Read};
+use super::gone::Gone;
 use super::layout::place_entry;
 use super::messages::KeyValue;
 use crate::store::line::{told, CLAIM_MS, LEASE_MS};
@@ -87,32 +88,8 @@ pub(super) struct KeyLine {
     /// Other processes' places as this store last read them: the write
     /// each was at, and since when (on this clock) it has been seen so.
     pub(super) seen: HashMap<Vec<u8>, (i64, Instant)>,
-    /// Entries of the line lately known gone: the revision each was gone
-    /// by, and when that was learnt. Answers come in any order, and one
-    /// read before an entry went still shows it: a place of this store's
-    /// is never taken to be there again, or first, on such a read.
-    pub(super) gone: Vec<(Vec<u8>, i64, Instant)>,
-}
-
-/// How long an entry known gone is remembered: past any answer still on
-/// its way (a call that long has timed out).
-const GONE_KEPT: Duration = Duration::from_secs(30);
-
-impl KeyLine {
-    /// Whether the entry `key` made at `created` is known gone.
-    pub(super) fn went(&self, key: &[u8], created: i64) -> bool {
-        self.gone
-            .iter()
-            .any(|(gone, at, _)| gone == key && *at > created)
-    }
-
-    /// The entry `key` was gone by revision `at`.
-    pub(super) fn went_by(&mut self, key: &[u8], at: i64) {
-        if self.gone.len() >= 256 {
-            self.gone.remove(0);
-        }
-        self.gone.push((key.to_vec(), at, Instant::now()));
-    }
+    /// Entries of the line lately known gone (`gone.rs`).
+    pub(super) gone: Gone,
 }
 
 /// What this store knows of its places, by line.
@@ -168,9 +145,7 @@ impl Line {
         let now = Instant::now();
         let state = lines.entry(line.to_vec()).or_default();
         state.handed.retain(|h| h.until > now);
-        state
-            .gone
-            .retain(|(_, _, learnt)| now.duration_since(*learnt) < GONE_KEPT);
+        state.gone.prune(now);
         let answer = f(state);
         if state.place.is_none()
             && state.reserved.is_none()
@@ -211,7 +186,7 @@ impl Line {
             if state.reserved.as_deref() == Some(stored) {
                 state.reserved = None;
             }
-            if state.handed.iter().any(|h| h.stored == stored) || state.went(stored, created) {
+            if state.handed.iter().any(|h| h.stored == stored) || state.gone.went(stored, created) {
                 // Come first already (told by a read that answered sooner),
                 // or gone already (this answer is older).
                 return;
@@ -226,6 +201,7 @@ impl Line {
                     return;
                 }
             }
+            let read = read.and_then(|read| state.gone.crossed(read));
             state.place = Some(Place {
                 stored: stored.to_vec(),
                 created,
@@ -248,7 +224,7 @@ impl Line {
     /// (left, or taken as a lock).
     pub fn unplaced(&self, line: &[u8], stored: &[u8], at: i64) {
         self.with(line, |state| {
-            state.went_by(stored, at);
+            state.gone.went_by(stored, at);
             if state.place.as_ref().is_some_and(|p| p.stored == stored) {
                 state.place = None;
             }
@@ -287,9 +263,13 @@ impl Line {
             Some(Some(_)) => {
                 let read = Read::of(entries, &place.stored);
                 self.with(line, |state| {
-                    if let Some(p) = state.place.as_mut().filter(|p| {
-                        p.stored == place.stored && Read::at(&read) >= Read::at(&p.read)
-                    }) {
+                    let newer = Read::at(&read);
+                    let read = read.and_then(|read| state.gone.crossed(read));
+                    if let Some(p) = state
+                        .place
+                        .as_mut()
+                        .filter(|p| p.stored == place.stored && newer >= Read::at(&p.read))
+                    {
                         p.read = read;
                     }
                 });
@@ -313,14 +293,22 @@ impl Line {
     }
 
     /// The lock handed for `owner` in `line` was claimed (or extended)
-    /// until `until`.
-    pub fn claimed(&self, line: &[u8], owner: &str, until: Instant) {
+    /// until `until`, or later if a claim of it sent before asked for
+    /// later (two waiters of this process may claim one hand-over: neither
+    /// shortens it). Answers how long it is held now.
+    pub fn claimed(&self, line: &[u8], owner: &str, until: Instant) -> Instant {
         self.with(line, |state| {
+            let mut held = until;
             for handed in state.handed.iter_mut().filter(|h| h.owner == owner) {
+                if handed.claimed {
+                    held = held.max(handed.until);
+                }
                 handed.claimed = true;
-                handed.until = until;
+                handed.until = held;
             }
-        });
+            held
+        })
+        .unwrap_or(until)
     }
 
     /// Other processes' places ahead of this store's in `entries` that were
@@ -379,7 +367,7 @@ pub(super) fn first_in(
     if let Some(known) = state.handed.iter().find(|h| h.stored == kv.key) {
         return Some((known.clone(), false));
     }
-    if state.went(&kv.key, kv.create_revision) {
+    if state.gone.went(&kv.key, kv.create_revision) {
         return None;
     }
     let (asked, owner) = read_entry(&kv.value)?;
@@ -389,7 +377,7 @@ pub(super) fn first_in(
     }
     // Never a place again, whatever answer comes later, nor handed over
     // again once its record goes (it is a hold now, or given back).
-    state.went_by(&kv.key, kv.create_revision + 1);
+    state.gone.went_by(&kv.key, kv.create_revision + 1);
     let fresh = Handed {
         stored: kv.key.clone(),
         created: kv.create_revision,

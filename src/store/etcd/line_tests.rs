@@ -133,6 +133,25 @@ fn a_place_is_first_without_a_read_once_every_entry_ahead_of_it_is_heard_gone() 
     assert!(matches!(heard(&again, "a", 7, 6), Heard::Nothing));
     assert!(matches!(heard(&again, "b", 5, 6), Heard::Nothing));
     assert!(again.place(&l).is_some(), "still behind b as read");
+    // A read answered after a deletion was heard: what went is crossed
+    // off it as it is placed (else the place would wait behind it).
+    let late = Line::new("me".to_owned());
+    let place = late.place_key(&l);
+    assert!(
+        matches!(heard(&late, "a", 7, 0), Heard::Look),
+        "a place on its way"
+    );
+    late.placed(&l, &place, 3, Some(&entries));
+    let Heard::First(handed, _) = heard(&late, "b", 8, 6) else {
+        panic!("a went before the read was answered");
+    };
+    assert_eq!(handed.token, 8);
+    // Two claims of one hand-over: the later-sent shorter one does not
+    // shorten it.
+    let now = tokio::time::Instant::now();
+    let long = now + Duration::from_secs(10);
+    assert_eq!(late.claimed(&l, &handed.owner, long), long);
+    assert_eq!(late.claimed(&l, &handed.owner, now), long);
     // Its own going heard first: it has no place to be first with.
     let gone = placed_as(&entries);
     assert!(matches!(heard(&gone, "l/pme.0", 8, 6), Heard::Wake));

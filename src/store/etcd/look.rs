@@ -2,7 +2,8 @@
 //! read a transaction makes), and what it does with what it shows: its own
 //! place come first (held for the claim window, told to its waiters), the
 //! places ahead that lapsed deleted, the entry holding the lock for an
-//! owner found.
+//! owner found; and a plain lock's reads (whether an owner holds it, the
+//! time it has left), which tell what they find of this store's place.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use super::layout::range_end;
 use super::line::{Entries, Handed};
 use super::messages::paths::{RANGE, TXN};
 use super::messages::{KeyValue, RangeRequest, RangeResponse, TxnRequest, TxnResponse};
-use super::ops::Shared;
+use super::ops::{left, Shared};
 use super::txn::{created_at, delete, held_by, nested, written_at};
 use crate::store::line::CLAIM_MS;
 use crate::store::StoreError;
@@ -104,6 +105,30 @@ pub async fn holder(
         .first()
         .filter(|kv| owner_of(kv) == Some(owner))
         .cloned())
+}
+
+/// Whether `owner` holds the lock now.
+pub async fn holds(
+    shared: &Shared, lock: &Lock, owner: &str, tell: &Tell,
+) -> Result<bool, StoreError> {
+    let entries = read_line(shared, &lock.line).await?;
+    looked(shared, lock, &entries, tell);
+    Ok(entries
+        .first()
+        .and_then(owner_of)
+        .is_some_and(|holder| holder == owner))
+}
+
+/// Milliseconds the lock has left, whoever holds it.
+pub async fn remaining(
+    shared: &Shared, lock: &Lock, tell: &Tell,
+) -> Result<Option<f64>, StoreError> {
+    let entries = read_line(shared, &lock.line).await?;
+    looked(shared, lock, &entries, tell);
+    match entries.first() {
+        Some(kv) => left(shared, kv).await,
+        None => Ok(None),
+    }
 }
 
 /// The line as it is now (a linearizable read).

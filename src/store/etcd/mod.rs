@@ -18,6 +18,7 @@
 pub mod endpoint;
 mod entries;
 mod following;
+mod gone;
 mod grpc;
 mod heard;
 mod kinds;
@@ -234,7 +235,7 @@ impl LockStore for EtcdStore {
         let owner = owner.to_owned();
         if hold == HoldKind::Lock {
             return self.on_lock(key, move |shared, lock, tell| async move {
-                plain::holds(&shared, &lock, &owner, &tell).await
+                look::holds(&shared, &lock, &owner, &tell).await
             });
         }
         let stored = self.hold_key(hold, key, &owner);
@@ -249,7 +250,7 @@ impl LockStore for EtcdStore {
         let (stored, owner) = match (hold, owner) {
             (HoldKind::Lock, _) => {
                 return self.on_lock(key, move |shared, lock, tell| async move {
-                    plain::remaining(&shared, &lock, &tell).await
+                    look::remaining(&shared, &lock, &tell).await
                 })
             }
             (_, Some(owner)) => (self.hold_key(hold, key, owner), owner.to_owned()),

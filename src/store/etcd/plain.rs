@@ -11,12 +11,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::layout::taken_entry;
-use super::line::{held_value, owner_of, place_value, Entries, Handed};
-use super::look::{holder, lapse_places, looked, read_line, started, Lock, Tell};
+use super::line::{held_value, place_value, Entries, Handed};
+use super::look::{holder, lapse_places, looked, started, Lock, Tell};
 use super::members::{backend, OTHER};
 use super::messages::paths::TXN;
 use super::messages::{Compare, KeyValue, TxnRequest, TxnResponse};
-use super::ops::{left, on_a_lease, on_leases, Shared};
+use super::ops::{on_a_lease, on_leases, Shared};
 use super::txn::{
     created_at, delete, empty, first_kv, held_by, kvs_at, nested, nested_at, none_created_before,
     put, range, range_under, revision, written, written_at,
@@ -250,7 +250,10 @@ async fn claim_handed(
     let held = held_value(&handed.owner);
     // Claimed (for an attempt, which claims only an unclaimed one) and kept
     // until its TTL from the moment it is sent: its answer may come late.
-    shared.line.claimed(&lock.line, &handed.owner, sent + ttl);
+    // Never for less than a claim sent before asked (they may land in
+    // either order, and the last one's lease is the entry's).
+    let until = shared.line.claimed(&lock.line, &handed.owner, sent + ttl);
+    let ttl = until.saturating_duration_since(sent);
     let answer = on_a_lease(shared, ttl, sent, |lease| TxnRequest {
         compare: vec![created_at(&handed.stored, handed.created)],
         success: vec![put(&handed.stored, &held, lease)],
@@ -359,7 +362,13 @@ pub async fn leave(shared: &Shared, lock: &Lock, tell: &Tell) -> Result<(), Stor
             none_created_before(&lock.line, place.created),
         ],
         success: vec![range(&place.stored)],
-        failure: vec![delete(&place.stored)],
+        // (Only that entry: sent again after a lost reply, this may come
+        // after the key was made again, a new place.)
+        failure: vec![nested(TxnRequest {
+            compare: vec![created_at(&place.stored, place.created)],
+            success: vec![delete(&place.stored)],
+            failure: vec![],
+        })],
     };
     let answer = shared.members.call::<_, TxnResponse>(TXN, &request).await?;
     match first_kv(&answer) {
@@ -371,30 +380,6 @@ pub async fn leave(shared: &Shared, lock: &Lock, tell: &Tell) -> Result<(), Stor
         _ => (shared.line).unplaced(&lock.line, &place.stored, written(&answer)),
     }
     Ok(())
-}
-
-/// Whether `owner` holds the lock now.
-pub async fn holds(
-    shared: &Shared, lock: &Lock, owner: &str, tell: &Tell,
-) -> Result<bool, StoreError> {
-    let entries = read_line(shared, &lock.line).await?;
-    looked(shared, lock, &entries, tell);
-    Ok(entries
-        .first()
-        .and_then(owner_of)
-        .is_some_and(|holder| holder == owner))
-}
-
-/// Milliseconds the lock has left, whoever holds it.
-pub async fn remaining(
-    shared: &Shared, lock: &Lock, tell: &Tell,
-) -> Result<Option<f64>, StoreError> {
-    let entries = read_line(shared, &lock.line).await?;
-    looked(shared, lock, &entries, tell);
-    match entries.first() {
-        Some(kv) => left(shared, kv).await,
-        None => Ok(None),
-    }
 }
 
 /// The entry `owner`'s hold would be, as this store knows it, and what

@@ -243,7 +243,7 @@ impl Hearing {
     /// in may have come first before it was), or entries gone, each heard
     /// in its line if a wait here is in it. False if the server ended it:
     /// every line's waiters ask.
-    fn lines(&self, followed: &Following, answer: &WatchResponse) -> bool {
+    fn lines(&self, followed: &mut Following, answer: &WatchResponse) -> bool {
         if answer.canceled {
             for (key, _) in followed.lock_lines.values() {
                 (self.on_released)(Released::Lock, key.clone());
@@ -257,13 +257,18 @@ impl Hearing {
                 }
             }
         }
+        // (A watch made again after its stream broke, on a member behind the
+        // last, tells again what was heard: once is all a deletion means.)
+        let handled = followed.handled;
         let mut by_line: Vec<(&[u8], Vec<&KeyValue>)> = Vec::new();
         for kv in answer
             .events
             .iter()
             .filter(|e| e.kind == DELETE)
             .filter_map(|e| e.kv.as_ref())
+            .filter(|kv| kv.mod_revision > handled)
         {
+            followed.handled = followed.handled.max(kv.mod_revision);
             let line = line_of(&kv.key);
             match by_line.iter_mut().find(|(l, _)| *l == line) {
                 Some((_, gone)) => gone.push(kv),
