@@ -235,7 +235,11 @@ describeWith(['etcd', 'etcdctl', 'openssl'], 'EtcdLockStore over TLS with client
     try {
       await assert.rejects(anonymous.ping(), (e) => {
         assert.equal(e.code, 'ERR_LOCK_STORE_CONNECTION', e.message)
-        assert.match(e.message, /certificate/i)
+        assert.match(e.message, /127\.0\.0\.1:\d+/, 'names the member')
+        // The member's alert (TLS 1.3 sends it after the handshake) is read
+        // when it comes before the first write fails; on a loaded machine the
+        // write can fail first, a broken pipe.
+        assert.match(e.message, /certificate|broken pipe|broke the connection/i)
         return true
       })
     } finally {
